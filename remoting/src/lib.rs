@@ -1,0 +1,12 @@
+//! The Apache RocketMQ "remoting" protocol for StellMQ.
+//!
+//! * [`protocol`] is sans-IO: frames, JSON and ROCKETMQ binary headers, typed request and
+//!   response codes, typed request headers, JSON bodies in fastjson's dialect, and the stored
+//!   message record codec with message ids. Nothing in it performs I/O or is async.
+//! * [`net`] is the tokio transport: a server with a processor registry and bounded lanes, and a
+//!   client with per-connection request correlation, timeouts and oneway calls.
+//!
+//! The facts implemented here come from `shared/spec/rocketmq-protocol.md` (sections 1-5).
+
+pub mod net;
+pub mod protocol;

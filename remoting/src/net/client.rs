@@ -1,0 +1,196 @@
+//! The remoting client: one reusable connection per address.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use super::channel::{Channel, ChannelConfig, InboundHandler, PendingResponse};
+use super::error::RemotingError;
+use crate::protocol::{RemotingCommand, ResponseCode};
+
+/// Client settings (RocketMQ's NettyClientConfig defaults).
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_frame_size: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(3),
+            idle_timeout: Duration::from_secs(120),
+            max_frame_size: crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE,
+        }
+    }
+}
+
+/// Server-to-client requests nobody registered for are answered REQUEST_CODE_NOT_SUPPORTED.
+struct NotSupported;
+
+impl InboundHandler for NotSupported {
+    fn on_request(&self, channel: Channel, request: RemotingCommand, _received_at: Instant) {
+        if !request.is_oneway() {
+            channel.try_send(request.not_supported_to());
+        }
+    }
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Channel>>>;
+
+/// Connections by `ip:port`, created on first use and replaced after they fail.
+pub struct RemotingClient {
+    config: ClientConfig,
+    handler: Arc<dyn InboundHandler>,
+    /// One slot per address; its async lock serialises connecting to that address only.
+    channels: parking_lot::Mutex<HashMap<String, Slot>>,
+    shutdown: CancellationToken,
+}
+
+impl RemotingClient {
+    pub fn new(config: ClientConfig) -> Self {
+        Self::with_handler(config, Arc::new(NotSupported))
+    }
+
+    /// A client whose connections hand server-to-client requests to `handler`.
+    pub fn with_handler(config: ClientConfig, handler: Arc<dyn InboundHandler>) -> Self {
+        Self {
+            config,
+            handler,
+            channels: parking_lot::Mutex::new(HashMap::new()),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// The live connection to `addr`, connecting if there is none.
+    pub async fn channel(&self, addr: &str) -> Result<Channel, RemotingError> {
+        let slot = self
+            .channels
+            .lock()
+            .entry(addr.to_owned())
+            .or_default()
+            .clone();
+        let mut current = slot.lock().await;
+        if let Some(channel) = current.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(channel.clone());
+        }
+        let channel = self.connect(addr).await?;
+        *current = Some(channel.clone());
+        Ok(channel)
+    }
+
+    async fn connect(&self, addr: &str) -> Result<Channel, RemotingError> {
+        let timeout = self.config.connect_timeout;
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| RemotingError::ConnectTimeout {
+                addr: addr.to_owned(),
+                timeout,
+            })?
+            .map_err(|source| RemotingError::Connect {
+                addr: addr.to_owned(),
+                source,
+            })?;
+        let config = ChannelConfig {
+            idle_timeout: self.config.idle_timeout,
+            max_frame_size: self.config.max_frame_size,
+        };
+        Channel::spawn(
+            stream,
+            self.handler.clone(),
+            config,
+            self.shutdown.child_token(),
+        )
+        .map_err(|source| RemotingError::Connect {
+            addr: addr.to_owned(),
+            source,
+        })
+    }
+
+    /// Sends `request` to `addr` and waits up to `timeout` (connecting included).
+    pub async fn invoke(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        let started = Instant::now();
+        let channel = tokio::time::timeout(timeout, self.channel(addr))
+            .await
+            .map_err(|_| RemotingError::Timeout {
+                addr: addr.to_owned(),
+                timeout,
+            })??;
+        let result = channel
+            .invoke(request, timeout.saturating_sub(started.elapsed()))
+            .await;
+        if let Err(RemotingError::ConnectionClosed { .. }) = &result {
+            // The next call reconnects.
+            channel.close();
+        }
+        result
+    }
+
+    /// Like [`Self::invoke`], but a response code other than SUCCESS becomes
+    /// [`RemotingError::Remote`].
+    pub async fn invoke_ok(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        let response = self.invoke(addr, request, timeout).await?;
+        if response.code == ResponseCode::SUCCESS.as_i32() {
+            Ok(response)
+        } else {
+            Err(RemotingError::Remote {
+                addr: addr.to_owned(),
+                code: response.code,
+                remark: response.remark_str().to_owned(),
+            })
+        }
+    }
+
+    /// Writes `request` now and returns its response as a future to await later.
+    pub async fn start_request(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+    ) -> Result<PendingResponse, RemotingError> {
+        self.channel(addr).await?.start_request(request).await
+    }
+
+    /// Sends a oneway request.
+    pub async fn invoke_oneway(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+    ) -> Result<(), RemotingError> {
+        self.channel(addr).await?.invoke_oneway(request).await
+    }
+
+    /// Closes the connection to `addr`, if any.
+    pub async fn close_channel(&self, addr: &str) {
+        let slot = self.channels.lock().remove(addr);
+        if let Some(slot) = slot {
+            if let Some(channel) = slot.lock().await.take() {
+                channel.close();
+            }
+        }
+    }
+
+    /// Closes every connection.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let slots: Vec<Slot> = self.channels.lock().drain().map(|(_, s)| s).collect();
+        for slot in slots {
+            if let Some(channel) = slot.lock().await.take() {
+                channel.close();
+            }
+        }
+    }
+}

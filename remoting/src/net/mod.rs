@@ -1,0 +1,29 @@
+//! tokio transport for the remoting protocol.
+//!
+//! * [`Channel`]: one TCP connection, used the same way on both sides: requests flow in both
+//!   directions, responses are matched to requests by opaque in a per-connection table, and
+//!   a single writer task coalesces outgoing frames.
+//! * [`RemotingServer`]: accept loop with a connection cap, a processor registry keyed by
+//!   request code with one bounded [`Lane`] per processor, idle close and graceful shutdown.
+//! * [`RemotingClient`]: connections per address, reused and re-established after failure.
+
+mod channel;
+mod client;
+mod error;
+mod processor;
+mod server;
+
+pub use channel::{Channel, ChannelConfig, InboundHandler, PendingResponse};
+pub use client::{ClientConfig, RemotingClient};
+pub use error::RemotingError;
+pub use processor::{
+    Lane, ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
+pub use server::{ConnectionListener, RemotingServer, ServerConfig, ServerHandle};
+
+/// Parses `host:port` (IPv4, `[v6]` or a resolvable name is left to the caller).
+pub fn parse_addr(addr: &str) -> Result<std::net::SocketAddr, RemotingError> {
+    addr.trim()
+        .parse()
+        .map_err(|_| RemotingError::BadAddress(addr.to_owned()))
+}

@@ -1,0 +1,172 @@
+//! Request processors and the bounded lanes they run in.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+
+use super::channel::Channel;
+use crate::protocol::codes::busy_remark;
+use crate::protocol::error::{BodyError, HeaderError, RecordError};
+use crate::protocol::{RemotingCommand, ResponseCode};
+
+/// What a processor produces: a response now, none (oneway, or answered later through the
+/// context's channel, as long polling does), or an error mapped to a response code.
+pub type ProcessResult = Result<Option<RemotingCommand>, ProcessorError>;
+
+/// The boxed future a processor returns.
+pub type ProcessFuture = Pin<Box<dyn Future<Output = ProcessResult> + Send>>;
+
+/// A request-processing error: a RocketMQ response code and a human-readable remark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessorError {
+    pub code: ResponseCode,
+    pub remark: String,
+}
+
+impl ProcessorError {
+    pub fn new(code: ResponseCode, remark: impl Into<String>) -> Self {
+        Self {
+            code,
+            remark: remark.into(),
+        }
+    }
+
+    pub fn system(remark: impl Into<String>) -> Self {
+        Self::new(ResponseCode::SYSTEM_ERROR, remark)
+    }
+}
+
+impl std::fmt::Display for ProcessorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.remark)
+    }
+}
+
+impl std::error::Error for ProcessorError {}
+
+impl From<HeaderError> for ProcessorError {
+    fn from(e: HeaderError) -> Self {
+        Self::system(e.to_string())
+    }
+}
+
+impl From<BodyError> for ProcessorError {
+    fn from(e: BodyError) -> Self {
+        Self::system(e.to_string())
+    }
+}
+
+impl From<RecordError> for ProcessorError {
+    fn from(e: RecordError) -> Self {
+        Self::new(ResponseCode::MESSAGE_ILLEGAL, e.to_string())
+    }
+}
+
+/// Where a request came from and how long it waited.
+#[derive(Clone)]
+pub struct RequestContext {
+    pub channel: Channel,
+    /// When the frame was decoded.
+    pub received_at: Instant,
+    /// When a lane worker picked it up.
+    pub started_at: Instant,
+}
+
+impl RequestContext {
+    /// Time spent queued in the lane before processing began.
+    pub fn queued_for(&self) -> Duration {
+        self.started_at.saturating_duration_since(self.received_at)
+    }
+}
+
+/// Handles requests of one or more codes.
+pub trait RequestProcessor: Send + Sync + 'static {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture;
+}
+
+/// A bounded execution lane: at most `workers` requests run at once and at most `queue` more
+/// wait. A request arriving at a full lane is answered SYSTEM_BUSY at once, so one busy area
+/// (say, pulls) can never starve another (say, admin calls).
+pub struct Lane {
+    name: String,
+    admitted: Arc<Semaphore>,
+    running: Arc<Semaphore>,
+}
+
+impl Lane {
+    pub fn new(name: impl Into<String>, workers: usize, queue: usize) -> Arc<Self> {
+        let workers = workers.max(1);
+        Arc::new(Self {
+            name: name.into(),
+            admitted: Arc::new(Semaphore::new(workers + queue)),
+            running: Arc::new(Semaphore::new(workers)),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Requests admitted but not finished (queued plus running).
+    pub fn in_flight(&self, capacity: usize) -> usize {
+        capacity.saturating_sub(self.admitted.available_permits())
+    }
+
+    /// Runs `request` through `processor` in this lane, answering on `channel`.
+    pub(crate) fn dispatch(
+        self: &Arc<Self>,
+        processor: Arc<dyn RequestProcessor>,
+        channel: Channel,
+        request: RemotingCommand,
+        received_at: Instant,
+        tracker: &tokio_util::task::TaskTracker,
+    ) {
+        let Ok(admission) = self.admitted.clone().try_acquire_owned() else {
+            tracing::warn!(lane = %self.name, code = request.code, peer = %channel.peer(), "lane full, answering SYSTEM_BUSY");
+            if !request.is_oneway() {
+                let busy = request.response_to(
+                    ResponseCode::SYSTEM_BUSY,
+                    Some(busy_remark::REJECT_REQUEST.to_owned()),
+                );
+                channel.try_send(busy);
+            }
+            return;
+        };
+        let running = self.running.clone();
+        tracker.spawn(async move {
+            let _admission = admission;
+            let Ok(_worker) = running.acquire_owned().await else {
+                return;
+            };
+            let ctx = RequestContext {
+                channel: channel.clone(),
+                received_at,
+                started_at: Instant::now(),
+            };
+            let oneway = request.is_oneway();
+            let code = request.code;
+            let opaque = request.opaque;
+            let serialize_type = request.serialize_type;
+            let result = processor.process(ctx, request).await;
+            let response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    tracing::debug!(code, error = %e, peer = %channel.peer(), "request failed");
+                    Some(RemotingCommand::new_response(e.code, Some(e.remark)))
+                }
+            };
+            if let (Some(mut response), false) = (response, oneway) {
+                // Responses always echo the request's opaque and header encoding.
+                response.opaque = opaque;
+                response.serialize_type = serialize_type;
+                response.flag |= crate::protocol::command::FLAG_RESPONSE;
+                if channel.send(response).await.is_err() {
+                    tracing::debug!(code, peer = %channel.peer(), "connection closed before the response was written");
+                }
+            }
+        });
+    }
+}

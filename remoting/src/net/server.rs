@@ -1,0 +1,278 @@
+//! The remoting server: accept loop, processor registry, graceful shutdown.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::channel::{Channel, ChannelConfig, InboundHandler};
+use super::processor::{Lane, RequestProcessor};
+use crate::protocol::{RemotingCommand, RequestCode};
+
+/// Server settings (RocketMQ's NettyServerConfig, where they exist).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to bind; port 0 picks a free port.
+    pub listen_addr: SocketAddr,
+    /// Connections accepted at once; more are closed right after accept.
+    pub max_connections: usize,
+    /// `serverChannelMaxIdleTimeSeconds`.
+    pub idle_timeout: Duration,
+    /// `com.rocketmq.remoting.frameMaxLength`.
+    pub max_frame_size: usize,
+    /// How long shutdown waits for in-flight requests.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen_addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            max_connections: 10_000,
+            idle_timeout: Duration::from_secs(120),
+            max_frame_size: crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Told about connections as they open and close (the name server drops a broker whose
+/// connection closes; the broker forgets a client's channel).
+pub trait ConnectionListener: Send + Sync + 'static {
+    fn on_connect(&self, _channel: &Channel) {}
+    fn on_close(&self, _channel: &Channel) {}
+}
+
+struct Route {
+    processor: Arc<dyn RequestProcessor>,
+    lane: Arc<Lane>,
+}
+
+struct Registry {
+    routes: HashMap<i32, Route>,
+    default_route: Option<Route>,
+    listeners: Vec<Arc<dyn ConnectionListener>>,
+    tracker: TaskTracker,
+    channels: Mutex<HashMap<u64, Channel>>,
+}
+
+impl InboundHandler for Registry {
+    fn on_request(&self, channel: Channel, request: RemotingCommand, received_at: Instant) {
+        let route = self
+            .routes
+            .get(&request.code)
+            .or(self.default_route.as_ref());
+        match route {
+            Some(route) => route.lane.dispatch(
+                route.processor.clone(),
+                channel,
+                request,
+                received_at,
+                &self.tracker,
+            ),
+            None => {
+                tracing::debug!(code = request.code, peer = %channel.peer(), "request code not supported");
+                if !request.is_oneway() {
+                    channel.try_send(request.not_supported_to());
+                }
+            }
+        }
+    }
+
+    fn on_close(&self, channel: &Channel) {
+        self.channels.lock().remove(&channel.id());
+        for listener in &self.listeners {
+            listener.on_close(channel);
+        }
+    }
+}
+
+/// Builder: register processors, then [`RemotingServer::start`].
+pub struct RemotingServer {
+    config: ServerConfig,
+    routes: HashMap<i32, Route>,
+    default_route: Option<Route>,
+    listeners: Vec<Arc<dyn ConnectionListener>>,
+}
+
+impl RemotingServer {
+    pub fn new(config: ServerConfig) -> Self {
+        Self {
+            config,
+            routes: HashMap::new(),
+            default_route: None,
+            listeners: Vec::new(),
+        }
+    }
+
+    /// Serves `codes` with `processor` in `lane` (share a lane between registrations to share
+    /// its bound).
+    pub fn register(
+        &mut self,
+        codes: &[RequestCode],
+        processor: Arc<dyn RequestProcessor>,
+        lane: Arc<Lane>,
+    ) -> &mut Self {
+        for code in codes {
+            self.routes.insert(
+                code.as_i32(),
+                Route {
+                    processor: processor.clone(),
+                    lane: lane.clone(),
+                },
+            );
+        }
+        self
+    }
+
+    /// Serves every code without a registration (instead of REQUEST_CODE_NOT_SUPPORTED).
+    pub fn register_default(
+        &mut self,
+        processor: Arc<dyn RequestProcessor>,
+        lane: Arc<Lane>,
+    ) -> &mut Self {
+        self.default_route = Some(Route { processor, lane });
+        self
+    }
+
+    pub fn add_listener(&mut self, listener: Arc<dyn ConnectionListener>) -> &mut Self {
+        self.listeners.push(listener);
+        self
+    }
+
+    /// Binds and starts accepting.
+    pub async fn start(self) -> std::io::Result<ServerHandle> {
+        let listener = TcpListener::bind(self.config.listen_addr).await?;
+        let local_addr = listener.local_addr()?;
+        let registry = Arc::new(Registry {
+            routes: self.routes,
+            default_route: self.default_route,
+            listeners: self.listeners,
+            tracker: TaskTracker::new(),
+            channels: Mutex::new(HashMap::new()),
+        });
+        let stop_accepting = CancellationToken::new();
+        let stop_reading = CancellationToken::new();
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            registry.clone(),
+            self.config.clone(),
+            stop_accepting.clone(),
+            stop_reading.clone(),
+        ));
+        tracing::info!(addr = %local_addr, "remoting server listening");
+        Ok(ServerHandle {
+            local_addr,
+            registry,
+            stop_accepting,
+            stop_reading,
+            accept: Mutex::new(Some(accept)),
+            grace: self.config.shutdown_grace,
+        })
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    registry: Arc<Registry>,
+    config: ServerConfig,
+    stop_accepting: CancellationToken,
+    stop_reading: CancellationToken,
+) {
+    let slots = Arc::new(Semaphore::new(config.max_connections));
+    let channel_config = ChannelConfig {
+        idle_timeout: config.idle_timeout,
+        max_frame_size: config.max_frame_size,
+    };
+    loop {
+        let accepted = tokio::select! {
+            _ = stop_accepting.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(pair) => pair,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, max = config.max_connections, "connection limit reached, closing new connection");
+            drop(stream);
+            continue;
+        };
+        match Channel::spawn(
+            stream,
+            registry.clone(),
+            channel_config.clone(),
+            stop_reading.clone(),
+        ) {
+            Ok(channel) => {
+                registry
+                    .channels
+                    .lock()
+                    .insert(channel.id(), channel.clone());
+                for listener in &registry.listeners {
+                    listener.on_connect(&channel);
+                }
+                // Hold the connection slot until the channel closes.
+                tokio::spawn(async move {
+                    channel.closed().await;
+                    drop(slot);
+                });
+            }
+            Err(e) => tracing::debug!(%peer, error = %e, "could not set up connection"),
+        }
+    }
+}
+
+/// A running server.
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    registry: Arc<Registry>,
+    stop_accepting: CancellationToken,
+    stop_reading: CancellationToken,
+    accept: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    grace: Duration,
+}
+
+impl ServerHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Open connections.
+    pub fn channels(&self) -> Vec<Channel> {
+        self.registry.channels.lock().values().cloned().collect()
+    }
+
+    /// Stops accepting and reading, lets in-flight requests finish (up to the grace period)
+    /// and write their responses, then closes every connection.
+    pub async fn shutdown(&self) {
+        self.stop_accepting.cancel();
+        let accept = self.accept.lock().take();
+        if let Some(accept) = accept {
+            let _ = accept.await;
+        }
+        self.stop_reading.cancel();
+        self.registry.tracker.close();
+        if tokio::time::timeout(self.grace, self.registry.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(grace = ?self.grace, "in-flight requests still running at shutdown");
+        }
+        for channel in self.channels() {
+            channel.close();
+        }
+        tracing::info!(addr = %self.local_addr, "remoting server stopped");
+    }
+}

@@ -1,0 +1,146 @@
+//! ROCKETMQ binary header codec (serialize type 1, spec 1.5).
+//!
+//! Layout: code (i16), language (u8), version (i16), opaque (i32), flag (i32),
+//! remark length (i32) + remark, extFields length (i32) + repeated
+//! key length (i16) + key + value length (i32) + value. All big-endian.
+
+use super::command::{RemotingCommand, SerializeType};
+use super::error::FrameError;
+use super::ext_fields::ExtFields;
+use super::language::LanguageCode;
+
+const FIXED_LEN: usize = 21;
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], FrameError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|end| *end <= self.buf.len())
+            .ok_or(FrameError::Binary(what))?;
+        let slice = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(slice)
+    }
+
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], FrameError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N, what)?);
+        Ok(out)
+    }
+
+    fn i16(&mut self, what: &'static str) -> Result<i16, FrameError> {
+        Ok(i16::from_be_bytes(self.array(what)?))
+    }
+
+    fn i32(&mut self, what: &'static str) -> Result<i32, FrameError> {
+        Ok(i32::from_be_bytes(self.array(what)?))
+    }
+
+    fn len(&mut self, len: i64, what: &'static str) -> Result<&'a [u8], FrameError> {
+        let n = usize::try_from(len).map_err(|_| FrameError::Binary(what))?;
+        self.take(n, what)
+    }
+
+    fn string(&mut self, len: i64, what: &'static str) -> Result<String, FrameError> {
+        let raw = self.len(len, what)?;
+        String::from_utf8(raw.to_vec()).map_err(|_| FrameError::Utf8)
+    }
+}
+
+/// Decodes a binary header; the body is filled in by the frame decoder.
+pub fn decode(header: &[u8]) -> Result<RemotingCommand, FrameError> {
+    if header.len() < FIXED_LEN {
+        return Err(FrameError::Binary("header shorter than its fixed part"));
+    }
+    let mut r = Reader {
+        buf: header,
+        pos: 0,
+    };
+    let code = i32::from(r.i16("code")?);
+    let language = LanguageCode::from_byte(r.array::<1>("language")?[0]);
+    let version = i32::from(r.i16("version")?);
+    let opaque = r.i32("opaque")?;
+    let flag = r.i32("flag")?;
+    let remark_len = r.i32("remark length")?;
+    let remark = match remark_len {
+        0 => None,
+        n => Some(r.string(i64::from(n), "remark overflows the header")?),
+    };
+    let ext_len = r.i32("extFields length")?;
+    let ext_area = r.len(i64::from(ext_len), "extFields overflow the header")?;
+    let ext_fields = decode_ext_fields(ext_area)?;
+    Ok(RemotingCommand {
+        code,
+        language,
+        version,
+        opaque,
+        flag,
+        remark,
+        ext_fields,
+        body: bytes::Bytes::new(),
+        serialize_type: SerializeType::RocketMq,
+    })
+}
+
+fn decode_ext_fields(area: &[u8]) -> Result<ExtFields, FrameError> {
+    let mut r = Reader { buf: area, pos: 0 };
+    let mut fields = ExtFields::new();
+    while r.pos < area.len() {
+        let key_len = r.i16("extFields key length")?;
+        let key = r.string(i64::from(key_len), "extFields key overflows")?;
+        let value_len = r.i32("extFields value length")?;
+        let value = r.string(i64::from(value_len), "extFields value overflows")?;
+        // Java decodes zero-length keys and values to null.
+        if !key.is_empty() && !value.is_empty() {
+            fields.insert(key, value);
+        }
+    }
+    Ok(fields)
+}
+
+/// Appends the binary header of `cmd` to `out`.
+pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
+    // Codes above i16 are 5.x POP codes that never travel in this header (spec 1.5).
+    out.extend_from_slice(&(cmd.code as i16).to_be_bytes());
+    out.push(cmd.language.byte());
+    out.extend_from_slice(&(cmd.version as i16).to_be_bytes());
+    out.extend_from_slice(&cmd.opaque.to_be_bytes());
+    out.extend_from_slice(&cmd.flag.to_be_bytes());
+    let remark = cmd.remark.as_deref().unwrap_or("").as_bytes();
+    out.extend_from_slice(&(remark.len() as i32).to_be_bytes());
+    out.extend_from_slice(remark);
+    let len_pos = out.len();
+    out.extend_from_slice(&[0; 4]);
+    for (key, value) in cmd.ext_fields.iter() {
+        out.extend_from_slice(&(key.len() as i16).to_be_bytes());
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(&(value.len() as i32).to_be_bytes());
+        out.extend_from_slice(value.as_bytes());
+    }
+    let ext_len = (out.len() - len_pos - 4) as i32;
+    out[len_pos..len_pos + 4].copy_from_slice(&ext_len.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_overflowing_lengths() {
+        let mut h = vec![0, 10, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
+        h.extend_from_slice(&100i32.to_be_bytes()); // remark longer than the header
+        h.extend_from_slice(&[0; 4]);
+        assert!(decode(&h).is_err());
+        assert!(decode(&h[..10]).is_err());
+        let mut neg = vec![0, 10, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
+        neg.extend_from_slice(&(-5i32).to_be_bytes());
+        neg.extend_from_slice(&[0; 4]);
+        assert!(decode(&neg).is_err());
+    }
+}

@@ -1,0 +1,160 @@
+//! Producer request headers (spec 2.4).
+
+use super::command_header;
+
+command_header! {
+    /// SEND_MESSAGE (10) and, through [`SendMessageRequestHeaderV2`], 310 and 320.
+    pub struct SendMessageRequestHeader {
+        required producer_group: String = "producerGroup",
+        required topic: String = "topic",
+        required default_topic: String = "defaultTopic",
+        required default_topic_queue_nums: i32 = "defaultTopicQueueNums",
+        required queue_id: i32 = "queueId",
+        required sys_flag: i32 = "sysFlag",
+        required born_timestamp: i64 = "bornTimestamp",
+        required flag: i32 = "flag",
+        optional properties: String = "properties",
+        optional reconsume_times: i32 = "reconsumeTimes",
+        optional unit_mode: bool = "unitMode",
+        /// The broker takes the batch path on this flag, not on the request code.
+        optional batch: bool = "batch",
+        optional max_reconsume_times: i32 = "maxReconsumeTimes",
+        optional broker_name: String = "bname",
+    }
+}
+
+command_header! {
+    /// SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): single-letter keys.
+    pub struct SendMessageRequestHeaderV2 {
+        required a: String = "a",
+        required b: String = "b",
+        required c: String = "c",
+        required d: i32 = "d",
+        required e: i32 = "e",
+        required f: i32 = "f",
+        required g: i64 = "g",
+        required h: i32 = "h",
+        optional i: String = "i",
+        optional j: i32 = "j",
+        optional k: bool = "k",
+        optional l: i32 = "l",
+        optional m: bool = "m",
+        optional n: String = "n",
+    }
+}
+
+impl From<SendMessageRequestHeaderV2> for SendMessageRequestHeader {
+    fn from(v2: SendMessageRequestHeaderV2) -> Self {
+        Self {
+            producer_group: v2.a,
+            topic: v2.b,
+            default_topic: v2.c,
+            default_topic_queue_nums: v2.d,
+            queue_id: v2.e,
+            sys_flag: v2.f,
+            born_timestamp: v2.g,
+            flag: v2.h,
+            properties: v2.i,
+            reconsume_times: v2.j,
+            unit_mode: v2.k,
+            max_reconsume_times: v2.l,
+            batch: v2.m,
+            broker_name: v2.n,
+        }
+    }
+}
+
+impl From<SendMessageRequestHeader> for SendMessageRequestHeaderV2 {
+    fn from(v1: SendMessageRequestHeader) -> Self {
+        Self {
+            a: v1.producer_group,
+            b: v1.topic,
+            c: v1.default_topic,
+            d: v1.default_topic_queue_nums,
+            e: v1.queue_id,
+            f: v1.sys_flag,
+            g: v1.born_timestamp,
+            h: v1.flag,
+            i: v1.properties,
+            j: v1.reconsume_times,
+            k: v1.unit_mode,
+            l: v1.max_reconsume_times,
+            m: v1.batch,
+            n: v1.broker_name,
+        }
+    }
+}
+
+command_header! {
+    /// Response to SEND_MESSAGE / V2 / batch.
+    pub struct SendMessageResponseHeader {
+        /// offsetMsgId; for a batch the ids of all messages joined with ','.
+        required msg_id: String = "msgId",
+        required queue_id: i32 = "queueId",
+        required queue_offset: i64 = "queueOffset",
+        optional transaction_id: String = "transactionId",
+        optional batch_uniq_id: String = "batchUniqId",
+        optional msg_region: String = "MSG_REGION",
+        optional trace_on: String = "TRACE_ON",
+    }
+}
+
+command_header! {
+    /// END_TRANSACTION (37).
+    pub struct EndTransactionRequestHeader {
+        required producer_group: String = "producerGroup",
+        required tran_state_table_offset: i64 = "tranStateTableOffset",
+        required commit_log_offset: i64 = "commitLogOffset",
+        /// 0 = not type, 8 = commit, 12 = rollback.
+        required commit_or_rollback: i32 = "commitOrRollback",
+        optional from_transaction_check: bool = "fromTransactionCheck",
+        required msg_id: String = "msgId",
+        optional transaction_id: String = "transactionId",
+        optional topic: String = "topic",
+    }
+}
+
+command_header! {
+    /// CHECK_TRANSACTION_STATE (39), broker to producer.
+    pub struct CheckTransactionStateRequestHeader {
+        required tran_state_table_offset: i64 = "tranStateTableOffset",
+        required commit_log_offset: i64 = "commitLogOffset",
+        optional msg_id: String = "msgId",
+        optional transaction_id: String = "transactionId",
+        optional offset_msg_id: String = "offsetMsgId",
+        optional topic: String = "topic",
+    }
+}
+
+command_header! {
+    /// UNREGISTER_CLIENT (35). Note the capital `ID` of `clientID`.
+    pub struct UnregisterClientRequestHeader {
+        required client_id: String = "clientID",
+        optional producer_group: String = "producerGroup",
+        optional consumer_group: String = "consumerGroup",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::headers::CommandHeader;
+    use crate::protocol::ExtFields;
+
+    #[test]
+    fn v2_with_numbers_from_cpp_converts_to_v1() {
+        let json = r#"{"a":"pg","b":"T","c":"TBW102","d":4,"e":1,"f":0,"g":"1700000000000","h":0,"i":"KEYS\u0001k\u0002","j":0,"k":false,"l":16}"#;
+        let fields: ExtFields = serde_json::from_str(json).expect("json");
+        let v1: SendMessageRequestHeader = SendMessageRequestHeaderV2::from_ext_fields(&fields)
+            .expect("valid")
+            .into();
+        assert_eq!(v1.producer_group, "pg");
+        assert_eq!(v1.queue_id, 1);
+        assert_eq!(v1.born_timestamp, 1_700_000_000_000);
+        assert_eq!(v1.max_reconsume_times, Some(16));
+        assert_eq!(v1.batch, None);
+        assert_eq!(v1.unit_mode, Some(false));
+        let back: SendMessageRequestHeaderV2 = v1.clone().into();
+        assert_eq!(SendMessageRequestHeader::from(back), v1);
+    }
+}

@@ -1,0 +1,159 @@
+//! The properties string (spec 4.4): `name\u0001value\u0002` repeated.
+
+use std::collections::BTreeMap;
+
+/// Property keys (`MessageConst`, spec 4.5).
+pub mod keys {
+    pub const KEYS: &str = "KEYS";
+    pub const TAGS: &str = "TAGS";
+    pub const WAIT: &str = "WAIT";
+    pub const DELAY: &str = "DELAY";
+    pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
+    pub const REAL_TOPIC: &str = "REAL_TOPIC";
+    pub const REAL_QID: &str = "REAL_QID";
+    pub const TRAN_MSG: &str = "TRAN_MSG";
+    pub const PGROUP: &str = "PGROUP";
+    pub const MIN_OFFSET: &str = "MIN_OFFSET";
+    pub const MAX_OFFSET: &str = "MAX_OFFSET";
+    pub const BUYER_ID: &str = "BUYER_ID";
+    pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+    pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
+    pub const MSG_REGION: &str = "MSG_REGION";
+    pub const TRACE_ON: &str = "TRACE_ON";
+    pub const UNIQ_KEY: &str = "UNIQ_KEY";
+    pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
+    pub const CONSUME_START_TIME: &str = "CONSUME_START_TIME";
+    pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+    pub const CLUSTER: &str = "CLUSTER";
+    pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+}
+
+const NAME_VALUE_SEPARATOR: char = '\u{1}';
+const PROPERTY_SEPARATOR: char = '\u{2}';
+
+/// A message's properties. Order is irrelevant on the wire (Java uses a HashMap).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Properties(BTreeMap<String, String>);
+
+impl Properties {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes like Java: split on `\u0002`, then on the first `\u0001`; entries with an empty
+    /// name or value are dropped.
+    pub fn decode(text: &str) -> Self {
+        let map = text
+            .split(PROPERTY_SEPARATOR)
+            .filter_map(|entry| entry.split_once(NAME_VALUE_SEPARATOR))
+            .filter(|(name, value)| !name.is_empty() && !value.is_empty())
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+        Self(map)
+    }
+
+    /// Encodes with Java's trailing `\u0002` after every entry.
+    pub fn encode(&self) -> String {
+        let mut out =
+            String::with_capacity(self.0.iter().map(|(k, v)| k.len() + v.len() + 2).sum());
+        for (name, value) in &self.0 {
+            out.push_str(name);
+            out.push(NAME_VALUE_SEPARATOR);
+            out.push_str(value);
+            out.push(PROPERTY_SEPARATOR);
+        }
+        out
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        self.0.insert(name.into(), value.into());
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<String> {
+        self.0.remove(name)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// The space-separated business keys of `KEYS`, empty tokens skipped.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.get(keys::KEYS)
+            .unwrap_or("")
+            .split(' ')
+            .filter(|k| !k.is_empty())
+    }
+
+    pub fn tags(&self) -> Option<&str> {
+        self.get(keys::TAGS)
+    }
+
+    /// `WAIT`: true unless explicitly "false".
+    pub fn wait_store_ok(&self) -> bool {
+        self.get(keys::WAIT)
+            .is_none_or(|v| !v.eq_ignore_ascii_case("false"))
+    }
+
+    /// `DELAY` as a level (0 when absent or invalid).
+    pub fn delay_level(&self) -> i32 {
+        self.get(keys::DELAY)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        Self(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn golden_encoding() {
+        let p: Properties = [("KEYS", "k1 k2"), ("TAGS", "TagA")].into_iter().collect();
+        assert_eq!(p.encode(), "KEYS\u{1}k1 k2\u{2}TAGS\u{1}TagA\u{2}");
+        assert_eq!(Properties::decode(&p.encode()), p);
+        assert_eq!(p.keys().collect::<Vec<_>>(), vec!["k1", "k2"]);
+    }
+
+    #[test]
+    fn decodes_like_java() {
+        let p =
+            Properties::decode("A\u{1}1\u{2}\u{2}B\u{1}\u{2}\u{1}x\u{2}C\u{1}a\u{1}b\u{2}D\u{1}4");
+        assert_eq!(p.get("A"), Some("1"));
+        assert!(!p.contains("B"), "empty value dropped");
+        assert_eq!(p.get("C"), Some("a\u{1}b"), "split on the first separator");
+        assert_eq!(p.get("D"), Some("4"), "missing trailing separator accepted");
+        assert_eq!(p.iter().count(), 3);
+    }
+
+    #[test]
+    fn wait_and_delay() {
+        let p = Properties::decode("WAIT\u{1}false\u{2}DELAY\u{1}3\u{2}");
+        assert!(!p.wait_store_ok());
+        assert_eq!(p.delay_level(), 3);
+        assert!(Properties::new().wait_store_ok());
+    }
+}

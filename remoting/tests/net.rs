@@ -1,0 +1,482 @@
+//! A real server and client on loopback.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use stellmq_remoting::net::{
+    Channel, ClientConfig, InboundHandler, Lane, ProcessFuture, RemotingClient, RemotingError,
+    RemotingServer, RequestContext, RequestProcessor, ServerConfig, ServerHandle,
+};
+use stellmq_remoting::protocol::codes::busy_remark;
+use stellmq_remoting::protocol::{frame, ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const T: Duration = Duration::from_secs(10);
+
+/// Echoes extFields and body after an optional delay taken from the `delayMs` field.
+struct Echo {
+    seen: AtomicUsize,
+}
+
+impl RequestProcessor for Echo {
+    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        self.seen.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            let delay: u64 = request
+                .ext_fields
+                .get("delayMs")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            if delay > 0 {
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+            }
+            Ok(Some(
+                request
+                    .success_to()
+                    .with_ext_fields(request.ext_fields.clone())
+                    .with_body(request.body.clone()),
+            ))
+        })
+    }
+}
+
+/// Never answers (as a parked long poll would not, until later).
+struct Silent;
+
+impl RequestProcessor for Silent {
+    fn process(&self, _ctx: RequestContext, _request: RemotingCommand) -> ProcessFuture {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// Asks the client something over the same connection and returns its answer.
+struct AskBack;
+
+impl RequestProcessor for AskBack {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        Box::pin(async move {
+            let question =
+                RemotingCommand::request(RequestCode::GET_CONSUMER_RUNNING_INFO, ExtFields::new());
+            let answer = ctx
+                .channel
+                .invoke(question, Duration::from_secs(5))
+                .await
+                .map_err(|e| stellmq_remoting::net::ProcessorError::system(e.to_string()))?;
+            Ok(Some(request.success_to().with_body(answer.body)))
+        })
+    }
+}
+
+struct ClientSide;
+
+impl InboundHandler for ClientSide {
+    fn on_request(&self, channel: Channel, request: RemotingCommand, _received_at: Instant) {
+        channel.try_send(
+            request
+                .success_to()
+                .with_body(Bytes::from_static(b"running-info")),
+        );
+    }
+}
+
+async fn start(config: ServerConfig, lane: Arc<Lane>, echo: Arc<Echo>) -> ServerHandle {
+    let mut server = RemotingServer::new(ServerConfig {
+        listen_addr: "127.0.0.1:0".parse().expect("addr"),
+        ..config
+    });
+    server
+        .register(
+            &[RequestCode::HEART_BEAT, RequestCode::SEND_MESSAGE],
+            echo,
+            lane.clone(),
+        )
+        .register(&[RequestCode::PULL_MESSAGE], Arc::new(Silent), lane.clone())
+        .register(
+            &[RequestCode::GET_ROUTEINFO_BY_TOPIC],
+            Arc::new(AskBack),
+            lane,
+        );
+    server.start().await.expect("server starts")
+}
+
+async fn start_default() -> (ServerHandle, Arc<Echo>) {
+    let echo = Arc::new(Echo {
+        seen: AtomicUsize::new(0),
+    });
+    let server = start(
+        ServerConfig::default(),
+        Lane::new("test", 64, 100_000),
+        echo.clone(),
+    )
+    .await;
+    (server, echo)
+}
+
+fn request(code: RequestCode, fields: &[(&str, String)]) -> RemotingCommand {
+    RemotingCommand::request(code, fields.iter().cloned().collect())
+}
+
+async fn read_frame(stream: &mut TcpStream) -> Option<RemotingCommand> {
+    let mut buf = BytesMut::new();
+    loop {
+        if let Ok(Some(cmd)) = frame::decode(&mut buf, frame::DEFAULT_MAX_FRAME_SIZE) {
+            return Some(cmd);
+        }
+        let n = tokio::time::timeout(T, stream.read_buf(&mut buf))
+            .await
+            .ok()?
+            .ok()?;
+        if n == 0 {
+            return None;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_concurrent_requests_on_one_connection_are_correlated() {
+    let (server, echo) = start_default().await;
+    let addr = server.local_addr().to_string();
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..5000u32 {
+        let client = client.clone();
+        let addr = addr.clone();
+        tasks.spawn(async move {
+            let req = request(
+                RequestCode::SEND_MESSAGE,
+                &[("n", n.to_string()), ("delayMs", (n % 5).to_string())],
+            )
+            .with_body(n.to_be_bytes().to_vec());
+            let resp = client.invoke(&addr, req, T).await.expect("response");
+            assert_eq!(resp.ext_fields.get("n"), Some(n.to_string().as_str()));
+            assert_eq!(resp.body.as_ref(), n.to_be_bytes());
+            assert!(resp.is_response());
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.expect("task");
+    }
+    assert_eq!(echo.seen.load(Ordering::SeqCst), 5000);
+    assert_eq!(
+        server.channels().len(),
+        1,
+        "all requests shared one connection"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_frame_closes_only_that_connection() {
+    let (server, _) = start_default().await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::new(ClientConfig::default());
+    client
+        .invoke_ok(&addr, request(RequestCode::HEART_BEAT, &[]), T)
+        .await
+        .expect("healthy before");
+
+    for garbage in [
+        &b"\x00\x00\x00\x0c\x00\x00\x00\x08not json"[..], // JSON header that is not JSON
+        &b"\x00\x00\x00\x08\x00\x00\x01\x00\x00\x00\x00\x00"[..], // header longer than frame
+        &b"\x7f\xff\xff\xff"[..],                         // frame over 16 MiB
+        &b"\x00\x00\x00\x06\x05\x00\x00\x02{}"[..],       // unknown serialize type
+    ] {
+        let mut bad = TcpStream::connect(&addr).await.expect("connect");
+        bad.write_all(garbage).await.expect("write");
+        let mut buf = [0u8; 64];
+        let n = tokio::time::timeout(T, bad.read(&mut buf))
+            .await
+            .expect("closed in time")
+            .unwrap_or(0);
+        assert_eq!(
+            n, 0,
+            "the server closes the offending connection without answering"
+        );
+    }
+    client
+        .invoke_ok(&addr, request(RequestCode::HEART_BEAT, &[]), T)
+        .await
+        .expect("others still served");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn oneway_requests_get_no_reply() {
+    let (server, echo) = start_default().await;
+    let mut raw = TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    let mut out = BytesMut::new();
+    let mut oneway = request(RequestCode::HEART_BEAT, &[]);
+    oneway.opaque = 1;
+    oneway.mark_oneway();
+    frame::encode(&oneway, &mut out);
+    let mut unknown_oneway = RemotingCommand::request_code(9999, ExtFields::new());
+    unknown_oneway.opaque = 2;
+    unknown_oneway.mark_oneway();
+    frame::encode(&unknown_oneway, &mut out);
+    let mut normal = request(RequestCode::HEART_BEAT, &[]);
+    normal.opaque = 3;
+    frame::encode(&normal, &mut out);
+    raw.write_all(&out).await.expect("write");
+
+    let first = read_frame(&mut raw).await.expect("a response");
+    assert_eq!(first.opaque, 3, "only the two-way request is answered");
+    assert_eq!(
+        echo.seen.load(Ordering::SeqCst),
+        2,
+        "the oneway request was processed"
+    );
+    let nothing_more = tokio::time::timeout(Duration::from_millis(300), read_frame(&mut raw)).await;
+    assert!(nothing_more.is_err(), "no further frames");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn unknown_code_is_not_supported_with_rocketmq_remark() {
+    let (server, _) = start_default().await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let resp = client
+        .invoke(
+            &server.local_addr().to_string(),
+            RemotingCommand::request_code(7777, ExtFields::new()),
+            T,
+        )
+        .await
+        .expect("answer");
+    assert_eq!(resp.code, ResponseCode::REQUEST_CODE_NOT_SUPPORTED.as_i32());
+    assert_eq!(resp.remark_str(), " request type 7777 not supported");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn full_lane_answers_system_busy() {
+    let echo = Arc::new(Echo {
+        seen: AtomicUsize::new(0),
+    });
+    let server = start(ServerConfig::default(), Lane::new("tiny", 1, 0), echo).await;
+    let addr = server.local_addr().to_string();
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let slow = {
+        let client = client.clone();
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            client
+                .invoke(
+                    &addr,
+                    request(RequestCode::HEART_BEAT, &[("delayMs", "500".into())]),
+                    T,
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let busy = client
+        .invoke(&addr, request(RequestCode::HEART_BEAT, &[]), T)
+        .await
+        .expect("answer");
+    assert_eq!(busy.code, ResponseCode::SYSTEM_BUSY.as_i32());
+    assert_eq!(busy.remark_str(), busy_remark::REJECT_REQUEST);
+    assert_eq!(slow.await.expect("join").expect("answer").code, 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed() {
+    let echo = Arc::new(Echo {
+        seen: AtomicUsize::new(0),
+    });
+    let config = ServerConfig {
+        idle_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let server = start(config, Lane::new("l", 4, 10), echo).await;
+    let mut raw = TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    let started = Instant::now();
+    let mut buf = [0u8; 8];
+    let n = tokio::time::timeout(T, raw.read(&mut buf))
+        .await
+        .expect("closed")
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn graceful_shutdown_answers_in_flight_requests() {
+    let (server, _) = start_default().await;
+    let addr = server.local_addr().to_string();
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let in_flight = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .invoke(
+                    &addr,
+                    request(RequestCode::HEART_BEAT, &[("delayMs", "300".into())]),
+                    T,
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.shutdown().await;
+    let resp = in_flight
+        .await
+        .expect("join")
+        .expect("answered before closing");
+    assert_eq!(resp.code, 0);
+    assert!(
+        TcpStream::connect(server.local_addr()).await.is_err(),
+        "no longer accepting"
+    );
+}
+
+#[tokio::test]
+async fn server_can_call_the_client_back_on_the_same_connection() {
+    let (server, _) = start_default().await;
+    let client = RemotingClient::with_handler(ClientConfig::default(), Arc::new(ClientSide));
+    let resp = client
+        .invoke_ok(
+            &server.local_addr().to_string(),
+            request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &[]),
+            T,
+        )
+        .await
+        .expect("answer");
+    assert_eq!(resp.body.as_ref(), b"running-info");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn error_kinds_are_distinct() {
+    let (server, _) = start_default().await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::new(ClientConfig::default());
+
+    let timeout = client
+        .invoke(
+            &addr,
+            request(RequestCode::PULL_MESSAGE, &[]),
+            Duration::from_millis(200),
+        )
+        .await;
+    assert!(
+        matches!(timeout, Err(RemotingError::Timeout { .. })),
+        "{timeout:?}"
+    );
+
+    let remote = client
+        .invoke_ok(
+            &addr,
+            RemotingCommand::request_code(4444, ExtFields::new()),
+            T,
+        )
+        .await;
+    match remote {
+        Err(RemotingError::Remote { code, remark, .. }) => {
+            assert_eq!(code, 3);
+            assert!(remark.contains("4444"));
+        }
+        other => panic!("expected a remote error, got {other:?}"),
+    }
+
+    server.shutdown().await;
+    let closed = client
+        .invoke(&addr, request(RequestCode::HEART_BEAT, &[]), T)
+        .await;
+    assert!(
+        matches!(
+            closed,
+            Err(RemotingError::ConnectionClosed { .. }) | Err(RemotingError::Connect { .. })
+        ),
+        "{closed:?}"
+    );
+    let refused = client
+        .invoke(&addr, request(RequestCode::HEART_BEAT, &[]), T)
+        .await;
+    assert!(
+        matches!(refused, Err(RemotingError::Connect { .. })),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn client_reconnects_after_the_server_comes_back() {
+    let echo = Arc::new(Echo {
+        seen: AtomicUsize::new(0),
+    });
+    let server = start(
+        ServerConfig::default(),
+        Lane::new("l", 4, 100),
+        echo.clone(),
+    )
+    .await;
+    let addr = server.local_addr();
+    let client = RemotingClient::new(ClientConfig::default());
+    client
+        .invoke_ok(&addr.to_string(), request(RequestCode::HEART_BEAT, &[]), T)
+        .await
+        .expect("first");
+    server.shutdown().await;
+    assert!(client
+        .invoke(&addr.to_string(), request(RequestCode::HEART_BEAT, &[]), T)
+        .await
+        .is_err());
+
+    let mut again = RemotingServer::new(ServerConfig {
+        listen_addr: addr,
+        ..Default::default()
+    });
+    again.register(&[RequestCode::HEART_BEAT], echo, Lane::new("l", 4, 100));
+    let again = again.start().await.expect("rebinds the same port");
+    client
+        .invoke_ok(&addr.to_string(), request(RequestCode::HEART_BEAT, &[]), T)
+        .await
+        .expect("reconnected");
+    again.shutdown().await;
+}
+
+#[tokio::test]
+async fn cpp_style_request_gets_json_response_with_string_ext_fields() {
+    let (server, _) = start_default().await;
+    let mut raw = TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    let header = br#"{"code":10,"language":"CPP","version":333,"opaque":42,"flag":0,"remark":"","extFields":{"queueId":3,"unitMode":false,"Signature":"","AccessKey":""}}"#;
+    let mut out = BytesMut::new();
+    out.put_u32((4 + header.len() + 3) as u32);
+    out.put_u32(header.len() as u32);
+    out.put_slice(header);
+    out.put_slice(b"abc");
+    raw.write_all(&out).await.expect("write");
+    let mut buf = BytesMut::new();
+    loop {
+        raw.read_buf(&mut buf).await.expect("read");
+        if buf.len() >= 8
+            && buf.len() >= 4 + u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize
+        {
+            break;
+        }
+    }
+    assert_eq!(buf[4], 0, "serialize type byte is JSON for a JSON request");
+    let header_len = u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]) as usize;
+    let json: serde_json::Value =
+        serde_json::from_slice(&buf[8..8 + header_len]).expect("strict JSON");
+    assert_eq!(json["opaque"], 42);
+    assert_eq!(json["flag"], 1);
+    assert_eq!(json["language"], "JAVA");
+    assert_eq!(
+        json["extFields"]["queueId"], "3",
+        "extFields values are strings"
+    );
+    assert_eq!(json["extFields"]["unitMode"], "false");
+    assert_eq!(&buf[8 + header_len..], b"abc");
+    server.shutdown().await;
+}
