@@ -1,3 +1,208 @@
-//! StellMQ's name server: broker registration and topic routes.
+//! StellMQ's name server: RocketMQ-compatible broker registration and topic routes.
 //!
-//! Not implemented yet (issue "NameServer"); this crate is an empty library until then.
+//! Name servers share nothing: each broker registers with every one of them, and each keeps
+//! its own route tables, refreshed by registrations every 30 s and expired after 120 s of
+//! silence (or at once when the broker's connection closes).
+//!
+//! [`start`] runs one on the configured address (port 0 works) and returns a handle that
+//! shuts it down; `mqnamesrv` is a thin binary around it.
+
+pub mod config;
+mod housekeeping;
+pub mod kv;
+pub mod processor;
+pub mod route;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use stellmq_remoting::net::{
+    Channel, ConnectionListener, Lane, RemotingServer, ServerConfig, ServerHandle,
+};
+use stellmq_remoting::protocol::RequestCode;
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+
+pub use config::NamesrvConfig;
+use kv::KvConfigManager;
+use processor::{
+    BrokerRegistrationProcessor, ConfigAdminProcessor, KvConfigProcessor, RouteQueryProcessor,
+    TopicAdminProcessor,
+};
+use route::RouteInfoManager;
+
+#[derive(Debug, Error)]
+pub enum NamesrvError {
+    #[error("invalid listen address {0}")]
+    BadAddress(String),
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot load the KV config from {path}: {source}")]
+    KvConfig {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Drops brokers whose connection closed.
+struct BrokerChannelWatcher {
+    routes: Arc<RouteInfoManager>,
+}
+
+impl ConnectionListener for BrokerChannelWatcher {
+    fn on_close(&self, channel: &Channel) {
+        self.routes.on_channel_closed(channel.id());
+    }
+}
+
+/// A running name server.
+pub struct NamesrvHandle {
+    server: ServerHandle,
+    routes: Arc<RouteInfoManager>,
+    stop: CancellationToken,
+    housekeeping: tokio::task::JoinHandle<()>,
+}
+
+impl NamesrvHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// The route tables (for tests and status).
+    pub fn routes(&self) -> &Arc<RouteInfoManager> {
+        &self.routes
+    }
+
+    /// Stops the expiry scan and the server, answering requests already in flight.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.housekeeping.await;
+        self.server.shutdown().await;
+        tracing::info!(event = "NAMESRV_STOPPED", "name server stopped");
+    }
+}
+
+/// Starts a name server.
+pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError> {
+    let listen = format!("{}:{}", config.bind_address, config.listen_port);
+    let listen_addr: SocketAddr = listen
+        .parse()
+        .map_err(|_| NamesrvError::BadAddress(listen.clone()))?;
+    let kv = Arc::new(
+        KvConfigManager::load(config.kv_config_path.clone()).map_err(|source| {
+            NamesrvError::KvConfig {
+                path: config.kv_config_path.display().to_string(),
+                source,
+            }
+        })?,
+    );
+    let routes = Arc::new(RouteInfoManager::new());
+    let scan_interval = Duration::from_millis(config.scan_not_active_broker_interval.max(10));
+    let idle_timeout = Duration::from_secs(config.server_channel_max_idle_time_seconds.max(1));
+    let config = Arc::new(RwLock::new(config));
+
+    let mut server = RemotingServer::new(ServerConfig {
+        listen_addr,
+        idle_timeout,
+        ..Default::default()
+    });
+    // Client route queries get their own lane so a flood of them never delays registrations.
+    let client_lane = Lane::new("client-requests", 8, 50_000);
+    let default_lane = Lane::new("default", 8, 10_000);
+    server
+        .register(
+            &[
+                RequestCode::REGISTER_BROKER,
+                RequestCode::UNREGISTER_BROKER,
+                RequestCode::BROKER_HEARTBEAT,
+                RequestCode::QUERY_DATA_VERSION,
+            ],
+            Arc::new(BrokerRegistrationProcessor::new(
+                routes.clone(),
+                kv.clone(),
+                config.clone(),
+            )),
+            default_lane.clone(),
+        )
+        .register(
+            &[RequestCode::GET_ROUTEINFO_BY_TOPIC],
+            Arc::new(RouteQueryProcessor::new(
+                routes.clone(),
+                kv.clone(),
+                config.clone(),
+            )),
+            client_lane,
+        )
+        .register(
+            &[
+                RequestCode::GET_BROKER_CLUSTER_INFO,
+                RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+                RequestCode::GET_TOPICS_BY_CLUSTER,
+                RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_NS,
+                RequestCode::GET_UNIT_TOPIC_LIST,
+                RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST,
+                RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+            ],
+            Arc::new(RouteQueryProcessor::new(
+                routes.clone(),
+                kv.clone(),
+                config.clone(),
+            )),
+            default_lane.clone(),
+        )
+        .register(
+            &[
+                RequestCode::DELETE_TOPIC_IN_NAMESRV,
+                RequestCode::WIPE_WRITE_PERM_OF_BROKER,
+                RequestCode::ADD_WRITE_PERM_OF_BROKER,
+            ],
+            Arc::new(TopicAdminProcessor::new(routes.clone())),
+            default_lane.clone(),
+        )
+        .register(
+            &[
+                RequestCode::PUT_KV_CONFIG,
+                RequestCode::GET_KV_CONFIG,
+                RequestCode::DELETE_KV_CONFIG,
+                RequestCode::GET_KVLIST_BY_NAMESPACE,
+            ],
+            Arc::new(KvConfigProcessor::new(kv)),
+            default_lane.clone(),
+        )
+        .register(
+            &[
+                RequestCode::GET_NAMESRV_CONFIG,
+                RequestCode::UPDATE_NAMESRV_CONFIG,
+            ],
+            Arc::new(ConfigAdminProcessor::new(config)),
+            default_lane,
+        )
+        .add_listener(Arc::new(BrokerChannelWatcher {
+            routes: routes.clone(),
+        }));
+    let server = server.start().await.map_err(|source| NamesrvError::Bind {
+        addr: listen.clone(),
+        source,
+    })?;
+
+    let stop = CancellationToken::new();
+    let housekeeping = tokio::spawn(housekeeping::scan_not_active_brokers(
+        routes.clone(),
+        scan_interval,
+        stop.clone(),
+    ));
+    tracing::info!(event = "NAMESRV_STARTED", addr = %server.local_addr(), "name server started");
+    Ok(NamesrvHandle {
+        server,
+        routes,
+        stop,
+        housekeeping,
+    })
+}

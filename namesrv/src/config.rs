@@ -1,0 +1,44 @@
+//! Name server configuration: RocketMQ's `NamesrvConfig` and `NettyServerConfig` keys.
+
+use std::path::PathBuf;
+
+use stellmq_remoting::properties_config;
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
+}
+
+properties_config! {
+    /// Keys and defaults as RocketMQ's (spec 8.6); unknown keys in a file are ignored.
+    pub struct NamesrvConfig {
+        /// Port of the remoting server (`NettyServerConfig.listenPort`).
+        listen_port: u16 = "listenPort" => 9876,
+        /// Address to bind (`NettyServerConfig.bindAddress`).
+        bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
+        rocketmq_home: String = "rocketmqHome" => std::env::var("ROCKETMQ_HOME").unwrap_or_default(),
+        /// Where PUT_KV_CONFIG entries persist.
+        kv_config_path: PathBuf = "kvConfigPath" => home().join("namesrv").join("kvConfig.json"),
+        /// Where UPDATE_NAMESRV_CONFIG persists the configuration.
+        config_store_path: PathBuf = "configStorePath" => home().join("namesrv").join("namesrv.properties"),
+        product_env_name: String = "productEnvName" => "center".to_owned(),
+        cluster_test: bool = "clusterTest" => false,
+        /// Include `orderTopicConf` from the ORDER_TOPIC_CONFIG namespace in routes.
+        order_message_enable: bool = "orderMessageEnable" => false,
+        /// How often (ms) to look for brokers that stopped registering.
+        scan_not_active_broker_interval: u64 = "scanNotActiveBrokerInterval" => 10_000,
+        /// A broker silent this long (ms) is dropped, unless it registered its own
+        /// `heartbeatTimeoutMillis`.
+        broker_channel_expired_time: u64 = "brokerChannelExpiredTime" => 120_000,
+        /// Idle connections are closed after this many seconds.
+        server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,
+        /// Keys UPDATE_NAMESRV_CONFIG may not change, `;`-separated.
+        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress".to_owned(),
+    }
+}
+
+impl NamesrvConfig {
+    /// Whether a runtime config update may change `key`.
+    pub fn is_blacklisted(&self, key: &str) -> bool {
+        self.config_black_list.split(';').any(|k| k.trim() == key)
+    }
+}

@@ -1,0 +1,102 @@
+//! `mqnamesrv`: runs a StellMQ name server.
+#![allow(clippy::print_stdout)] // -p prints the configuration, as RocketMQ does.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use stellmq_namesrv::NamesrvConfig;
+use stellmq_remoting::config::{format_properties, read_properties_file};
+
+/// StellMQ name server (RocketMQ-compatible).
+#[derive(Parser, Debug)]
+#[command(name = "mqnamesrv", version)]
+struct Args {
+    /// Name server config properties file (RocketMQ key names, e.g. listenPort, kvConfigPath).
+    #[arg(short = 'c', long = "configFile")]
+    config_file: Option<PathBuf>,
+    /// Print all config items and exit.
+    #[arg(short = 'p', long = "printConfigItem")]
+    print_config: bool,
+    /// Accepted for compatibility with RocketMQ's script; a name server needs no name server.
+    #[arg(short = 'n', long = "namesrvAddr")]
+    namesrv_addr: Option<String>,
+}
+
+fn load_config(args: &Args) -> Result<NamesrvConfig, String> {
+    let mut config = NamesrvConfig::default();
+    if let Some(path) = &args.config_file {
+        let props = read_properties_file(path).map_err(|e| e.to_string())?;
+        config.apply(&props).map_err(|e| e.to_string())?;
+    }
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let config = match load_config(&args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("mqnamesrv: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.print_config {
+        print!("{}", format_properties(config.entries()));
+        return ExitCode::SUCCESS;
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_ansi(false)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mqnamesrv: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let handle = match stellmq_namesrv::start(config).await {
+            Ok(handle) => handle,
+            Err(e) => {
+                tracing::error!(error = %e, "name server failed to start");
+                eprintln!("mqnamesrv: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        // Scripts wait for this line to know the server is up.
+        tracing::info!(
+            "The Name Server boot success. serializeType=JSON, address {}",
+            handle.local_addr()
+        );
+        wait_for_termination().await;
+        tracing::info!("shutdown requested");
+        handle.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+async fn wait_for_termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,129 @@
+//! REGISTER_BROKER, UNREGISTER_BROKER, BROKER_HEARTBEAT and QUERY_DATA_VERSION.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
+use stellmq_remoting::protocol::body::{fastjson, DataVersion, KvTable, RegisterBrokerBody};
+use stellmq_remoting::protocol::headers::{
+    BrokerHeartbeatRequestHeader, CommandHeader, QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+
+use super::header;
+use crate::config::NamesrvConfig;
+use crate::kv::{KvConfigManager, ORDER_TOPIC_CONFIG};
+use crate::route::{Registration, RouteInfoManager};
+
+pub struct BrokerRegistrationProcessor {
+    routes: Arc<RouteInfoManager>,
+    kv: Arc<KvConfigManager>,
+    config: Arc<RwLock<NamesrvConfig>>,
+}
+
+impl BrokerRegistrationProcessor {
+    pub fn new(
+        routes: Arc<RouteInfoManager>,
+        kv: Arc<KvConfigManager>,
+        config: Arc<RwLock<NamesrvConfig>>,
+    ) -> Self {
+        Self { routes, kv, config }
+    }
+
+    fn register(&self, ctx: &RequestContext, request: &RemotingCommand) -> ProcessResult {
+        let h: RegisterBrokerRequestHeader = header(request)?;
+        if h.broker_name.trim().is_empty() || h.broker_addr.trim().is_empty() {
+            return Err(ProcessorError::system(
+                "brokerName and brokerAddr must not be empty",
+            ));
+        }
+        if let Some(expected) = h.body_crc32.filter(|crc| *crc != 0) {
+            let actual = (crc32fast::hash(&request.body) & 0x7FFF_FFFF) as i32;
+            if actual != expected {
+                tracing::warn!(broker = %h.broker_name, addr = %h.broker_addr, expected, actual, "registration body CRC mismatch");
+                return Err(ProcessorError::system("crc32 not match"));
+            }
+        }
+        let body = if request.body.is_empty() {
+            RegisterBrokerBody::default()
+        } else if h.compressed.unwrap_or(false) {
+            RegisterBrokerBody::decode_compressed(&request.body)?
+        } else {
+            fastjson::decode::<RegisterBrokerBody>(&request.body)?
+        };
+        let timeout = h.heartbeat_timeout_millis.filter(|ms| *ms > 0).map_or_else(
+            || Duration::from_millis(self.config.read().broker_channel_expired_time),
+            |ms| Duration::from_millis(ms as u64),
+        );
+        let outcome = self.routes.register(Registration {
+            cluster_name: h.cluster_name,
+            broker_name: h.broker_name,
+            broker_addr: h.broker_addr,
+            broker_id: h.broker_id,
+            ha_server_addr: h.ha_server_addr,
+            topics: body.topic_config_serialize_wrapper,
+            filter_servers: body.filter_server_list,
+            channel_id: Some(ctx.channel.id()),
+            timeout,
+        });
+        let response_header = RegisterBrokerResponseHeader {
+            ha_server_addr: outcome.ha_server_addr,
+            master_addr: outcome.master_addr,
+        };
+        let mut response = request
+            .success_to()
+            .with_ext_fields(response_header.to_ext_fields());
+        if let Some(table) = self.kv.namespace(ORDER_TOPIC_CONFIG) {
+            response = response.with_body(fastjson::encode(&KvTable { table }));
+        }
+        Ok(Some(response))
+    }
+
+    fn unregister(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: UnregisterBrokerRequestHeader = header(request)?;
+        self.routes
+            .unregister(&h.broker_name, &h.broker_addr, h.broker_id);
+        Ok(Some(request.success_to()))
+    }
+
+    fn heartbeat(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: BrokerHeartbeatRequestHeader = header(request)?;
+        self.routes.touch(&h.broker_addr);
+        Ok(Some(request.success_to()))
+    }
+
+    fn query_data_version(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: QueryDataVersionRequestHeader = header(request)?;
+        let offered: DataVersion = fastjson::decode(&request.body)?;
+        let stored = self.routes.data_version(&h.broker_addr);
+        let changed = stored != Some(offered);
+        if !changed {
+            self.routes.touch(&h.broker_addr);
+        }
+        let mut response = request
+            .success_to()
+            .with_ext_fields(QueryDataVersionResponseHeader { changed }.to_ext_fields());
+        if let Some(stored) = stored {
+            response = response.with_body(fastjson::encode(&stored));
+        }
+        Ok(Some(response))
+    }
+}
+
+impl RequestProcessor for BrokerRegistrationProcessor {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let result = match request.request_code_typed() {
+            Some(RequestCode::REGISTER_BROKER) => self.register(&ctx, &request),
+            Some(RequestCode::UNREGISTER_BROKER) => self.unregister(&request),
+            Some(RequestCode::BROKER_HEARTBEAT) => self.heartbeat(&request),
+            Some(RequestCode::QUERY_DATA_VERSION) => self.query_data_version(&request),
+            _ => Ok(Some(request.not_supported_to())),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}

@@ -1,0 +1,109 @@
+//! Route and topic-list queries from clients, brokers and tools.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
+use stellmq_remoting::protocol::body::fastjson;
+use stellmq_remoting::protocol::headers::{
+    GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
+};
+use stellmq_remoting::protocol::version::V4_9_4;
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+
+use super::{header, topic_list_response};
+use crate::config::NamesrvConfig;
+use crate::kv::{KvConfigManager, ORDER_TOPIC_CONFIG};
+use crate::route::RouteInfoManager;
+
+pub struct RouteQueryProcessor {
+    routes: Arc<RouteInfoManager>,
+    kv: Arc<KvConfigManager>,
+    config: Arc<RwLock<NamesrvConfig>>,
+}
+
+impl RouteQueryProcessor {
+    pub fn new(
+        routes: Arc<RouteInfoManager>,
+        kv: Arc<KvConfigManager>,
+        config: Arc<RwLock<NamesrvConfig>>,
+    ) -> Self {
+        Self { routes, kv, config }
+    }
+
+    fn route_info(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetRouteInfoRequestHeader = header(request)?;
+        let Some(mut route) = self.routes.topic_route(&h.topic) else {
+            return Err(ProcessorError::new(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!(
+                    "No topic route info in name server for the topic: {}\nSee http://rocketmq.apache.org/docs/faq/ for further details.",
+                    h.topic
+                ),
+            ));
+        };
+        if self.config.read().order_message_enable {
+            route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, &h.topic);
+        }
+        // Clients from 4.9.4 on (or asking for it) get standard JSON; older ones, and Go
+        // clients before 2.1.2, need fastjson's unquoted integer keys (spec 3.0, 3.1).
+        let standard = request.version >= V4_9_4 || h.accept_standard_json_only.unwrap_or(false);
+        let body = if standard {
+            for broker in &mut route.broker_datas {
+                broker.enable_acting_master = Some(false);
+            }
+            fastjson::encode_standard(&route)
+        } else {
+            fastjson::encode(&route)
+        };
+        Ok(Some(request.success_to().with_body(body)))
+    }
+}
+
+impl RequestProcessor for RouteQueryProcessor {
+    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let routes = &self.routes;
+        let result =
+            match request.request_code_typed() {
+                Some(RequestCode::GET_ROUTEINFO_BY_TOPIC) => self.route_info(&request),
+                Some(RequestCode::GET_BROKER_CLUSTER_INFO) => Ok(Some(
+                    request
+                        .success_to()
+                        .with_body(fastjson::encode(&routes.cluster_info())),
+                )),
+                Some(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER) => Ok(Some(
+                    topic_list_response(&request, routes.all_topics(), None),
+                )),
+                Some(RequestCode::GET_TOPICS_BY_CLUSTER) => {
+                    header::<GetTopicsByClusterRequestHeader>(&request).map(|h| {
+                        Some(topic_list_response(
+                            &request,
+                            routes.topics_by_cluster(&h.cluster),
+                            None,
+                        ))
+                    })
+                }
+                Some(RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_NS) => {
+                    let (topics, addr) = routes.system_topics();
+                    Ok(Some(topic_list_response(&request, topics, addr)))
+                }
+                Some(RequestCode::GET_UNIT_TOPIC_LIST) => Ok(Some(topic_list_response(
+                    &request,
+                    routes.unit_topics(),
+                    None,
+                ))),
+                Some(RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST) => Ok(Some(topic_list_response(
+                    &request,
+                    routes.has_unit_sub_topics(),
+                    None,
+                ))),
+                Some(RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST) => Ok(Some(
+                    topic_list_response(&request, routes.has_unit_sub_ununit_topics(), None),
+                )),
+                _ => Ok(Some(request.not_supported_to())),
+            };
+        Box::pin(std::future::ready(result))
+    }
+}
