@@ -1,3 +1,33 @@
-//! StellMQ's message store: CommitLog, ConsumeQueue and IndexFile in RocketMQ's file formats.
+//! StellMQ's message store, in RocketMQ's file formats (spec 6).
 //!
-//! Not implemented yet (issue "Store"); this crate is an empty library until then.
+//! * [`commitlog`]: every message appended to one sequence of memory-mapped segments.
+//! * [`consume_queue`]: 20-byte entries per topic and queue, written by the dispatcher.
+//! * [`index`]: hash index from `topic#key` to physical offsets.
+//! * Flush (ASYNC_FLUSH, or SYNC_FLUSH by group commit), checkpoint, crash recovery and
+//!   retention run on their own threads; async callers await flushes through channels.
+//!
+//! No networking here: the broker drives a [`MessageStore`].
+
+pub mod allocator;
+pub mod checkpoint;
+mod clean;
+pub mod commitlog;
+pub mod config;
+pub mod consume_queue;
+pub mod dispatch;
+pub mod error;
+pub mod get;
+pub mod index;
+pub mod mapped_file;
+pub mod message;
+pub mod recovery;
+pub mod segments;
+mod services;
+mod store;
+
+pub use config::{FlushDiskType, MessageStoreConfig};
+pub use dispatch::MessageArrivingListener;
+pub use error::StoreError;
+pub use get::{AcceptAll, GetMessageResult, GetMessageStatus, MessageFilter};
+pub use message::{AppendResult, PutMessage, PutMessageResult, PutMessageStatus};
+pub use store::{DiskUsageProbe, MessageStore, QueryMessageResult, StoreOptions, StoreStats};

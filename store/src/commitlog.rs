@@ -1,0 +1,284 @@
+//! The CommitLog: every message of every topic appended to one sequence of mapped segments
+//! (spec 6.2). Appends hold one short lock while they encode straight into the mapped file
+//! and assign physical offset, queue offset and store timestamp.
+//!
+//! Lock order: the append lock, then the ConsumeQueue map lock (to read a queue's next
+//! offset the first time it is used), then a segment's own write lock.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use stellmq_remoting::protocol::message::record::{self, encode_record, RecordHead, BLANK_MAGIC};
+use stellmq_remoting::protocol::message::{body_crc, sys_flag, MessageVersion};
+
+use crate::consume_queue::ConsumeQueueStore;
+use crate::error::StoreError;
+use crate::mapped_file::MappedFile;
+use crate::message::{AppendResult, PutMessage};
+use crate::segments::SegmentQueue;
+
+/// Room always left at a segment's end for the end-of-file blank.
+const END_FILE_MIN_BLANK: usize = 8;
+
+/// Why an append was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppendError {
+    MessageIllegal(String),
+    PropertiesTooLong,
+    CreateFileFailed(String),
+}
+
+/// Next queue offset per `topic-queueId`, owned by the append lock.
+#[derive(Default)]
+struct AppendState {
+    queue_offsets: HashMap<String, i64>,
+}
+
+/// What the record at an offset turned out to be, for the dispatcher.
+pub enum NextRecord {
+    Record(Bytes),
+    /// End-of-file blank: continue at this offset (the next segment).
+    Skip(i64),
+    /// Nothing (more) written yet.
+    None,
+}
+
+pub struct CommitLog {
+    segments: SegmentQueue,
+    max_message_size: usize,
+    append: Mutex<AppendState>,
+    /// Store time of the last appended message (checkpoint input).
+    last_store_timestamp: AtomicI64,
+}
+
+impl CommitLog {
+    pub fn new(segments: SegmentQueue, max_message_size: usize) -> Self {
+        Self {
+            segments,
+            max_message_size,
+            append: Mutex::new(AppendState::default()),
+            last_store_timestamp: AtomicI64::new(0),
+        }
+    }
+
+    pub fn segments(&self) -> &SegmentQueue {
+        &self.segments
+    }
+
+    pub fn file_size(&self) -> usize {
+        self.segments.file_size()
+    }
+
+    pub fn min_offset(&self) -> i64 {
+        self.segments.min_offset()
+    }
+
+    pub fn max_offset(&self) -> i64 {
+        self.segments.max_offset()
+    }
+
+    pub fn last_store_timestamp(&self) -> i64 {
+        self.last_store_timestamp.load(Ordering::Acquire)
+    }
+
+    /// Appends messages of one queue (one message, or a batch) contiguously.
+    pub fn append(
+        &self,
+        msgs: &[PutMessage],
+        queues: &ConsumeQueueStore,
+    ) -> Result<AppendResult, AppendError> {
+        let first = msgs
+            .first()
+            .ok_or_else(|| AppendError::MessageIllegal("empty batch".into()))?;
+        let mut lens = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            if m.body.len() > self.max_message_size {
+                return Err(AppendError::MessageIllegal(format!(
+                    "message body of {} bytes exceeds maxMessageSize {}",
+                    m.body.len(),
+                    self.max_message_size
+                )));
+            }
+            if m.properties.len() > record::MAX_PROPERTIES_LEN {
+                return Err(AppendError::PropertiesTooLong);
+            }
+            if m.topic.len() > i16::MAX as usize {
+                return Err(AppendError::MessageIllegal("topic too long".into()));
+            }
+            lens.push(record::record_len(
+                &m.born_host,
+                &m.store_host,
+                m.body.len(),
+                m.topic.len(),
+                m.properties.len(),
+                MessageVersion::for_topic(&m.topic),
+            ));
+        }
+        let total: usize = lens.iter().sum();
+        if total + END_FILE_MIN_BLANK > self.file_size() {
+            return Err(AppendError::MessageIllegal(format!(
+                "{total} bytes do not fit in one CommitLog file of {} bytes",
+                self.file_size()
+            )));
+        }
+        let bodies_crc: Vec<u32> = msgs.iter().map(|m| body_crc(&m.body)).collect();
+        let dispatched = msgs
+            .iter()
+            .map(|m| {
+                let kind = sys_flag::transaction_type(m.sys_flag);
+                kind == sys_flag::TRANSACTION_NOT_TYPE || kind == sys_flag::TRANSACTION_COMMIT_TYPE
+            })
+            .collect::<Vec<_>>();
+
+        let mut state = self.append.lock();
+        let file = self.writable_file(total)?;
+        let key = format!("{}-{}", first.topic, first.queue_id);
+        let next_queue_offset = *state
+            .queue_offsets
+            .entry(key.clone())
+            .or_insert_with(|| queues.max_offset(&first.topic, first.queue_id));
+        let store_timestamp = now_ms().max(self.last_store_timestamp());
+        let base = file.base() + file.wrote_position() as i64;
+        let mut phys_offsets = Vec::with_capacity(msgs.len());
+        let mut queue_offset = next_queue_offset;
+        let mut encode_error = None;
+        file.append(total, |mut region| {
+            let mut phys = base;
+            for (i, m) in msgs.iter().enumerate() {
+                let head = RecordHead {
+                    body_crc: bodies_crc[i],
+                    queue_id: m.queue_id,
+                    flag: m.flag,
+                    queue_offset: if dispatched[i] { queue_offset } else { 0 },
+                    physical_offset: phys,
+                    sys_flag: m.sys_flag,
+                    born_timestamp: m.born_timestamp,
+                    born_host: m.born_host,
+                    store_timestamp,
+                    store_host: m.store_host,
+                    reconsume_times: m.reconsume_times,
+                    prepared_transaction_offset: m.prepared_transaction_offset,
+                };
+                if let Err(e) = encode_record(&head, &m.body, &m.topic, &m.properties, &mut region)
+                {
+                    encode_error = Some(e.to_string());
+                    return;
+                }
+                phys_offsets.push(phys);
+                phys += lens[i] as i64;
+                if dispatched[i] {
+                    queue_offset += 1;
+                }
+            }
+        })
+        .ok_or_else(|| AppendError::CreateFileFailed("segment full after roll".into()))?;
+        if let Some(e) = encode_error {
+            // Lengths were validated above, so this cannot happen; never publish a partial batch.
+            return Err(AppendError::MessageIllegal(e));
+        }
+        state.queue_offsets.insert(key, queue_offset);
+        file.set_last_store_timestamp(store_timestamp);
+        self.last_store_timestamp
+            .store(store_timestamp, Ordering::Release);
+        drop(state);
+        Ok(AppendResult {
+            phys_offsets,
+            queue_offset: next_queue_offset,
+            store_timestamp,
+            wrote_bytes: total,
+            end_offset: base + total as i64,
+        })
+    }
+
+    /// The segment to write `len` bytes into, rolling (with an end-of-file blank) if needed.
+    fn writable_file(&self, len: usize) -> Result<Arc<MappedFile>, AppendError> {
+        let create = |base: i64| {
+            self.segments
+                .create_next(base)
+                .map_err(|e| AppendError::CreateFileFailed(e.to_string()))
+        };
+        let file = match self.segments.last() {
+            Some(f) => f,
+            None => create(0)?,
+        };
+        if file.remaining() >= len + END_FILE_MIN_BLANK {
+            return Ok(file);
+        }
+        if !file.is_full() {
+            let remaining = file.remaining();
+            let mut blank = [0u8; END_FILE_MIN_BLANK];
+            blank[..4].copy_from_slice(&(remaining as i32).to_be_bytes());
+            blank[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
+            file.append_bytes(&blank);
+            file.fill_to_end();
+        }
+        create(file.end())
+    }
+
+    /// Forgets a queue's next offset (its topic was deleted).
+    pub fn forget_queue(&self, topic: &str, queue_id: i32) {
+        self.append
+            .lock()
+            .queue_offsets
+            .remove(&format!("{topic}-{queue_id}"));
+    }
+
+    /// `size` bytes at `offset`, zero-copy.
+    pub fn read(&self, offset: i64, size: usize) -> Option<Bytes> {
+        let file = self.segments.find(offset)?;
+        file.bytes((offset - file.base()) as usize, size)
+    }
+
+    /// The whole record starting at `offset`.
+    pub fn read_record(&self, offset: i64) -> Option<Bytes> {
+        let file = self.segments.find(offset)?;
+        let pos = (offset - file.base()) as usize;
+        let head = file.read(pos, 8)?;
+        let (size, magic) = record::peek(head).ok()?;
+        if magic == BLANK_MAGIC || size <= 0 {
+            return None;
+        }
+        file.bytes(pos, size as usize)
+    }
+
+    /// What lies at `offset`, for the dispatcher following the log.
+    pub fn next_record(&self, offset: i64) -> NextRecord {
+        let Some(file) = self.segments.find(offset) else {
+            return NextRecord::None;
+        };
+        let pos = (offset - file.base()) as usize;
+        let Some(head) = file.read(pos, 8) else {
+            return NextRecord::None;
+        };
+        match record::peek(head) {
+            Ok((_, BLANK_MAGIC)) => NextRecord::Skip(file.end()),
+            Ok((size, _)) if size > 0 => file
+                .bytes(pos, size as usize)
+                .map_or(NextRecord::None, NextRecord::Record),
+            _ => NextRecord::None,
+        }
+    }
+
+    /// Flushes written data; returns the flushed offset.
+    pub fn flush(&self) -> std::io::Result<i64> {
+        self.segments.flush()
+    }
+
+    pub fn unflushed(&self) -> usize {
+        self.segments.unflushed()
+    }
+
+    pub fn truncate(&self, offset: i64) -> Result<(), StoreError> {
+        self.segments.truncate(offset)
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,202 @@
+//! `MessageStoreConfig`: RocketMQ's store keys and defaults (spec 6 and 10.1).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use stellmq_remoting::config::ConfigError;
+use stellmq_remoting::properties_config;
+
+fn default_store_root() -> PathBuf {
+    std::env::var_os("HOME")
+        .map_or_else(|| PathBuf::from("."), PathBuf::from)
+        .join("store")
+}
+
+/// The default `messageDelayLevel`.
+pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+
+properties_config! {
+    /// Store configuration. Key names are RocketMQ's so a user's `broker.conf` works as is.
+    pub struct MessageStoreConfig {
+        store_path_root_dir: PathBuf = "storePathRootDir" => default_store_root(),
+        /// Empty: `<storePathRootDir>/commitlog`.
+        store_path_commit_log: String = "storePathCommitLog" => String::new(),
+        mapped_file_size_commit_log: usize = "mappedFileSizeCommitLog" => 1024 * 1024 * 1024,
+        mapped_file_size_consume_queue: usize = "mappedFileSizeConsumeQueue" => 300_000 * 20,
+        /// `ASYNC_FLUSH` or `SYNC_FLUSH`.
+        flush_disk_type: String = "flushDiskType" => "ASYNC_FLUSH".to_owned(),
+        flush_interval_commit_log: u64 = "flushIntervalCommitLog" => 500,
+        flush_commit_log_least_pages: usize = "flushCommitLogLeastPages" => 4,
+        flush_commit_log_thorough_interval: u64 = "flushCommitLogThoroughInterval" => 10_000,
+        sync_flush_timeout: u64 = "syncFlushTimeout" => 5_000,
+        flush_interval_consume_queue: u64 = "flushIntervalConsumeQueue" => 1_000,
+        flush_consume_queue_least_pages: usize = "flushConsumeQueueLeastPages" => 2,
+        flush_consume_queue_thorough_interval: u64 = "flushConsumeQueueThoroughInterval" => 60_000,
+        /// Hours of the day (`04`, or `04;16`) at which expired files are deleted.
+        delete_when: String = "deleteWhen" => "04".to_owned(),
+        /// Hours a CommitLog file is kept.
+        file_reserved_time: u64 = "fileReservedTime" => 72,
+        /// Disk use (%) above which files are deleted before their time.
+        disk_max_used_space_ratio: u32 = "diskMaxUsedSpaceRatio" => 75,
+        /// Disk use (%) above which writes are refused until space returns.
+        disk_space_warning_level_ratio: u32 = "diskSpaceWarningLevelRatio" => 90,
+        /// Disk use (%) above which files are deleted even while in use.
+        disk_space_clean_forcibly_ratio: u32 = "diskSpaceCleanForciblyRatio" => 85,
+        clean_file_forcibly_enable: bool = "cleanFileForciblyEnable" => true,
+        /// How often (ms) the retention service runs.
+        clean_resource_interval: u64 = "cleanResourceInterval" => 10_000,
+        delete_commit_log_files_interval: u64 = "deleteCommitLogFilesInterval" => 100,
+        max_message_size: usize = "maxMessageSize" => 4 * 1024 * 1024,
+        check_crc_on_recover: bool = "checkCRCOnRecover" => true,
+        message_index_enable: bool = "messageIndexEnable" => true,
+        max_hash_slot_num: u32 = "maxHashSlotNum" => 5_000_000,
+        max_index_num: u32 = "maxIndexNum" => 20_000_000,
+        max_transfer_bytes_on_message_in_memory: usize = "maxTransferBytesOnMessageInMemory" => 256 * 1024,
+        max_transfer_count_on_message_in_memory: usize = "maxTransferCountOnMessageInMemory" => 32,
+        max_transfer_bytes_on_message_in_disk: usize = "maxTransferBytesOnMessageInDisk" => 64 * 1024,
+        max_transfer_count_on_message_in_disk: usize = "maxTransferCountOnMessageInDisk" => 8,
+        access_message_in_memory_max_ratio: u32 = "accessMessageInMemoryMaxRatio" => 40,
+        /// Pre-fault each new CommitLog segment before it is needed.
+        warm_mapped_file_enable: bool = "warmMapedFileEnable" => true,
+        message_delay_level: String = "messageDelayLevel" => DEFAULT_DELAY_LEVELS.to_owned(),
+    }
+}
+
+/// How the CommitLog reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushDiskType {
+    /// Acknowledge after the write to the page cache; flush in the background.
+    Async,
+    /// Acknowledge after a group commit has flushed the message.
+    Sync,
+}
+
+impl MessageStoreConfig {
+    /// Applies a key, also accepting RocketMQ's pre-4.5.2 spellings (`mapedFile...`).
+    pub fn set_compat(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
+        let key = match key {
+            "mapedFileSizeCommitLog" => "mappedFileSizeCommitLog",
+            "mapedFileSizeConsumeQueue" => "mappedFileSizeConsumeQueue",
+            other => other,
+        };
+        self.set(key, value)
+    }
+
+    pub fn flush_type(&self) -> FlushDiskType {
+        if self
+            .flush_disk_type
+            .trim()
+            .eq_ignore_ascii_case("SYNC_FLUSH")
+        {
+            FlushDiskType::Sync
+        } else {
+            FlushDiskType::Async
+        }
+    }
+
+    pub fn commit_log_dir(&self) -> PathBuf {
+        if self.store_path_commit_log.trim().is_empty() {
+            self.store_path_root_dir.join("commitlog")
+        } else {
+            PathBuf::from(self.store_path_commit_log.trim())
+        }
+    }
+
+    pub fn consume_queue_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("consumequeue")
+    }
+
+    pub fn index_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("index")
+    }
+
+    pub fn sync_flush_timeout(&self) -> Duration {
+        Duration::from_millis(self.sync_flush_timeout)
+    }
+
+    /// Delay of each level in ms (level 1 at index 0).
+    pub fn delay_levels(&self) -> Result<Vec<i64>, ConfigError> {
+        parse_delay_levels(&self.message_delay_level)
+    }
+
+    /// Rejects values the store cannot work with.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let reject = |key: &str, reason: &str| ConfigError::Rejected {
+            key: key.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if self.mapped_file_size_commit_log < 64 * 1024 {
+            return Err(reject("mappedFileSizeCommitLog", "must be at least 64 KiB"));
+        }
+        if self.mapped_file_size_consume_queue < 20
+            || !self.mapped_file_size_consume_queue.is_multiple_of(20)
+        {
+            return Err(reject(
+                "mappedFileSizeConsumeQueue",
+                "must be a positive multiple of 20",
+            ));
+        }
+        if self.max_message_size + 1024 > self.mapped_file_size_commit_log {
+            return Err(reject("maxMessageSize", "must fit in one CommitLog file"));
+        }
+        if self.max_hash_slot_num == 0 || self.max_index_num < 2 {
+            return Err(reject("maxIndexNum", "index sizes must be positive"));
+        }
+        self.delay_levels()?;
+        Ok(())
+    }
+}
+
+/// Parses `1s 5s 10s 1m 2h 1d` into milliseconds.
+pub fn parse_delay_levels(text: &str) -> Result<Vec<i64>, ConfigError> {
+    text.split_whitespace()
+        .map(|level| {
+            let invalid = || ConfigError::InvalidValue {
+                key: "messageDelayLevel".to_owned(),
+                value: level.to_owned(),
+                expected: "a number with unit s, m, h or d (e.g. 10s)",
+            };
+            let (digits, unit) = level.split_at(level.len().saturating_sub(1));
+            let amount: i64 = digits.parse().map_err(|_| invalid())?;
+            let unit_ms = match unit {
+                "s" => 1_000,
+                "m" => 60_000,
+                "h" => 3_600_000,
+                "d" => 86_400_000,
+                _ => return Err(invalid()),
+            };
+            Ok(amount * unit_ms)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_levels_parse() {
+        let levels = parse_delay_levels(DEFAULT_DELAY_LEVELS).expect("valid");
+        assert_eq!(levels.len(), 18);
+        assert_eq!(levels[0], 1_000);
+        assert_eq!(levels[4], 60_000);
+        assert_eq!(levels[17], 7_200_000);
+        assert!(parse_delay_levels("1x").is_err());
+        assert!(parse_delay_levels("s").is_err());
+    }
+
+    #[test]
+    fn compat_keys_and_validation() {
+        let mut c = MessageStoreConfig::default();
+        assert_eq!(c.set_compat("mapedFileSizeCommitLog", "1048576"), Ok(true));
+        assert_eq!(c.mapped_file_size_commit_log, 1_048_576);
+        assert!(
+            c.validate().is_err(),
+            "4 MiB messages do not fit in 1 MiB files"
+        );
+        c.max_message_size = 512 * 1024;
+        c.validate().expect("valid");
+        c.set("flushDiskType", "SYNC_FLUSH").expect("set");
+        assert_eq!(c.flush_type(), FlushDiskType::Sync);
+    }
+}

@@ -1,0 +1,180 @@
+//! The reput service: follows the CommitLog and writes ConsumeQueue and index entries, then
+//! tells the listener (long polling) that a queue has new messages.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use stellmq_remoting::protocol::message::{property, sys_flag, tags_code, MessageRecord};
+
+use crate::commitlog::{CommitLog, NextRecord};
+use crate::consume_queue::ConsumeQueueStore;
+use crate::error::StoreError;
+use crate::index::IndexService;
+
+/// The delay-message topic, whose tags code is the delivery time (spec 7.1).
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+
+/// Told about every dispatched message that got a ConsumeQueue entry.
+pub trait MessageArrivingListener: Send + Sync {
+    fn arriving(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        logical_offset: i64,
+        tags_code: i64,
+        store_timestamp: i64,
+    );
+}
+
+/// What dispatch needs from one record.
+#[derive(Debug, Clone)]
+pub struct DispatchRequest {
+    pub topic: String,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub phys_offset: i64,
+    pub size: i32,
+    pub tags_code: i64,
+    pub store_timestamp: i64,
+    pub keys: Vec<String>,
+    pub to_consume_queue: bool,
+    pub to_index: bool,
+}
+
+impl DispatchRequest {
+    pub fn from_record(record: &MessageRecord, size: i32, delay_levels: &[i64]) -> Self {
+        let kind = sys_flag::transaction_type(record.head.sys_flag);
+        let props = &record.properties;
+        let tags_code = if record.topic == SCHEDULE_TOPIC {
+            let level = props
+                .delay_level()
+                .clamp(1, delay_levels.len().max(1) as i32);
+            let delay = delay_levels.get(level as usize - 1).copied().unwrap_or(0);
+            record.head.store_timestamp + delay
+        } else {
+            tags_code(props.tags())
+        };
+        let mut keys: Vec<String> = props
+            .keys()
+            .map(|k| format!("{}#{}", record.topic, k))
+            .collect();
+        if let Some(uniq) = props.get(property::UNIQ_KEY) {
+            keys.push(format!("{}#{}", record.topic, uniq));
+        }
+        Self {
+            topic: record.topic.clone(),
+            queue_id: record.head.queue_id,
+            queue_offset: record.head.queue_offset,
+            phys_offset: record.head.physical_offset,
+            size,
+            tags_code,
+            store_timestamp: record.head.store_timestamp,
+            keys,
+            to_consume_queue: kind == sys_flag::TRANSACTION_NOT_TYPE
+                || kind == sys_flag::TRANSACTION_COMMIT_TYPE,
+            to_index: kind != sys_flag::TRANSACTION_ROLLBACK_TYPE,
+        }
+    }
+}
+
+/// Dispatch state: where to continue in the CommitLog.
+pub struct Dispatcher {
+    reput_from: AtomicI64,
+    /// Store time of the last dispatched message (checkpoint input).
+    last_store_timestamp: AtomicI64,
+    delay_levels: Vec<i64>,
+    index_enabled: bool,
+}
+
+impl Dispatcher {
+    pub fn new(reput_from: i64, delay_levels: Vec<i64>, index_enabled: bool) -> Self {
+        Self {
+            reput_from: AtomicI64::new(reput_from),
+            last_store_timestamp: AtomicI64::new(0),
+            delay_levels,
+            index_enabled,
+        }
+    }
+
+    pub fn reput_from(&self) -> i64 {
+        self.reput_from.load(Ordering::Acquire)
+    }
+
+    pub fn last_store_timestamp(&self) -> i64 {
+        self.last_store_timestamp.load(Ordering::Acquire)
+    }
+
+    /// Dispatches everything written so far; returns how many records it handled.
+    pub fn run_once(
+        &self,
+        log: &CommitLog,
+        queues: &ConsumeQueueStore,
+        index: &IndexService,
+        listener: Option<&dyn MessageArrivingListener>,
+    ) -> Result<usize, StoreError> {
+        let mut offset = self.reput_from();
+        if offset < log.min_offset() {
+            offset = log.min_offset();
+        }
+        let mut handled = 0;
+        loop {
+            match log.next_record(offset) {
+                NextRecord::Record(bytes) => {
+                    let size = bytes.len();
+                    let record = match MessageRecord::decode(&bytes, false) {
+                        Ok((record, _)) => record,
+                        Err(e) => {
+                            // Appends publish whole records, so this is corruption: stop here
+                            // rather than skip data; recovery will deal with it.
+                            tracing::error!(offset, error = %e, "undecodable CommitLog record; dispatch halted");
+                            return Err(StoreError::Corrupt {
+                                path: log.segments().dir().to_owned(),
+                                reason: format!("record at {offset}: {e}"),
+                            });
+                        }
+                    };
+                    let req =
+                        DispatchRequest::from_record(&record, size as i32, &self.delay_levels);
+                    self.dispatch(&req, queues, index, listener)?;
+                    offset += size as i64;
+                    handled += 1;
+                    self.reput_from.store(offset, Ordering::Release);
+                }
+                NextRecord::Skip(next) => {
+                    offset = next;
+                    self.reput_from.store(offset, Ordering::Release);
+                }
+                NextRecord::None => return Ok(handled),
+            }
+        }
+    }
+
+    fn dispatch(
+        &self,
+        req: &DispatchRequest,
+        queues: &ConsumeQueueStore,
+        index: &IndexService,
+        listener: Option<&dyn MessageArrivingListener>,
+    ) -> Result<(), StoreError> {
+        if req.to_consume_queue {
+            let cq = queues.find_or_create(&req.topic, req.queue_id)?;
+            cq.put(req.queue_offset, req.phys_offset, req.size, req.tags_code)?;
+        }
+        if self.index_enabled && req.to_index {
+            index.put(&req.keys, req.phys_offset, req.store_timestamp)?;
+        }
+        self.last_store_timestamp
+            .store(req.store_timestamp, Ordering::Release);
+        if req.to_consume_queue {
+            if let Some(listener) = listener {
+                listener.arriving(
+                    &req.topic,
+                    req.queue_id,
+                    req.queue_offset + 1,
+                    req.tags_code,
+                    req.store_timestamp,
+                );
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,43 @@
+//! Store errors.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid store configuration: {0}")]
+    Config(#[from] stellmq_remoting::config::ConfigError),
+    #[error("another process holds the store lock {0}")]
+    Locked(PathBuf),
+    #[error("store file {path} is corrupt: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("the store is poisoned after a failed flush and refuses writes: {0}")]
+    Poisoned(String),
+}
+
+impl StoreError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Extension to attach the file path to an `io::Result`.
+pub trait IoContext<T> {
+    fn at(self, path: &std::path::Path) -> Result<T, StoreError>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, path: &std::path::Path) -> Result<T, StoreError> {
+        self.map_err(|e| StoreError::io(path, e))
+    }
+}

@@ -1,0 +1,424 @@
+//! IndexFiles (spec 6.4): a hash index from `topic#key` to physical offsets.
+//!
+//! Layout: a 40-byte header (beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset,
+//! hashSlotCount, indexCount), `maxHashSlotNum` 4-byte slots holding the number of the latest
+//! entry in that slot, then `maxIndexNum` 20-byte entries
+//! `keyHash (4) | phyOffset (8) | timeDiff seconds (4) | previous entry (4)`.
+//! Entry 0 is never used, so `indexCount` starts at 1 and 0 means "none".
+//!
+//! Example: keys A and B both hash to slot 7. Putting A writes entry 1 (prev 0) and sets
+//! slot 7 = 1; putting B writes entry 2 (prev 1) and sets slot 7 = 2. A lookup of A starts at
+//! slot 7 -> entry 2 (hash differs, skip) -> entry 1 (match) -> prev 0, done.
+//!
+//! Every access goes through aligned atomic 32-bit words, since lookups walk the chains while
+//! the dispatcher appends; big-endian on disk like Java's.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use stellmq_remoting::protocol::message::java_string_hash;
+
+use crate::error::{IoContext, StoreError};
+use crate::mapped_file::MappedFile;
+
+const HEADER_SIZE: usize = 40;
+const SLOT_SIZE: usize = 4;
+const ENTRY_SIZE: usize = 20;
+
+const BEGIN_TIMESTAMP: usize = 0;
+const END_TIMESTAMP: usize = 8;
+const BEGIN_PHY_OFFSET: usize = 16;
+const END_PHY_OFFSET: usize = 24;
+const HASH_SLOT_COUNT: usize = 32;
+const INDEX_COUNT: usize = 36;
+
+/// `abs(String.hashCode())`, 0 when the absolute value overflows (Java's rule).
+pub fn index_key_hash(key: &str) -> u32 {
+    let h = java_string_hash(key);
+    if h == i32::MIN {
+        0
+    } else {
+        h.unsigned_abs()
+    }
+}
+
+/// One index file.
+pub struct IndexFile {
+    file: MappedFile,
+    slots: u32,
+    max_entries: u32,
+}
+
+impl IndexFile {
+    fn open(path: &Path, slots: u32, max_entries: u32) -> Result<Self, StoreError> {
+        let size = HEADER_SIZE + slots as usize * SLOT_SIZE + max_entries as usize * ENTRY_SIZE;
+        let file = MappedFile::open(path, 0, size)?;
+        let index = Self {
+            file,
+            slots,
+            max_entries,
+        };
+        if index.u32_at(INDEX_COUNT) == 0 {
+            index.set_u32(INDEX_COUNT, 1);
+        }
+        Ok(index)
+    }
+
+    fn u32_at(&self, pos: usize) -> u32 {
+        self.file
+            .atomic_u32(pos)
+            .map_or(0, |a| u32::from_be(a.load(Ordering::Acquire)))
+    }
+
+    fn set_u32(&self, pos: usize, value: u32) {
+        if let Some(a) = self.file.atomic_u32(pos) {
+            a.store(value.to_be(), Ordering::Release);
+        }
+    }
+
+    fn i64_at(&self, pos: usize) -> i64 {
+        self.file
+            .atomic_u64(pos)
+            .map_or(0, |a| u64::from_be(a.load(Ordering::Acquire)) as i64)
+    }
+
+    fn set_i64(&self, pos: usize, value: i64) {
+        if let Some(a) = self.file.atomic_u64(pos) {
+            a.store((value as u64).to_be(), Ordering::Release);
+        }
+    }
+
+    /// An 8-byte value at a 4-aligned position, as two words.
+    fn i64_words_at(&self, pos: usize) -> i64 {
+        (i64::from(self.u32_at(pos)) << 32) | i64::from(self.u32_at(pos + 4))
+    }
+
+    fn set_i64_words(&self, pos: usize, value: i64) {
+        self.set_u32(pos, (value >> 32) as u32);
+        self.set_u32(pos + 4, value as u32);
+    }
+
+    fn entry_pos(&self, n: u32) -> usize {
+        HEADER_SIZE + self.slots as usize * SLOT_SIZE + n as usize * ENTRY_SIZE
+    }
+
+    pub fn index_count(&self) -> u32 {
+        self.u32_at(INDEX_COUNT)
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.index_count() >= self.max_entries
+    }
+
+    pub fn begin_timestamp(&self) -> i64 {
+        self.i64_at(BEGIN_TIMESTAMP)
+    }
+
+    pub fn end_timestamp(&self) -> i64 {
+        self.i64_at(END_TIMESTAMP)
+    }
+
+    pub fn end_phy_offset(&self) -> i64 {
+        self.i64_at(END_PHY_OFFSET)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Adds `key -> phy`; false when the file is full.
+    fn put(&self, key: &str, phy: i64, store_timestamp: i64) -> bool {
+        let count = self.index_count();
+        if count >= self.max_entries {
+            return false;
+        }
+        let hash = index_key_hash(key);
+        let slot_pos = HEADER_SIZE + (hash % self.slots) as usize * SLOT_SIZE;
+        let mut prev = self.u32_at(slot_pos);
+        if prev >= count {
+            prev = 0;
+        }
+        let begin = self.begin_timestamp();
+        let time_diff = if begin <= 0 {
+            0
+        } else {
+            ((store_timestamp - begin) / 1000).clamp(0, i64::from(i32::MAX)) as u32
+        };
+        let pos = self.entry_pos(count);
+        self.set_u32(pos, hash);
+        self.set_i64_words(pos + 4, phy);
+        self.set_u32(pos + 12, time_diff);
+        self.set_u32(pos + 16, prev);
+        // Publish: the slot points at the finished entry, then the count moves on.
+        self.set_u32(slot_pos, count);
+        if count <= 1 {
+            self.set_i64(BEGIN_PHY_OFFSET, phy);
+            self.set_i64(BEGIN_TIMESTAMP, store_timestamp);
+        }
+        if prev == 0 {
+            self.set_u32(HASH_SLOT_COUNT, self.u32_at(HASH_SLOT_COUNT) + 1);
+        }
+        self.set_u32(INDEX_COUNT, count + 1);
+        self.set_i64(END_PHY_OFFSET, phy);
+        self.set_i64(END_TIMESTAMP, store_timestamp);
+        self.file.mark_dirty();
+        true
+    }
+
+    /// Physical offsets of `key` stored within `[begin, end]` (ms), newest first.
+    fn query(&self, key: &str, max: usize, begin: i64, end: i64, out: &mut Vec<i64>) {
+        let hash = index_key_hash(key);
+        let count = self.index_count();
+        let mut cur = self.u32_at(HEADER_SIZE + (hash % self.slots) as usize * SLOT_SIZE);
+        let file_begin = self.begin_timestamp();
+        while cur > 0 && cur < count && out.len() < max {
+            let pos = self.entry_pos(cur);
+            let entry_hash = self.u32_at(pos);
+            let phy = self.i64_words_at(pos + 4);
+            let time = file_begin + i64::from(self.u32_at(pos + 12)) * 1000;
+            let prev = self.u32_at(pos + 16);
+            if entry_hash == hash && time >= begin && time <= end {
+                out.push(phy);
+            }
+            if prev == 0 || prev >= cur || time < begin {
+                break;
+            }
+            cur = prev;
+        }
+    }
+
+    fn overlaps(&self, begin: i64, end: i64) -> bool {
+        self.index_count() > 1 && self.begin_timestamp() <= end && self.end_timestamp() >= begin
+    }
+}
+
+/// Every index file of a store, oldest first.
+pub struct IndexService {
+    dir: PathBuf,
+    slots: u32,
+    max_entries: u32,
+    files: RwLock<Vec<Arc<IndexFile>>>,
+    /// Records below this physical offset are already indexed (re-dispatch after recovery).
+    resume_from: std::sync::atomic::AtomicI64,
+}
+
+impl IndexService {
+    pub fn load(dir: &Path, slots: u32, max_entries: u32) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).at(dir)?;
+        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+            .at(dir)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.len() == 17 && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .collect();
+        names.sort();
+        let mut files = Vec::with_capacity(names.len());
+        for path in names {
+            files.push(Arc::new(IndexFile::open(&path, slots, max_entries)?));
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            slots,
+            max_entries,
+            files: RwLock::new(files),
+            resume_from: std::sync::atomic::AtomicI64::new(0),
+        })
+    }
+
+    /// After recovery: entries below `min(last indexed + 1, commit_log_end)` exist already.
+    pub fn set_resume_point(&self, commit_log_end: i64) {
+        let last = self.files.read().last().map_or(-1, |f| f.end_phy_offset());
+        self.resume_from
+            .store((last + 1).min(commit_log_end), Ordering::Release);
+    }
+
+    /// Indexes the keys of one message.
+    pub fn put(&self, keys: &[String], phy: i64, store_timestamp: i64) -> Result<(), StoreError> {
+        if keys.is_empty() || phy < self.resume_from.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut file = self.writable_file(store_timestamp)?;
+        for key in keys {
+            if !file.put(key, phy, store_timestamp) {
+                file = self.writable_file(store_timestamp)?;
+                file.put(key, phy, store_timestamp);
+            }
+        }
+        Ok(())
+    }
+
+    fn writable_file(&self, now: i64) -> Result<Arc<IndexFile>, StoreError> {
+        if let Some(last) = self.files.read().last().filter(|f| !f.is_full()) {
+            return Ok(last.clone());
+        }
+        let mut files = self.files.write();
+        if let Some(last) = files.last().filter(|f| !f.is_full()) {
+            return Ok(last.clone());
+        }
+        let mut name = index_file_name(now);
+        if let Some(last) = files.last() {
+            // Names must sort in creation order.
+            let last_name = last
+                .path()
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
+            if name.as_str() <= last_name {
+                name = format!("{:017}", last_name.parse::<u64>().unwrap_or(0) + 1);
+            }
+        }
+        let file = Arc::new(IndexFile::open(
+            &self.dir.join(&name),
+            self.slots,
+            self.max_entries,
+        )?);
+        tracing::info!(event = "INDEX_FILE_CREATED", file = %name, "new index file");
+        files.push(file.clone());
+        Ok(file)
+    }
+
+    /// Physical offsets of `topic#key` within `[begin, end]`, newest files first, and the
+    /// newest file's end timestamp and end offset.
+    pub fn query(
+        &self,
+        topic: &str,
+        key: &str,
+        max: usize,
+        begin: i64,
+        end: i64,
+    ) -> (Vec<i64>, i64, i64) {
+        let full_key = format!("{topic}#{key}");
+        let files = self.files.read().clone();
+        let mut out = Vec::new();
+        for f in files.iter().rev() {
+            if out.len() >= max {
+                break;
+            }
+            if f.overlaps(begin, end) {
+                f.query(&full_key, max, begin, end, &mut out);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out.reverse();
+        let (last_ts, last_phy) = files
+            .last()
+            .map_or((0, 0), |f| (f.end_timestamp(), f.end_phy_offset()));
+        (out, last_ts, last_phy)
+    }
+
+    pub fn flush(&self) -> std::io::Result<()> {
+        for f in self.files.read().iter() {
+            f.file.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Deletes files whose entries all point below `commit_log_min` (never the last one).
+    pub fn delete_expired(&self, commit_log_min: i64) -> usize {
+        let mut files = self.files.write();
+        let mut n = 0;
+        while n + 1 < files.len() && files[n].end_phy_offset() < commit_log_min {
+            n += 1;
+        }
+        for f in files.drain(..n) {
+            if let Err(e) = f.file.destroy() {
+                tracing::warn!(file = %f.path().display(), error = %e, "cannot delete index file");
+            }
+        }
+        n
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.files.read().len()
+    }
+}
+
+/// `yyyyMMddHHmmssSSS` of a UTC instant.
+fn index_file_name(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}{m:02}{d:02}{:02}{:02}{:02}{:03}",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_collisions_and_time_windows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // One slot: every key collides, exercising the chains.
+        let service = IndexService::load(dir.path(), 1, 100).expect("load");
+        let t0 = 1_700_000_000_000;
+        service
+            .put(&["T#a".into(), "T#b".into()], 100, t0)
+            .expect("put");
+        service.put(&["T#a".into()], 200, t0 + 5_000).expect("put");
+        service.put(&["U#a".into()], 300, t0 + 6_000).expect("put");
+        let (hits, _, last_phy) = service.query("T", "a", 10, 0, i64::MAX);
+        assert_eq!(hits, vec![200, 100]);
+        assert_eq!(last_phy, 300);
+        let (hits, _, _) = service.query("T", "a", 10, t0 + 1_000, i64::MAX);
+        assert_eq!(hits, vec![200]);
+        let (hits, _, _) = service.query("T", "a", 1, 0, i64::MAX);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(service.query("T", "b", 10, 0, i64::MAX).0, vec![100]);
+        assert!(service.query("T", "zz", 10, 0, i64::MAX).0.is_empty());
+    }
+
+    #[test]
+    fn full_files_roll_and_reload() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let service = IndexService::load(dir.path(), 7, 4).expect("load");
+            for i in 0..10 {
+                service
+                    .put(&[format!("T#k{i}")], i * 10, 1_700_000_000_000 + i)
+                    .expect("put");
+            }
+            assert_eq!(
+                service.file_count(),
+                4,
+                "3 entries per file (entry 0 unused)"
+            );
+            service.flush().expect("flush");
+        }
+        let service = IndexService::load(dir.path(), 7, 4).expect("reload");
+        assert_eq!(service.query("T", "k9", 10, 0, i64::MAX).0, vec![90]);
+        assert_eq!(service.query("T", "k0", 10, 0, i64::MAX).0, vec![0]);
+        assert_eq!(service.delete_expired(50), 1);
+        assert!(service.query("T", "k0", 10, 0, i64::MAX).0.is_empty());
+    }
+
+    #[test]
+    fn names_and_hashes() {
+        assert_eq!(index_file_name(1_796_220_000_123), "20261202140000123");
+        assert_eq!(index_key_hash("TopicTest#KEY1"), 1_656_969_516);
+    }
+}

@@ -1,0 +1,374 @@
+//! One memory-mapped segment file.
+//!
+//! This is the only module with `unsafe`. The concurrency contract that makes it sound:
+//!
+//! * Bytes below the *wrote position* are published: they are never written again while the
+//!   file is served, and readers may read them (as slices or zero-copy [`Bytes`]).
+//! * Bytes at or above the wrote position are private to the single writer, which holds
+//!   `write_lock` while it fills them and then advances the position with `Release` ordering;
+//!   readers load it with `Acquire`.
+//! * [`MappedFile::truncate_to`] moves the position back; it is only used by recovery and
+//!   replication before the truncated range has been handed to readers.
+//! * Index files use [`MappedFile::atomic_u32`] / [`MappedFile::atomic_u64`] for every access
+//!   instead, since their slots are rewritten while readers walk them.
+//!
+//! The mapping lives as long as any `Arc<MappedFile>` (and any `Bytes` made from it), so a
+//! file deleted by retention stays readable for readers that still hold it.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use memmap2::MmapMut;
+use parking_lot::Mutex;
+
+use crate::error::{IoContext, StoreError};
+
+/// OS page size assumed for pre-faulting and flush accounting.
+pub const PAGE_SIZE: usize = 4096;
+
+pub struct MappedFile {
+    path: PathBuf,
+    /// Global offset of the file's first byte (its name).
+    base: i64,
+    size: usize,
+    map: MmapMut,
+    ptr: *mut u8,
+    wrote: AtomicUsize,
+    flushed: AtomicUsize,
+    /// Store timestamp of the last record appended (for the checkpoint).
+    last_store_timestamp: AtomicI64,
+    write_lock: Mutex<()>,
+    /// Set by atomic-word writers (index files) so flush knows there is work.
+    dirty: AtomicBool,
+}
+
+// SAFETY: `ptr` points into `map`, which lives as long as `self`. Access to the memory
+// follows the contract in the module docs: writes only to unpublished ranges under
+// `write_lock`, reads only of published ranges, or atomic accesses.
+unsafe impl Send for MappedFile {}
+// SAFETY: see `Send`.
+unsafe impl Sync for MappedFile {}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile")
+            .field("path", &self.path)
+            .field("base", &self.base)
+            .field("wrote", &self.wrote_position())
+            .finish()
+    }
+}
+
+/// The 20-digit zero-padded file name of a segment starting at `base`.
+pub fn segment_name(base: i64) -> String {
+    format!("{base:020}")
+}
+
+impl MappedFile {
+    /// Creates (or reopens) a file of exactly `size` bytes and maps it.
+    pub fn open(path: &Path, base: i64, size: usize) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).at(dir)?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .at(path)?;
+        let len = file.metadata().at(path)?.len();
+        if len != size as u64 {
+            if len != 0 && len > size as u64 {
+                return Err(StoreError::Corrupt {
+                    path: path.to_owned(),
+                    reason: format!("file has {len} bytes, expected {size}"),
+                });
+            }
+            file.set_len(size as u64).at(path)?;
+        }
+        // SAFETY: the file is opened read-write and sized; StellMQ's store lock keeps other
+        // processes from mapping it. Truncation by another process would be a bug elsewhere.
+        let mut map = unsafe { MmapMut::map_mut(&file) }.at(path)?;
+        let ptr = map.as_mut_ptr();
+        Ok(Self {
+            path: path.to_owned(),
+            base,
+            size,
+            map,
+            ptr,
+            wrote: AtomicUsize::new(0),
+            flushed: AtomicUsize::new(0),
+            last_store_timestamp: AtomicI64::new(0),
+            write_lock: Mutex::new(()),
+            dirty: AtomicBool::new(false),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn base(&self) -> i64 {
+        self.base
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Global offset just past this file.
+    pub fn end(&self) -> i64 {
+        self.base + self.size as i64
+    }
+
+    pub fn wrote_position(&self) -> usize {
+        self.wrote.load(Ordering::Acquire)
+    }
+
+    pub fn flushed_position(&self) -> usize {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.size - self.wrote_position()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.wrote_position() >= self.size
+    }
+
+    pub fn last_store_timestamp(&self) -> i64 {
+        self.last_store_timestamp.load(Ordering::Acquire)
+    }
+
+    pub fn set_last_store_timestamp(&self, ts: i64) {
+        self.last_store_timestamp.store(ts, Ordering::Release);
+    }
+
+    /// Appends `len` bytes written by `fill` at the wrote position; returns the position, or
+    /// `None` if they do not fit.
+    pub fn append(&self, len: usize, fill: impl FnOnce(&mut [u8])) -> Option<usize> {
+        let _guard = self.write_lock.lock();
+        let pos = self.wrote.load(Ordering::Acquire);
+        if pos.checked_add(len)? > self.size {
+            return None;
+        }
+        // SAFETY: [pos, pos + len) is within the map and at or above the wrote position,
+        // so no reader can see it, and `write_lock` excludes other writers.
+        let region = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) };
+        fill(region);
+        self.wrote.store(pos + len, Ordering::Release);
+        Some(pos)
+    }
+
+    /// Appends raw bytes.
+    pub fn append_bytes(&self, data: &[u8]) -> Option<usize> {
+        self.append(data.len(), |dst| dst.copy_from_slice(data))
+    }
+
+    /// Marks the rest of the file as written (after an end-of-file blank).
+    pub fn fill_to_end(&self) {
+        let _guard = self.write_lock.lock();
+        self.wrote.store(self.size, Ordering::Release);
+    }
+
+    /// A published range.
+    pub fn read(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.wrote_position() {
+            return None;
+        }
+        // SAFETY: the range is published (below the wrote position), hence immutable.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) })
+    }
+
+    /// A published range as zero-copy `Bytes` that keep the mapping alive.
+    pub fn bytes(self: &Arc<Self>, pos: usize, len: usize) -> Option<Bytes> {
+        self.read(pos, len)?;
+        Some(Bytes::from_owner(MappedSlice {
+            file: self.clone(),
+            pos,
+            len,
+        }))
+    }
+
+    /// Reads any range regardless of the wrote position (recovery scans, before serving).
+    pub fn read_unpublished(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.size {
+            return None;
+        }
+        // SAFETY: only recovery calls this, before any writer or reader exists.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) })
+    }
+
+    /// Sets the wrote and flushed positions after recovery found valid data up to `pos`, and
+    /// zeroes the torn tail after it (up to the first all-zero page), so a later crash can
+    /// never mistake old bytes for new records.
+    pub fn truncate_to(&self, pos: usize) {
+        let _guard = self.write_lock.lock();
+        let pos = pos.min(self.size);
+        let mut cursor = pos;
+        while cursor < self.size {
+            let page_end = ((cursor / PAGE_SIZE) + 1) * PAGE_SIZE;
+            let end = page_end.min(self.size);
+            // SAFETY: beyond the new wrote position, under the write lock, before serving.
+            let region =
+                unsafe { std::slice::from_raw_parts_mut(self.ptr.add(cursor), end - cursor) };
+            if region.iter().all(|b| *b == 0) {
+                break;
+            }
+            region.fill(0);
+            cursor = end;
+        }
+        self.wrote.store(pos, Ordering::Release);
+        self.flushed.store(pos, Ordering::Release);
+    }
+
+    /// Sets the positions of a file recovery found complete.
+    pub fn set_positions(&self, wrote: usize) {
+        let _guard = self.write_lock.lock();
+        self.wrote.store(wrote.min(self.size), Ordering::Release);
+        self.flushed.store(wrote.min(self.size), Ordering::Release);
+    }
+
+    /// Pre-faults every page by writing a zero into it, so appends later run at memory speed
+    /// instead of faulting in fresh pages (0.2-0.5 GB/s vs ~4.7 GB/s on these machines).
+    pub fn warm(&self) {
+        let _guard = self.write_lock.lock();
+        let from = self.wrote.load(Ordering::Acquire);
+        let mut pos = from.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        while pos < self.size {
+            // SAFETY: unpublished range, under the write lock; a single volatile byte store.
+            unsafe { std::ptr::write_volatile(self.ptr.add(pos), 0) };
+            pos += PAGE_SIZE;
+        }
+    }
+
+    /// Bytes written but not flushed.
+    pub fn unflushed(&self) -> usize {
+        self.wrote_position()
+            .saturating_sub(self.flushed_position())
+    }
+
+    /// Flushes the written, unflushed range (msync). Returns the new flushed position.
+    pub fn flush(&self) -> std::io::Result<usize> {
+        let wrote = self.wrote_position();
+        let flushed = self.flushed_position();
+        if wrote > flushed {
+            self.map.flush_range(flushed, wrote - flushed)?;
+            self.flushed.fetch_max(wrote, Ordering::AcqRel);
+        }
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            self.map.flush()?;
+        }
+        Ok(self.flushed_position())
+    }
+
+    /// An aligned 32-bit word for lock-free shared access (index files).
+    pub fn atomic_u32(&self, pos: usize) -> Option<&AtomicU32> {
+        if !pos.is_multiple_of(4) || pos.checked_add(4)? > self.size {
+            return None;
+        }
+        // SAFETY: in bounds and 4-aligned (the map is page aligned); AtomicU32 has the same
+        // layout as u32, and this memory is only ever accessed atomically.
+        Some(unsafe { &*(self.ptr.add(pos) as *const AtomicU32) })
+    }
+
+    /// An aligned 64-bit word for lock-free shared access (index file headers).
+    pub fn atomic_u64(&self, pos: usize) -> Option<&AtomicU64> {
+        if !pos.is_multiple_of(8) || pos.checked_add(8)? > self.size {
+            return None;
+        }
+        // SAFETY: as for `atomic_u32`, with 8-byte alignment.
+        Some(unsafe { &*(self.ptr.add(pos) as *const AtomicU64) })
+    }
+
+    /// Notes an atomic-word write so the next flush syncs the file.
+    pub fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Deletes the file from disk; readers holding it keep their mapping.
+    pub fn destroy(&self) -> std::io::Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Owner of a zero-copy `Bytes` view into a mapped file.
+struct MappedSlice {
+    file: Arc<MappedFile>,
+    pos: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for MappedSlice {
+    fn as_ref(&self) -> &[u8] {
+        // The range was published (checked) when the slice was made, and the mapping lives as
+        // long as `self.file`.
+        self.file
+            .read_unpublished(self.pos, self.len)
+            .unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_read_truncate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(segment_name(4096));
+        let file = Arc::new(MappedFile::open(&path, 4096, 3 * PAGE_SIZE).expect("open"));
+        assert_eq!(
+            path.file_name().and_then(|n| n.to_str()),
+            Some("00000000000000004096")
+        );
+        assert_eq!(file.append_bytes(b"hello"), Some(0));
+        assert_eq!(file.append_bytes(b"world"), Some(5));
+        assert_eq!(file.read(0, 10), Some(&b"helloworld"[..]));
+        assert_eq!(file.read(5, 6), None, "unpublished");
+        let bytes = file.bytes(5, 5).expect("published");
+        assert_eq!(bytes.as_ref(), b"world");
+        assert!(file.append(3 * PAGE_SIZE, |_| {}).is_none());
+        file.truncate_to(5);
+        assert_eq!(file.wrote_position(), 5);
+        assert_eq!(
+            file.read_unpublished(5, 5),
+            Some(&[0u8; 5][..]),
+            "torn tail zeroed"
+        );
+        assert_eq!(
+            bytes.as_ref(),
+            &[0u8; 5][..],
+            "(a slice of a truncated range sees the change)"
+        );
+        file.flush().expect("flush");
+        assert_eq!(file.flushed_position(), 5);
+        file.warm();
+        assert_eq!(file.wrote_position(), 5);
+    }
+
+    #[test]
+    fn atomics_are_aligned_and_bounded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = MappedFile::open(&dir.path().join("idx"), 0, PAGE_SIZE).expect("open");
+        file.atomic_u32(40)
+            .expect("aligned")
+            .store(7, Ordering::Release);
+        assert!(file.atomic_u32(41).is_none());
+        assert!(file.atomic_u64(PAGE_SIZE - 4).is_none());
+        assert_eq!(
+            file.atomic_u32(40).map(|a| a.load(Ordering::Acquire)),
+            Some(7)
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! A directory of equally sized segment files named by their starting offset
+//! (Java's `MappedFileQueue`), used by the CommitLog and by each ConsumeQueue.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::allocator::Allocator;
+use crate::error::{IoContext, StoreError};
+use crate::mapped_file::{segment_name, MappedFile};
+
+pub struct SegmentQueue {
+    dir: PathBuf,
+    file_size: usize,
+    files: RwLock<Vec<Arc<MappedFile>>>,
+    allocator: Option<Arc<Allocator>>,
+}
+
+impl SegmentQueue {
+    /// Opens every segment in `dir` (created if missing). Loaded files count as full until
+    /// recovery sets the positions of the last ones.
+    pub fn load(
+        dir: &Path,
+        file_size: usize,
+        allocator: Option<Arc<Allocator>>,
+    ) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).at(dir)?;
+        let mut bases = Vec::new();
+        for entry in std::fs::read_dir(dir).at(dir)? {
+            let entry = entry.at(dir)?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()) {
+                if let Ok(base) = name.parse::<i64>() {
+                    bases.push(base);
+                }
+            }
+        }
+        bases.sort_unstable();
+        let mut files = Vec::with_capacity(bases.len());
+        for (i, base) in bases.iter().enumerate() {
+            if i > 0 && *base != bases[i - 1] + file_size as i64 {
+                return Err(StoreError::Corrupt {
+                    path: dir.join(segment_name(*base)),
+                    reason: format!(
+                        "segment does not follow {} (size {file_size})",
+                        segment_name(bases[i - 1])
+                    ),
+                });
+            }
+            let file = MappedFile::open(&dir.join(segment_name(*base)), *base, file_size)?;
+            file.set_positions(file_size);
+            files.push(Arc::new(file));
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            file_size,
+            files: RwLock::new(files),
+            allocator,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    pub fn files(&self) -> Vec<Arc<MappedFile>> {
+        self.files.read().clone()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.read().is_empty()
+    }
+
+    pub fn first(&self) -> Option<Arc<MappedFile>> {
+        self.files.read().first().cloned()
+    }
+
+    pub fn last(&self) -> Option<Arc<MappedFile>> {
+        self.files.read().last().cloned()
+    }
+
+    /// The segment holding global `offset`.
+    pub fn find(&self, offset: i64) -> Option<Arc<MappedFile>> {
+        let files = self.files.read();
+        let first = files.first()?;
+        if offset < first.base() {
+            return None;
+        }
+        let index = ((offset - first.base()) / self.file_size as i64) as usize;
+        files.get(index).filter(|f| offset < f.end()).cloned()
+    }
+
+    /// Smallest offset still stored (the first segment's start), 0 when empty.
+    pub fn min_offset(&self) -> i64 {
+        self.first().map_or(0, |f| f.base())
+    }
+
+    /// Offset just past the last written byte.
+    pub fn max_offset(&self) -> i64 {
+        self.last()
+            .map_or(0, |f| f.base() + f.wrote_position() as i64)
+    }
+
+    /// Offset up to which data is flushed.
+    pub fn flushed_offset(&self) -> i64 {
+        let files = self.files.read();
+        for f in files.iter().rev() {
+            if f.flushed_position() > 0 || f.base() == files[0].base() {
+                return f.base() + f.flushed_position() as i64;
+            }
+        }
+        0
+    }
+
+    /// Adds the segment starting at `base` (which must follow the last one) and asks the
+    /// allocator to prepare the one after it.
+    pub fn create_next(&self, base: i64) -> Result<Arc<MappedFile>, StoreError> {
+        let path = self.dir.join(segment_name(base));
+        let file = match &self.allocator {
+            Some(allocator) => {
+                let file = allocator.take(path, base, self.file_size)?;
+                let next = base + self.file_size as i64;
+                allocator.prepare(self.dir.join(segment_name(next)), next, self.file_size);
+                file
+            }
+            None => Arc::new(MappedFile::open(&path, base, self.file_size)?),
+        };
+        let mut files = self.files.write();
+        if let Some(last) = files.last() {
+            if last.end() != base {
+                return Err(StoreError::Corrupt {
+                    path: file.path().to_owned(),
+                    reason: format!("new segment {base} does not follow {}", last.base()),
+                });
+            }
+        }
+        files.push(file.clone());
+        Ok(file)
+    }
+
+    /// Writes everything written so far to disk; returns the flushed offset.
+    pub fn flush(&self) -> std::io::Result<i64> {
+        for f in self.files() {
+            if f.unflushed() > 0 {
+                f.flush()?;
+            }
+        }
+        Ok(self.flushed_offset())
+    }
+
+    /// Bytes written but not yet flushed.
+    pub fn unflushed(&self) -> usize {
+        self.files.read().iter().map(|f| f.unflushed()).sum()
+    }
+
+    /// Cuts the queue at `offset`: the segment holding it is truncated there, later
+    /// segments are deleted.
+    pub fn truncate(&self, offset: i64) -> Result<(), StoreError> {
+        let mut files = self.files.write();
+        let mut keep = files.len();
+        for (i, f) in files.iter().enumerate() {
+            if f.base() > offset {
+                keep = keep.min(i);
+            } else if offset < f.end() {
+                f.truncate_to((offset - f.base()) as usize);
+            }
+        }
+        for f in files.drain(keep..) {
+            tracing::info!(file = %f.path().display(), "deleting segment beyond the valid end");
+            f.destroy().at(f.path())?;
+        }
+        Ok(())
+    }
+
+    /// Removes leading segments while `expired` says so, never the last one, at most `limit`.
+    pub fn remove_front(
+        &self,
+        limit: usize,
+        mut expired: impl FnMut(&MappedFile) -> bool,
+    ) -> Vec<Arc<MappedFile>> {
+        let mut files = self.files.write();
+        let mut n = 0;
+        while n < limit && n + 1 < files.len() && expired(&files[n]) {
+            n += 1;
+        }
+        files.drain(..n).collect()
+    }
+
+    /// Removes every segment (topic deletion).
+    pub fn destroy(&self) -> Result<(), StoreError> {
+        let mut files = self.files.write();
+        for f in files.drain(..) {
+            f.destroy().at(f.path())?;
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+        Ok(())
+    }
+}

@@ -1,0 +1,201 @@
+//! The store's background threads: dispatch, CommitLog flush (async interval or sync group
+//! commit), ConsumeQueue/index flush with the checkpoint, and retention.
+//!
+//! They are plain threads, not tokio tasks: they block on msync and file I/O. Async code
+//! reaches them through the wake condvar and the group-commit request list.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::config::FlushDiskType;
+use crate::mapped_file::PAGE_SIZE;
+use crate::store::Inner;
+
+fn spawn(name: &str, inner: &Arc<Inner>, body: fn(&Inner)) -> Option<JoinHandle<()>> {
+    let inner = inner.clone();
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || body(&inner))
+        .map_err(|e| tracing::error!(thread = name, error = %e, "cannot start store thread"))
+        .ok()
+}
+
+pub(crate) fn start(inner: &Arc<Inner>) -> Vec<JoinHandle<()>> {
+    let flush: fn(&Inner) = match inner.flush_type {
+        FlushDiskType::Sync => group_commit_loop,
+        FlushDiskType::Async => async_flush_loop,
+    };
+    [
+        spawn("stellmq-dispatch", inner, dispatch_loop),
+        spawn("stellmq-flush-commitlog", inner, flush),
+        spawn("stellmq-flush-cq", inner, consume_queue_flush_loop),
+        spawn("stellmq-clean", inner, clean_loop),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn stopping(inner: &Inner) -> bool {
+    inner.stopping.load(Ordering::Acquire)
+}
+
+fn dispatch_loop(inner: &Inner) {
+    while !stopping(inner) {
+        let listener = inner.listener.read().clone();
+        match inner.dispatcher.run_once(
+            &inner.commit_log,
+            &inner.queues,
+            &inner.index,
+            listener.as_deref(),
+        ) {
+            Ok(0) => inner.park(Duration::from_millis(10)),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "dispatch failed; retrying in 1 s");
+                inner.park(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// Flushes the CommitLog and records the checkpoint's physic timestamp.
+fn flush_commit_log(inner: &Inner) -> Result<i64, String> {
+    let ts = inner.commit_log.last_store_timestamp();
+    match inner.commit_log.flush() {
+        Ok(flushed) => {
+            if ts > 0 {
+                inner.checkpoint.update(|c| c.physic_msg_timestamp = ts);
+            }
+            Ok(flushed)
+        }
+        Err(e) => {
+            let reason = e.to_string();
+            inner.poison(reason.clone());
+            Err(reason)
+        }
+    }
+}
+
+/// SYNC_FLUSH: one flush serves every request queued before it (group commit).
+fn group_commit_loop(inner: &Inner) {
+    let (lock, cv) = &inner.flush_requests;
+    loop {
+        let batch = {
+            let mut requests = lock.lock();
+            if requests.is_empty() && !stopping(inner) {
+                cv.wait_for(&mut requests, Duration::from_millis(10));
+            }
+            std::mem::take(&mut *requests)
+        };
+        let result = if batch.is_empty() && inner.commit_log.unflushed() == 0 {
+            Ok(0)
+        } else {
+            flush_commit_log(inner)
+        };
+        for req in batch {
+            let outcome = match &result {
+                Ok(flushed) if *flushed >= req.target => Ok(()),
+                Ok(flushed) => Err(format!("flushed to {flushed}, short of {}", req.target)),
+                Err(reason) => Err(reason.clone()),
+            };
+            let _ = req.done.send(outcome);
+        }
+        if stopping(inner) && lock.lock().is_empty() {
+            return;
+        }
+    }
+}
+
+/// ASYNC_FLUSH: every `flushIntervalCommitLog` ms when enough pages are dirty, and fully
+/// every `flushCommitLogThoroughInterval` ms.
+fn async_flush_loop(inner: &Inner) {
+    let config = &inner.config;
+    let interval = Duration::from_millis(config.flush_interval_commit_log.max(1));
+    let thorough = Duration::from_millis(config.flush_commit_log_thorough_interval);
+    let least = config.flush_commit_log_least_pages * PAGE_SIZE;
+    let mut last_thorough = Instant::now();
+    while !stopping(inner) {
+        inner.park(interval);
+        let unflushed = inner.commit_log.unflushed();
+        let due = last_thorough.elapsed() >= thorough;
+        if unflushed > 0 && (unflushed >= least || due) {
+            let _ = flush_commit_log(inner);
+        }
+        if due {
+            last_thorough = Instant::now();
+        }
+    }
+}
+
+/// Flushes ConsumeQueues and the index, then writes the checkpoint.
+fn flush_queues_and_checkpoint(inner: &Inner, least_bytes: usize) -> bool {
+    let ts = inner.dispatcher.last_store_timestamp();
+    let mut ok = true;
+    for cq in inner.queues.all() {
+        if cq.unflushed() > 0 && cq.unflushed() >= least_bytes {
+            if let Err(e) = cq.flush() {
+                tracing::error!(topic = cq.topic(), queue = cq.queue_id(), error = %e, "consume queue flush failed");
+                ok = false;
+            }
+        }
+    }
+    if let Err(e) = inner.index.flush() {
+        tracing::error!(error = %e, "index flush failed");
+        ok = false;
+    }
+    if ok && ts > 0 {
+        inner.checkpoint.update(|c| {
+            c.logics_msg_timestamp = ts;
+            c.index_msg_timestamp = ts;
+        });
+    }
+    if let Err(e) = inner.checkpoint.flush() {
+        tracing::error!(error = %e, "checkpoint flush failed");
+        ok = false;
+    }
+    ok
+}
+
+fn consume_queue_flush_loop(inner: &Inner) {
+    let config = &inner.config;
+    let interval = Duration::from_millis(config.flush_interval_consume_queue.max(1));
+    let thorough = Duration::from_millis(config.flush_consume_queue_thorough_interval);
+    let least = config.flush_consume_queue_least_pages * PAGE_SIZE;
+    let mut last_thorough = Instant::now();
+    while !stopping(inner) {
+        inner.park(interval);
+        let due = last_thorough.elapsed() >= thorough;
+        flush_queues_and_checkpoint(inner, if due { 1 } else { least });
+        if due {
+            last_thorough = Instant::now();
+        }
+    }
+}
+
+fn clean_loop(inner: &Inner) {
+    let interval = Duration::from_millis(inner.config.clean_resource_interval.max(10));
+    crate::clean::clean_once(inner, false);
+    while !stopping(inner) {
+        inner.park(interval);
+        if !stopping(inner) {
+            crate::clean::clean_once(inner, false);
+        }
+    }
+}
+
+/// Final flush at shutdown; true when everything reached the disk.
+pub(crate) fn final_flush(inner: &Inner) -> bool {
+    let listener = inner.listener.read().clone();
+    let _ = inner.dispatcher.run_once(
+        &inner.commit_log,
+        &inner.queues,
+        &inner.index,
+        listener.as_deref(),
+    );
+    let log_ok = flush_commit_log(inner).is_ok();
+    let queues_ok = flush_queues_and_checkpoint(inner, 1);
+    log_ok && queues_ok && inner.poison.lock().is_none()
+}
