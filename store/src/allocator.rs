@@ -33,7 +33,6 @@ pub struct Allocator {
     shared: Arc<Shared>,
     tx: Mutex<Option<mpsc::Sender<Request>>>,
     worker: Mutex<Option<JoinHandle<()>>>,
-    warm: bool,
 }
 
 impl Allocator {
@@ -49,16 +48,18 @@ impl Allocator {
             .spawn(move || {
                 for req in rx {
                     let started = Instant::now();
-                    let result = MappedFile::open(&req.path, req.base, req.size).map(|file| {
-                        if warm {
-                            file.warm();
-                        }
-                        Arc::new(file)
-                    });
+                    let result = MappedFile::open(&req.path, req.base, req.size).map(Arc::new);
+                    let created = result.as_ref().ok().cloned();
+                    {
+                        let mut slots = worker_shared.slots.lock();
+                        slots.insert(req.path.clone(), Slot::Ready(result.map_err(|e| e.to_string())));
+                        worker_shared.ready.notify_all();
+                    }
+                    // Warm after handing the file over: the writer may start on it at once.
+                    if let (true, Some(file)) = (warm, created) {
+                        file.warm();
+                    }
                     tracing::debug!(path = %req.path.display(), elapsed = ?started.elapsed(), "segment pre-allocated");
-                    let mut slots = worker_shared.slots.lock();
-                    slots.insert(req.path, Slot::Ready(result.map_err(|e| e.to_string())));
-                    worker_shared.ready.notify_all();
                 }
             })
             .ok();
@@ -66,7 +67,6 @@ impl Allocator {
             shared,
             tx: Mutex::new(Some(tx)),
             worker: Mutex::new(worker),
-            warm,
         })
     }
 
@@ -122,11 +122,7 @@ impl Allocator {
             }
         }
         drop(slots);
-        let file = MappedFile::open(&path, base, size)?;
-        if self.warm {
-            file.warm();
-        }
-        Ok(Arc::new(file))
+        Ok(Arc::new(MappedFile::open(&path, base, size)?))
     }
 
     pub fn shutdown(&self) {

@@ -89,6 +89,14 @@ impl MappedFile {
                 });
             }
             file.set_len(size as u64).at(path)?;
+            // Reserve the blocks now: a full disk then fails this call cleanly, instead of
+            // killing the process with SIGBUS when a later page fault finds no space.
+            if let Err(e) = rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, size as u64) {
+                if e != rustix::io::Errno::OPNOTSUPP {
+                    let _ = std::fs::remove_file(path);
+                    return Err(StoreError::io(path, std::io::Error::from(e)));
+                }
+            }
         }
         // SAFETY: the file is opened read-write and sized; StellMQ's store lock keeps other
         // processes from mapping it. Truncation by another process would be a bug elsewhere.
@@ -236,16 +244,26 @@ impl MappedFile {
         self.flushed.store(wrote.min(self.size), Ordering::Release);
     }
 
-    /// Pre-faults every page by writing a zero into it, so appends later run at memory speed
-    /// instead of faulting in fresh pages (0.2-0.5 GB/s vs ~4.7 GB/s on these machines).
+    /// Pre-faults every page above the wrote position by writing a zero into it, so appends
+    /// run at memory speed instead of faulting in fresh pages (0.2-0.5 GB/s vs ~4.7 GB/s on
+    /// these machines). It takes the write lock for one page at a time, so the file can
+    /// already be in use: the writer waits at most one page fault, the two never touch the
+    /// same bytes, and a writer that overtakes the warmer makes it skip ahead.
     pub fn warm(&self) {
-        let _guard = self.write_lock.lock();
-        let from = self.wrote.load(Ordering::Acquire);
-        let mut pos = from.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        let mut pos = 0;
         while pos < self.size {
-            // SAFETY: unpublished range, under the write lock; a single volatile byte store.
+            let guard = self.write_lock.lock();
+            let wrote = self.wrote.load(Ordering::Acquire);
+            pos = pos.max(wrote.div_ceil(PAGE_SIZE) * PAGE_SIZE);
+            if pos >= self.size {
+                break;
+            }
+            // SAFETY: unpublished range (at or above the wrote position), under the write
+            // lock; a single byte store.
             unsafe { std::ptr::write_volatile(self.ptr.add(pos), 0) };
             pos += PAGE_SIZE;
+            // Hand the lock to a waiting writer instead of barging back in.
+            parking_lot::MutexGuard::unlock_fair(guard);
         }
     }
 

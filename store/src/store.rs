@@ -122,7 +122,8 @@ fn default_disk_usage(path: &Path) -> Option<f64> {
     if stat.f_blocks == 0 {
         return None;
     }
-    Some((stat.f_blocks - stat.f_bfree) as f64 / stat.f_blocks as f64)
+    // Count space reserved for root as used: what matters is what the broker can still write.
+    Some(stat.f_blocks.saturating_sub(stat.f_bavail) as f64 / stat.f_blocks as f64)
 }
 
 fn total_memory_bytes() -> u64 {

@@ -1,3 +1,3 @@
-//! StellMQ's tools: mqadmin, the benchmark tool and a store inspector.
-//!
-//! Not implemented yet (issue "Tools and distribution"); this crate is an empty library until then.
+//! StellMQ's tools: benchmarks (`storebench`), and (to come) mqadmin and a store inspector.
+
+pub mod stats;
