@@ -91,7 +91,9 @@ impl MappedFile {
             file.set_len(size as u64).at(path)?;
             // Reserve the blocks now: a full disk then fails this call cleanly, instead of
             // killing the process with SIGBUS when a later page fault finds no space.
-            if let Err(e) = rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, size as u64) {
+            if let Err(e) =
+                rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, size as u64)
+            {
                 if e != rustix::io::Errno::OPNOTSUPP {
                     let _ = std::fs::remove_file(path);
                     return Err(StoreError::io(path, std::io::Error::from(e)));

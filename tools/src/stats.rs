@@ -9,7 +9,10 @@ pub struct Latency(Histogram<u64>);
 
 impl Default for Latency {
     fn default() -> Self {
-        Self(Histogram::new_with_bounds(1, 60_000_000, 3).expect("constant histogram bounds are valid"))
+        Self(
+            Histogram::new_with_bounds(1, 60_000_000, 3)
+                .expect("constant histogram bounds are valid"),
+        )
     }
 }
 
@@ -59,7 +62,7 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
     values.sort_by(|a, b| a.total_cmp(b));
     let mid = values.len() / 2;
-    if values.len() % 2 == 0 {
+    if values.len().is_multiple_of(2) {
         (values[mid - 1] + values[mid]) / 2.0
     } else {
         values[mid]

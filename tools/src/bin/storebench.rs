@@ -13,11 +13,16 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::Parser;
-use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, MessageStoreConfig, PutMessage, PutMessageStatus};
+use stellmq_store::{
+    AcceptAll, GetMessageStatus, MessageStore, MessageStoreConfig, PutMessage, PutMessageStatus,
+};
 use stellmq_tools::stats::{median, Latency};
 
 #[derive(Parser, Debug)]
-#[command(name = "storebench", about = "Message store append and read throughput")]
+#[command(
+    name = "storebench",
+    about = "Message store append and read throughput"
+)]
 struct Args {
     /// Parent directory for the temporary stores (a real disk, not tmpfs, to be meaningful).
     #[arg(long, default_value = "target/storebench")]
@@ -147,7 +152,11 @@ fn read_phase(store: &MessageStore, queues: i32) -> (u64, u64, Duration) {
     (msgs, bytes, started.elapsed())
 }
 
-fn one_run(args: &Args, runtime: &tokio::runtime::Runtime, run: usize) -> Result<RunResult, String> {
+fn one_run(
+    args: &Args,
+    runtime: &tokio::runtime::Runtime,
+    run: usize,
+) -> Result<RunResult, String> {
     std::fs::create_dir_all(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
     let dir = tempfile::Builder::new()
         .prefix("run")
@@ -205,7 +214,10 @@ fn main() {
         args.segment_size >> 20,
         args.dir.display()
     );
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("storebench: {e}");
