@@ -101,7 +101,7 @@ async fn write_phase(store: Arc<MessageStore>, args: &Args) -> (u64, Duration, L
             while !stop.load(Ordering::Relaxed) && n < max_per_writer {
                 // An ASYNC_FLUSH put never waits, so check the clock and yield ourselves:
                 // timers need a free worker thread to fire.
-                if n % 64 == 0 {
+                if n.is_multiple_of(64) {
                     if Instant::now() >= deadline {
                         break;
                     }
