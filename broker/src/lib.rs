@@ -1,3 +1,22 @@
-//! StellMQ's broker: send, pull, offsets, groups, retry and delay over the store.
+//! StellMQ's broker: RocketMQ-compatible send, pull with long polling, consumer offsets and
+//! groups, retry and dead letters, delay messages, queries and admin requests, over
+//! [`stellmq_store`].
 //!
-//! Not implemented yet (issue "Broker"); this crate is an empty library until then.
+//! [`start`] runs one (port 0 works) and returns a handle that shuts it down cleanly;
+//! `mqbroker` is a thin binary around it.
+
+pub mod clients;
+pub mod config;
+pub mod context;
+pub mod filter;
+pub mod group;
+pub mod offset;
+mod persist;
+pub mod processor;
+pub mod registration;
+pub mod schedule;
+mod server;
+pub mod topic;
+
+pub use config::{BrokerConfig, BrokerStartConfig};
+pub use server::{start, BrokerError, BrokerHandle};

@@ -52,6 +52,9 @@ pub struct CommitLog {
     append: Mutex<AppendState>,
     /// Store time of the last appended message (checkpoint input).
     last_store_timestamp: AtomicI64,
+    /// When the current append took the lock (ms), 0 when not held: a stalled append means
+    /// the OS page cache is busy and the broker should shed load.
+    lock_held_since: AtomicI64,
 }
 
 impl CommitLog {
@@ -61,6 +64,15 @@ impl CommitLog {
             max_message_size,
             append: Mutex::new(AppendState::default()),
             last_store_timestamp: AtomicI64::new(0),
+            lock_held_since: AtomicI64::new(0),
+        }
+    }
+
+    /// How long the current append has held the lock (0 when none is in progress).
+    pub fn lock_held_ms(&self) -> i64 {
+        match self.lock_held_since.load(Ordering::Acquire) {
+            0 => 0,
+            since => (now_ms() - since).max(0),
         }
     }
 
@@ -90,9 +102,9 @@ impl CommitLog {
         msgs: &[PutMessage],
         queues: &ConsumeQueueStore,
     ) -> Result<AppendResult, AppendError> {
-        let first = msgs
-            .first()
-            .ok_or_else(|| AppendError::MessageIllegal("empty batch".into()))?;
+        if msgs.is_empty() {
+            return Err(AppendError::MessageIllegal("empty batch".into()));
+        }
         let mut lens = Vec::with_capacity(msgs.len());
         for m in msgs {
             if m.body.len() > self.max_message_size {
@@ -134,6 +146,24 @@ impl CommitLog {
             .collect::<Vec<_>>();
 
         let mut state = self.append.lock();
+        self.lock_held_since.store(now_ms(), Ordering::Release);
+        let result = self.append_locked(&mut state, msgs, &lens, total, &bodies_crc, &dispatched, queues);
+        self.lock_held_since.store(0, Ordering::Release);
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn append_locked(
+        &self,
+        state: &mut AppendState,
+        msgs: &[PutMessage],
+        lens: &[usize],
+        total: usize,
+        bodies_crc: &[u32],
+        dispatched: &[bool],
+        queues: &ConsumeQueueStore,
+    ) -> Result<AppendResult, AppendError> {
+        let first = &msgs[0];
         let file = self.writable_file(total)?;
         let key = format!("{}-{}", first.topic, first.queue_id);
         let next_queue_offset = *state
@@ -183,7 +213,6 @@ impl CommitLog {
         file.set_last_store_timestamp(store_timestamp);
         self.last_store_timestamp
             .store(store_timestamp, Ordering::Release);
-        drop(state);
         Ok(AppendResult {
             phys_offsets,
             queue_offset: next_queue_offset,

@@ -267,6 +267,12 @@ impl MessageStore {
         *self.inner.listener.write() = Some(listener);
     }
 
+    /// Whether an append has held the CommitLog lock for over `busy_ms` (RocketMQ's
+    /// `osPageCacheBusyTimeOutMills`): the broker then answers new sends SYSTEM_BUSY.
+    pub fn is_page_cache_busy(&self, busy_ms: i64) -> bool {
+        self.inner.commit_log.lock_held_ms() > busy_ms
+    }
+
     /// Why writes are refused, if they are.
     pub fn write_refusal(&self) -> Option<String> {
         if self.inner.stopping.load(Ordering::Acquire) {

@@ -149,6 +149,11 @@ impl RemotingServer {
     /// Binds and starts accepting.
     pub async fn start(self) -> std::io::Result<ServerHandle> {
         let listener = TcpListener::bind(self.config.listen_addr).await?;
+        self.start_on(listener)
+    }
+
+    /// Starts accepting on an already bound listener (so callers can learn the port first).
+    pub fn start_on(self, listener: TcpListener) -> std::io::Result<ServerHandle> {
         let local_addr = listener.local_addr()?;
         let registry = Arc::new(Registry {
             routes: self.routes,

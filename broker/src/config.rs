@@ -1,0 +1,178 @@
+//! Broker configuration: RocketMQ's `BrokerConfig` and `NettyServerConfig` keys, plus the
+//! store's `MessageStoreConfig`, all loaded from one `broker.conf` (spec 10).
+
+use std::collections::BTreeMap;
+
+use stellmq_remoting::config::{format_properties, ConfigError};
+use stellmq_remoting::properties_config;
+use stellmq_store::MessageStoreConfig;
+
+fn default_namesrv() -> String {
+    std::env::var("NAMESRV_ADDR").unwrap_or_else(|_| "127.0.0.1:9876".to_owned())
+}
+
+properties_config! {
+    /// Broker keys and defaults as RocketMQ's.
+    pub struct BrokerConfig {
+        broker_cluster_name: String = "brokerClusterName" => "DefaultCluster".to_owned(),
+        broker_name: String = "brokerName" => "broker-a".to_owned(),
+        /// 0 = master, > 0 = slave.
+        broker_id: i64 = "brokerId" => 0,
+        /// `ip:port;ip:port` of every name server (env NAMESRV_ADDR, else 127.0.0.1:9876).
+        namesrv_addr: String = "namesrvAddr" => default_namesrv(),
+        /// Address advertised to clients and stored as every message's STOREHOST.
+        /// StellMQ defaults to loopback; set it to an address clients can reach.
+        broker_ip1: String = "brokerIP1" => "127.0.0.1".to_owned(),
+        /// Address advertised for HA (defaults to brokerIP1).
+        broker_ip2: String = "brokerIP2" => String::new(),
+        listen_port: u16 = "listenPort" => 10911,
+        /// 0 = listenPort + 1.
+        ha_listen_port: u16 = "haListenPort" => 0,
+        bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
+        /// ASYNC_MASTER, SYNC_MASTER or SLAVE.
+        broker_role: String = "brokerRole" => "ASYNC_MASTER".to_owned(),
+        auto_create_topic_enable: bool = "autoCreateTopicEnable" => true,
+        auto_create_subscription_group: bool = "autoCreateSubscriptionGroup" => true,
+        default_topic_queue_nums: i32 = "defaultTopicQueueNums" => 8,
+        broker_permission: i32 = "brokerPermission" => 6,
+        cluster_topic_enable: bool = "clusterTopicEnable" => true,
+        broker_topic_enable: bool = "brokerTopicEnable" => true,
+        trace_topic_enable: bool = "traceTopicEnable" => false,
+        msg_trace_topic_name: String = "msgTraceTopicName" => "RMQ_SYS_TRACE_TOPIC".to_owned(),
+        register_name_server_period: u64 = "registerNameServerPeriod" => 30_000,
+        register_broker_timeout_mills: u64 = "registerBrokerTimeoutMills" => 6_000,
+        region_id: String = "regionId" => "DefaultRegion".to_owned(),
+        trace_on: bool = "traceOn" => true,
+        /// A send that waited longer than this (ms) in the send lane is answered SYSTEM_BUSY.
+        wait_time_mills_in_send_queue: u64 = "waitTimeMillsInSendQueue" => 200,
+        send_message_thread_pool_nums: usize = "sendMessageThreadPoolNums" => 4,
+        send_thread_pool_queue_capacity: usize = "sendThreadPoolQueueCapacity" => 10_000,
+        pull_message_thread_pool_nums: usize = "pullMessageThreadPoolNums" => 20,
+        pull_thread_pool_queue_capacity: usize = "pullThreadPoolQueueCapacity" => 100_000,
+        query_message_thread_pool_nums: usize = "queryMessageThreadPoolNums" => 8,
+        admin_broker_thread_pool_nums: usize = "adminBrokerThreadPoolNums" => 16,
+        client_manage_thread_pool_nums: usize = "clientManageThreadPoolNums" => 8,
+        consumer_manage_thread_pool_nums: usize = "consumerManageThreadPoolNums" => 8,
+        flush_consumer_offset_interval: u64 = "flushConsumerOffsetInterval" => 5_000,
+        flush_delay_offset_interval: u64 = "flushDelayOffsetInterval" => 10_000,
+        long_polling_enable: bool = "longPollingEnable" => true,
+        short_polling_time_mills: u64 = "shortPollingTimeMills" => 1_000,
+        notify_consumer_ids_changed_enable: bool = "notifyConsumerIdsChangedEnable" => true,
+        reject_transaction_message: bool = "rejectTransactionMessage" => false,
+        slave_read_enable: bool = "slaveReadEnable" => false,
+        start_accept_send_request_time_stamp: i64 = "startAcceptSendRequestTimeStamp" => 0,
+        server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,
+        /// Clients silent this long (ms) are dropped.
+        channel_expired_timeout: u64 = "channelExpiredTimeout" => 120_000,
+        enable_property_filter: bool = "enablePropertyFilter" => false,
+        default_query_max_num: i32 = "defaultQueryMaxNum" => 32,
+        compressed_register: bool = "compressedRegister" => false,
+        force_register: bool = "forceRegister" => true,
+        offset_check_in_slave: bool = "offsetCheckInSlave" => false,
+    }
+}
+
+/// Keys `mqbroker -m` prints (RocketMQ's `@ImportantField`s).
+pub const IMPORTANT_KEYS: &[&str] = &[
+    "brokerClusterName", "brokerName", "brokerId", "namesrvAddr", "brokerIP1", "brokerRole",
+    "autoCreateTopicEnable", "autoCreateSubscriptionGroup", "rejectTransactionMessage",
+    "traceTopicEnable", "msgTraceTopicName", "storePathRootDir", "storePathCommitLog",
+    "flushDiskType", "deleteWhen", "fileReservedTime", "flushIntervalCommitLog",
+    "maxTransferBytesOnMessageInMemory", "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInDisk", "maxTransferCountOnMessageInDisk",
+    "accessMessageInMemoryMaxRatio", "messageIndexEnable", "listenPort",
+];
+
+/// Keys UPDATE_BROKER_CONFIG may not change at runtime.
+pub const CONFIG_BLACK_LIST: &[&str] = &[
+    "brokerConfigPath", "configBlackList", "storePathRootDir", "storePathCommitLog", "listenPort",
+    "bindAddress", "brokerName", "brokerClusterName", "brokerId", "brokerRole",
+    "mappedFileSizeCommitLog", "mapedFileSizeCommitLog", "mappedFileSizeConsumeQueue",
+    "mapedFileSizeConsumeQueue", "haListenPort",
+];
+
+/// Everything a broker is configured with.
+#[derive(Debug, Clone, Default)]
+pub struct BrokerStartConfig {
+    pub broker: BrokerConfig,
+    pub store: MessageStoreConfig,
+}
+
+impl BrokerStartConfig {
+    /// Applies a properties map to both halves (unknown keys ignored, as Java does).
+    pub fn apply(&mut self, props: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+        for (key, value) in props {
+            self.set(key, value)?;
+        }
+        Ok(())
+    }
+
+    /// Sets one key; `Ok(false)` if neither half knows it.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
+        let broker = self.broker.set(key, value)?;
+        let store = self.store.set_compat(key, value)?;
+        Ok(broker || store)
+    }
+
+    pub fn entries(&self) -> Vec<(&'static str, String)> {
+        let mut all = self.broker.entries();
+        all.extend(self.store.entries());
+        all
+    }
+
+    pub fn to_properties(&self) -> String {
+        format_properties(self.entries())
+    }
+
+    pub fn important_properties(&self) -> String {
+        format_properties(self.entries().into_iter().filter(|(k, _)| IMPORTANT_KEYS.contains(k)))
+    }
+
+    /// RocketMQ's startup rules: masters are broker 0, slaves need an id above 0, the HA
+    /// port defaults to listenPort + 1.
+    pub fn normalize(&mut self) -> Result<(), ConfigError> {
+        let role = self.broker.broker_role.trim().to_ascii_uppercase();
+        match role.as_str() {
+            "ASYNC_MASTER" | "SYNC_MASTER" => self.broker.broker_id = 0,
+            "SLAVE" => {
+                if self.broker.broker_id <= 0 {
+                    return Err(ConfigError::Rejected {
+                        key: "brokerId".into(),
+                        reason: "a SLAVE needs brokerId > 0".into(),
+                    });
+                }
+            }
+            _ => {
+                return Err(ConfigError::InvalidValue {
+                    key: "brokerRole".into(),
+                    value: self.broker.broker_role.clone(),
+                    expected: "ASYNC_MASTER, SYNC_MASTER or SLAVE",
+                })
+            }
+        }
+        self.broker.broker_role = role;
+        if self.broker.ha_listen_port == 0 {
+            self.broker.ha_listen_port = self.broker.listen_port.wrapping_add(1);
+        }
+        if self.broker.broker_ip2.trim().is_empty() {
+            self.broker.broker_ip2 = self.broker.broker_ip1.clone();
+        }
+        self.store.validate()
+    }
+}
+
+impl BrokerConfig {
+    pub fn is_master(&self) -> bool {
+        self.broker_id == 0
+    }
+
+    /// Name servers listed in `namesrvAddr`.
+    pub fn namesrv_list(&self) -> Vec<String> {
+        self.namesrv_addr
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}

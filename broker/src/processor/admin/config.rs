@@ -1,0 +1,73 @@
+//! UPDATE_BROKER_CONFIG and GET_BROKER_CONFIG: `key=value` properties bodies.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use stellmq_remoting::config::{format_properties, parse_properties};
+use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::protocol::headers::{CommandHeader, GetBrokerConfigResponseHeader};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_store::MessageStoreConfig;
+
+use crate::config::{BrokerConfig, CONFIG_BLACK_LIST};
+use crate::topic::TopicConfigManager;
+
+pub struct ConfigAdminProcessor {
+    pub broker: Arc<RwLock<BrokerConfig>>,
+    pub store: MessageStoreConfig,
+    pub topics: Arc<TopicConfigManager>,
+}
+
+impl ConfigAdminProcessor {
+    fn update(&self, request: &RemotingCommand) -> ProcessResult {
+        let text = std::str::from_utf8(&request.body).map_err(|_| ProcessorError::system("config body is not UTF-8"))?;
+        let changes = parse_properties(text);
+        if changes.is_empty() {
+            return Err(ProcessorError::system("config body holds no key=value pair"));
+        }
+        if let Some(key) = changes.keys().find(|k| CONFIG_BLACK_LIST.contains(&k.as_str())) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("Can not update config in black list: {key}"),
+            ));
+        }
+        let mut updated = self.broker.read().clone();
+        for (key, value) in &changes {
+            let known = updated.set(key, value).map_err(|e| ProcessorError::system(e.to_string()))?;
+            if !known {
+                let store_key = MessageStoreConfig::KEYS.contains(&key.as_str());
+                return Err(ProcessorError::system(if store_key {
+                    format!("store key '{key}' cannot change at runtime; edit broker.conf and restart")
+                } else {
+                    format!("unknown config key '{key}'")
+                }));
+            }
+        }
+        let permission_changed = updated.broker_permission != self.broker.read().broker_permission;
+        *self.broker.write() = updated;
+        tracing::info!(event = "BROKER_CONFIG_UPDATED", keys = ?changes.keys().collect::<Vec<_>>(), "broker config updated");
+        if permission_changed {
+            self.topics.register_now.notify_one();
+        }
+        Ok(Some(request.success_to()))
+    }
+
+    fn get(&self, request: &RemotingCommand) -> ProcessResult {
+        let mut entries = self.broker.read().entries();
+        entries.extend(self.store.entries());
+        let version = serde_json::to_string(&self.topics.data_version()).unwrap_or_default();
+        let fields = GetBrokerConfigResponseHeader { version }.to_ext_fields();
+        Ok(Some(request.success_to().with_ext_fields(fields).with_body(format_properties(entries).into_bytes())))
+    }
+}
+
+impl RequestProcessor for ConfigAdminProcessor {
+    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let result = match request.request_code_typed() {
+            Some(RequestCode::UPDATE_BROKER_CONFIG) => self.update(&request),
+            Some(RequestCode::GET_BROKER_CONFIG) => self.get(&request),
+            _ => Ok(Some(request.not_supported_to())),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}

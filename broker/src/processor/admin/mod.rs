@@ -1,0 +1,7 @@
+//! Admin requests, one module per area (never one admin file).
+
+pub mod config;
+pub mod group;
+pub mod offset;
+pub mod stats;
+pub mod topic;

@@ -1,0 +1,165 @@
+//! GET_BROKER_RUNTIME_INFO, GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST and
+//! GET_CONSUMER_RUNNING_INFO (relayed to the client).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::protocol::body::{fastjson, KvTable, ProducerConnection};
+use stellmq_remoting::protocol::headers::{
+    GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader, GetProducerConnectionListRequestHeader,
+};
+use stellmq_remoting::protocol::version::{CURRENT_VERSION, CURRENT_VERSION_DESC};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_store::MessageStore;
+
+use crate::clients::{ConsumerManager, ProducerManager};
+use crate::processor::header;
+
+pub struct StatsAdminProcessor {
+    pub store: Arc<MessageStore>,
+    pub consumers: Arc<ConsumerManager>,
+    pub producers: Arc<ProducerManager>,
+    pub started: Instant,
+    pub boot_timestamp: i64,
+}
+
+fn human_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+impl StatsAdminProcessor {
+    fn runtime_info(&self, request: &RemotingCommand) -> ProcessResult {
+        let store = &self.store;
+        let stats = store.stats();
+        let puts = stats.put_times_total.load(Ordering::Relaxed);
+        let gets = stats.get_transferred_messages.load(Ordering::Relaxed);
+        let uptime = self.started.elapsed().as_secs();
+        let put_tps = puts as f64 / uptime.max(1) as f64;
+        let get_tps = gets as f64 / uptime.max(1) as f64;
+        let usage = store.disk_usage().unwrap_or(0.0);
+        let capacity = rustix_capacity(store.root_dir());
+        let mut t = KvTable::default();
+        let mut put = |k: &str, v: String| {
+            t.table.insert(k.to_owned(), v);
+        };
+        put("brokerVersionDesc", CURRENT_VERSION_DESC.to_owned());
+        put("brokerVersion", CURRENT_VERSION.to_string());
+        for key in ["msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning"] {
+            put(key, "0".into());
+        }
+        put("msgPutTotalTodayNow", puts.to_string());
+        for key in ["msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning"] {
+            put(key, "0".into());
+        }
+        put("msgGetTotalTodayNow", gets.to_string());
+        for key in [
+            "sendThreadPoolQueueSize", "pullThreadPoolQueueSize", "queryThreadPoolQueueSize",
+            "sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills",
+            "queryThreadPoolQueueHeadWaitTimeMills", "pageCacheLockTimeMills", "remainTransientStoreBufferNumbs",
+            "remainHowManyDataToCommit",
+        ] {
+            put(key, "0".into());
+        }
+        put("sendThreadPoolQueueCapacity", "10000".into());
+        put("pullThreadPoolQueueCapacity", "100000".into());
+        put("dispatchBehindBytes", store.dispatch_behind_bytes().to_string());
+        put("earliestMessageTimeStamp", store.earliest_message_time_overall().unwrap_or(0).to_string());
+        put("startAcceptSendRequestTimeStamp", "0".into());
+        put("commitLogDirCapacity", capacity);
+        put("bootTimestamp", self.boot_timestamp.to_string());
+        let (d, h, m, s) = (uptime / 86400, uptime / 3600 % 24, uptime / 60 % 60, uptime % 60);
+        put("runtime", format!("[ {d} days, {h} hours, {m} minutes, {s} seconds ]"));
+        put("putMessageEntireTimeMax", (stats.put_entire_time_max_us.load(Ordering::Relaxed) / 1000).to_string());
+        put("putMessageTimesTotal", puts.to_string());
+        put("putMessageFailedTimes", stats.put_failed_times.load(Ordering::Relaxed).to_string());
+        put("putMessageSizeTotal", stats.put_size_total.load(Ordering::Relaxed).to_string());
+        put("putTps", format!("{put_tps:.2} {put_tps:.2} {put_tps:.2}"));
+        put("getFoundTps", format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"));
+        put("getMissTps", "0.00 0.00 0.00".into());
+        put("getTotalTps", format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"));
+        put("getTransferedTps", format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"));
+        put("putLatency99", "0.00".into());
+        put("putLatency999", "0.00".into());
+        put("commitLogDiskRatio", format!("{usage:.4}"));
+        put("consumeQueueDiskRatio", format!("{usage:.4}"));
+        put("commitLogMinOffset", store.commit_log_min_offset().to_string());
+        put("commitLogMaxOffset", store.commit_log_max_offset().to_string());
+        put("remainHowManyDataToFlush", "0 B".into());
+        Ok(Some(request.success_to().with_body(fastjson::encode(&t))))
+    }
+
+    async fn running_info(consumers: Arc<ConsumerManager>, request: RemotingCommand) -> ProcessResult {
+        let h: GetConsumerRunningInfoRequestHeader = header(&request)?;
+        let client = consumers
+            .channels(&h.consumer_group)
+            .into_iter()
+            .find(|c| c.client_id == h.client_id)
+            .ok_or_else(|| ProcessorError::system(format!("The Consumer <{}> <{}> not online", h.consumer_group, h.client_id)))?;
+        let mut relay = RemotingCommand::request(RequestCode::GET_CONSUMER_RUNNING_INFO, request.ext_fields.clone());
+        relay.body = request.body.clone();
+        match client.channel.invoke(relay, Duration::from_secs(5)).await {
+            Ok(answer) => {
+                let mut response = request.success_to().with_body(answer.body);
+                response.code = answer.code;
+                response.remark = answer.remark;
+                Ok(Some(response))
+            }
+            Err(e) => Err(ProcessorError::new(
+                ResponseCode::CONSUME_MSG_TIMEOUT,
+                format!("consumer running info from {} failed: {e}", h.client_id),
+            )),
+        }
+    }
+}
+
+fn rustix_capacity(path: &std::path::Path) -> String {
+    match rustix::fs::statvfs(path) {
+        Ok(s) => format!(
+            "Total : {}, Free : {}.",
+            human_bytes((s.f_blocks * s.f_frsize) as f64),
+            human_bytes((s.f_bavail * s.f_frsize) as f64)
+        ),
+        Err(_) => "Total : 0 B, Free : 0 B.".into(),
+    }
+}
+
+impl RequestProcessor for StatsAdminProcessor {
+    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let result = match request.request_code_typed() {
+            Some(RequestCode::GET_BROKER_RUNTIME_INFO) => self.runtime_info(&request),
+            Some(RequestCode::GET_CONSUMER_CONNECTION_LIST) => header::<GetConsumerConnectionListRequestHeader>(&request)
+                .and_then(|h| {
+                    self.consumers
+                        .connection(&h.consumer_group)
+                        .map(|c| Some(request.success_to().with_body(fastjson::encode(&c))))
+                        .ok_or_else(|| {
+                            ProcessorError::new(
+                                ResponseCode::CONSUMER_NOT_ONLINE,
+                                format!("the consumer group[{}] not online", h.consumer_group),
+                            )
+                        })
+                }),
+            Some(RequestCode::GET_PRODUCER_CONNECTION_LIST) => header::<GetProducerConnectionListRequestHeader>(&request)
+                .and_then(|h| {
+                    self.producers
+                        .connections(&h.producer_group)
+                        .map(|c| Some(request.success_to().with_body(fastjson::encode(&ProducerConnection { connection_set: c }))))
+                        .ok_or_else(|| ProcessorError::system(format!("the producer group[{}] not exist", h.producer_group)))
+                }),
+            Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
+                return Box::pin(Self::running_info(self.consumers.clone(), request));
+            }
+            _ => Ok(Some(request.not_supported_to())),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}

@@ -1,0 +1,94 @@
+//! HEART_BEAT, UNREGISTER_CLIENT and CHECK_CLIENT_CONFIG.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use stellmq_remoting::net::{ProcessFuture, ProcessResult, RequestContext, RequestProcessor};
+use stellmq_remoting::protocol::body::{fastjson, perm, HeartbeatData};
+use stellmq_remoting::protocol::headers::UnregisterClientRequestHeader;
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+
+use super::header;
+use crate::clients::{ClientChannel, ConsumerManager, ConsumerRegistration, ProducerManager};
+use crate::filter;
+use crate::group::SubscriptionGroupManager;
+use crate::topic::{self, TopicConfigManager};
+
+pub struct ClientManageProcessor {
+    pub consumers: Arc<ConsumerManager>,
+    pub producers: Arc<ProducerManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
+    pub topics: Arc<TopicConfigManager>,
+    pub notify_enabled: bool,
+}
+
+impl ClientManageProcessor {
+    fn heartbeat(&self, ctx: &RequestContext, request: &RemotingCommand) -> ProcessResult {
+        let data: HeartbeatData = fastjson::decode(&request.body)?;
+        let client = ClientChannel {
+            channel: ctx.channel.clone(),
+            client_id: data.client_id.clone(),
+            language: request.language.name().to_owned(),
+            version: request.version,
+            last_update: Instant::now(),
+        };
+        for consumer in data.consumer_data_set {
+            let Some(group) = self.groups.find_or_create(&consumer.group_name) else {
+                tracing::debug!(group = %consumer.group_name, "heartbeat for an unknown group skipped (autoCreateSubscriptionGroup=false)");
+                continue;
+            };
+            if group.retry_queue_nums > 0 {
+                self.topics
+                    .ensure_topic(&topic::retry_topic(&group.group_name), group.retry_queue_nums, perm::READ | perm::WRITE);
+            }
+            let changed = self.consumers.register(
+                &consumer.group_name,
+                ConsumerRegistration {
+                    client: client.clone(),
+                    consume_type: consumer.consume_type,
+                    message_model: consumer.message_model,
+                    consume_from_where: consumer.consume_from_where,
+                    subscriptions: consumer.subscription_data_set.into_iter().map(filter::normalize).collect(),
+                },
+            );
+            if changed {
+                tracing::info!(event = "CONSUMER_REGISTERED", group = %consumer.group_name, client = %data.client_id, "consumer joined");
+                if self.notify_enabled && group.notify_consumer_ids_changed_enable {
+                    self.consumers.notify_ids_changed(&consumer.group_name);
+                }
+            }
+        }
+        for producer in data.producer_data_set {
+            self.producers.register(&producer.group_name, client.clone());
+        }
+        Ok(Some(request.success_to()))
+    }
+
+    fn unregister(&self, ctx: &RequestContext, request: &RemotingCommand) -> ProcessResult {
+        let h: UnregisterClientRequestHeader = header(request)?;
+        if let Some(group) = h.producer_group.as_deref() {
+            self.producers.unregister(group, ctx.channel.id());
+        }
+        if let Some(group) = h.consumer_group.as_deref() {
+            if self.consumers.unregister(group, ctx.channel.id()) {
+                tracing::info!(event = "CONSUMER_UNREGISTERED", %group, client = %h.client_id, "consumer left");
+                if self.notify_enabled && self.groups.get(group).is_none_or(|g| g.notify_consumer_ids_changed_enable) {
+                    self.consumers.notify_ids_changed(group);
+                }
+            }
+        }
+        Ok(Some(request.success_to()))
+    }
+}
+
+impl RequestProcessor for ClientManageProcessor {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let result = match request.request_code_typed() {
+            Some(RequestCode::HEART_BEAT) => self.heartbeat(&ctx, &request),
+            Some(RequestCode::UNREGISTER_CLIENT) => self.unregister(&ctx, &request),
+            Some(RequestCode::CHECK_CLIENT_CONFIG) => Ok(Some(request.success_to())),
+            _ => Ok(Some(request.not_supported_to())),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}

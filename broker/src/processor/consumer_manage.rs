@@ -1,0 +1,153 @@
+//! Consumer coordination and queue offsets: GET_CONSUMER_LIST_BY_GROUP, QUERY/UPDATE
+//! _CONSUMER_OFFSET, LOCK/UNLOCK_BATCH_MQ, GET_MAX/MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP,
+//! GET_EARLIEST_MSG_STORETIME.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::protocol::body::{fastjson, ConsumerIdList, LockBatchRequestBody, LockBatchResponseBody, MessageQueue};
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, GetConsumerListByGroupRequestHeader, GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
+    OffsetResponseHeader, QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_store::MessageStore;
+
+use super::header;
+use crate::clients::ConsumerManager;
+use crate::offset::ConsumerOffsetManager;
+
+/// `rocketmq.broker.rebalance.lockMaxLiveTime`.
+const LOCK_MAX_LIVE: Duration = Duration::from_secs(60);
+
+/// Orderly consumers' queue locks: (group, queue) -> (client id, last renewal).
+#[derive(Default)]
+pub struct RebalanceLockManager {
+    locks: Mutex<HashMap<(String, MessageQueue), (String, Instant)>>,
+}
+
+impl RebalanceLockManager {
+    /// Locks what it can for `client_id`; returns the queues it now holds.
+    pub fn try_lock(&self, group: &str, client_id: &str, queues: &[MessageQueue]) -> Vec<MessageQueue> {
+        let now = Instant::now();
+        let mut locks = self.locks.lock();
+        queues
+            .iter()
+            .filter(|mq| {
+                let key = (group.to_owned(), (*mq).clone());
+                match locks.get_mut(&key) {
+                    Some((holder, at)) if holder != client_id && now.duration_since(*at) < LOCK_MAX_LIVE => false,
+                    Some((holder, at)) => {
+                        *holder = client_id.to_owned();
+                        *at = now;
+                        true
+                    }
+                    None => {
+                        locks.insert(key, (client_id.to_owned(), now));
+                        true
+                    }
+                }
+            })
+            .cloned()
+            .collect()
+    }
+
+    pub fn unlock(&self, group: &str, client_id: &str, queues: &[MessageQueue]) {
+        let mut locks = self.locks.lock();
+        for mq in queues {
+            let key = (group.to_owned(), mq.clone());
+            if locks.get(&key).is_some_and(|(holder, _)| holder == client_id) {
+                locks.remove(&key);
+            }
+        }
+    }
+}
+
+pub struct ConsumerManageProcessor {
+    pub consumers: Arc<ConsumerManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    pub store: Arc<MessageStore>,
+    pub locks: Arc<RebalanceLockManager>,
+}
+
+fn offset_response(request: &RemotingCommand, offset: i64) -> RemotingCommand {
+    request.success_to().with_ext_fields(OffsetResponseHeader { offset }.to_ext_fields())
+}
+
+impl ConsumerManageProcessor {
+    fn consumer_list(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetConsumerListByGroupRequestHeader = header(request)?;
+        let ids = self.consumers.client_ids(&h.consumer_group);
+        if ids.is_empty() {
+            return Err(ProcessorError::system(format!("no consumer for this group, {}", h.consumer_group)));
+        }
+        Ok(Some(request.success_to().with_body(fastjson::encode(&ConsumerIdList { consumer_id_list: ids }))))
+    }
+
+    fn query_offset(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: QueryConsumerOffsetRequestHeader = header(request)?;
+        if let Some(offset) = self.offsets.query(&h.consumer_group, &h.topic, h.queue_id).filter(|o| *o >= 0) {
+            return Ok(Some(offset_response(request, offset)));
+        }
+        // A new group on a queue still at offset 0 starts there (spec 2.5), unless told not to.
+        let min = self.store.min_offset_in_queue(&h.topic, h.queue_id);
+        if h.set_zero_if_not_found != Some(false) && min <= 0 {
+            return Ok(Some(offset_response(request, 0)));
+        }
+        Err(ProcessorError::new(
+            ResponseCode::QUERY_NOT_FOUND,
+            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+        ))
+    }
+
+    fn update_offset(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: UpdateConsumerOffsetRequestHeader = header(request)?;
+        self.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+        Ok(Some(request.success_to()))
+    }
+
+    fn lock(&self, request: &RemotingCommand) -> ProcessResult {
+        let body: LockBatchRequestBody = fastjson::decode(&request.body)?;
+        let locked = self.locks.try_lock(&body.consumer_group, &body.client_id, &body.mq_set);
+        let response = LockBatchResponseBody { lock_ok_mq_set: locked };
+        Ok(Some(request.success_to().with_body(fastjson::encode(&response))))
+    }
+
+    fn unlock(&self, request: &RemotingCommand) -> ProcessResult {
+        let body: LockBatchRequestBody = fastjson::decode(&request.body)?;
+        self.locks.unlock(&body.consumer_group, &body.client_id, &body.mq_set);
+        Ok(Some(request.success_to()))
+    }
+}
+
+impl RequestProcessor for ConsumerManageProcessor {
+    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let store = &self.store;
+        let result = match request.request_code_typed() {
+            Some(RequestCode::GET_CONSUMER_LIST_BY_GROUP) => self.consumer_list(&request),
+            Some(RequestCode::QUERY_CONSUMER_OFFSET) => self.query_offset(&request),
+            Some(RequestCode::UPDATE_CONSUMER_OFFSET) => self.update_offset(&request),
+            Some(RequestCode::LOCK_BATCH_MQ) => self.lock(&request),
+            Some(RequestCode::UNLOCK_BATCH_MQ) => self.unlock(&request),
+            Some(RequestCode::GET_MAX_OFFSET) => header::<GetMaxOffsetRequestHeader>(&request)
+                .map(|h| Some(offset_response(&request, store.max_offset_in_queue(&h.topic, h.queue_id)))),
+            Some(RequestCode::GET_MIN_OFFSET) => header::<GetMinOffsetRequestHeader>(&request)
+                .map(|h| Some(offset_response(&request, store.min_offset_in_queue(&h.topic, h.queue_id)))),
+            Some(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP) => header::<SearchOffsetRequestHeader>(&request).map(|h| {
+                Some(offset_response(&request, store.offset_in_queue_by_time(&h.topic, h.queue_id, h.timestamp)))
+            }),
+            Some(RequestCode::GET_EARLIEST_MSG_STORETIME) => header::<GetEarliestMsgStoretimeRequestHeader>(&request).map(|h| {
+                let timestamp = store.earliest_message_time(&h.topic, h.queue_id).unwrap_or(-1);
+                let fields = GetEarliestMsgStoretimeResponseHeader { timestamp }.to_ext_fields();
+                Some(request.success_to().with_ext_fields(fields))
+            }),
+            _ => Ok(Some(request.not_supported_to())),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}

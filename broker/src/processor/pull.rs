@@ -1,0 +1,331 @@
+//! PULL_MESSAGE and LITE_PULL_MESSAGE with long polling (spec 2.5).
+//!
+//! A pull that finds nothing, has FLAG_SUSPEND and is on its first pass is parked in the
+//! [`PullHoldService`] instead of answered; the store's dispatcher wakes it when a message
+//! reaches that queue, a periodic check re-runs it, and at its deadline it is answered
+//! PULL_NOT_FOUND. Re-runs never suspend again and never commit the offset again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::protocol::body::{perm, MessageModel, SubscriptionData};
+use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader};
+use stellmq_remoting::protocol::message::pull_sys_flag;
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use stellmq_store::{GetMessageResult, GetMessageStatus, MessageArrivingListener, MessageStore};
+use tokio_util::sync::CancellationToken;
+
+use super::{header, FAQ};
+use crate::clients::ConsumerManager;
+use crate::config::BrokerConfig;
+use crate::context::BrokerIdentity;
+use crate::filter::{self, TagFilter};
+use crate::group::SubscriptionGroupManager;
+use crate::offset::ConsumerOffsetManager;
+use crate::topic::TopicConfigManager;
+
+/// Everything a pull reads.
+pub struct PullCore {
+    pub identity: Arc<BrokerIdentity>,
+    pub config: Arc<RwLock<BrokerConfig>>,
+    pub store: Arc<MessageStore>,
+    pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
+    pub consumers: Arc<ConsumerManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+}
+
+/// The outcome of running a pull once.
+enum Pulled {
+    Answer(RemotingCommand),
+    /// Nothing yet: park until `offset` of the queue has a message.
+    Park { topic: String, queue_id: i32, offset: i64, timeout: Duration, filter: TagFilter },
+}
+
+impl PullCore {
+    fn subscription(&self, h: &PullMessageRequestHeader) -> Result<SubscriptionData, ProcessorError> {
+        let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
+        if has_subscription {
+            let expression_type = h.expression_type.as_deref().unwrap_or("TAG");
+            if !expression_type.eq_ignore_ascii_case("TAG") {
+                return Err(ProcessorError::system(format!(
+                    "The broker does not support consumer to filter message by {expression_type}"
+                )));
+            }
+            return Ok(filter::build_subscription(&h.topic, h.subscription.as_deref().unwrap_or("*"), h.sub_version));
+        }
+        let info = self.consumers.group(&h.consumer_group).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::SUBSCRIPTION_NOT_EXIST,
+                format!("the consumer's group info not exist{FAQ}"),
+            )
+        })?;
+        let sub = info.subscriptions.get(&h.topic).cloned().ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::SUBSCRIPTION_NOT_EXIST,
+                format!("the consumer's subscription not exist{FAQ}"),
+            )
+        })?;
+        if sub.sub_version < h.sub_version {
+            return Err(ProcessorError::new(
+                ResponseCode::SUBSCRIPTION_NOT_LATEST,
+                "the consumer's subscription not latest",
+            ));
+        }
+        if info.message_model == MessageModel::Broadcasting
+            && !self.groups.get(&h.consumer_group).is_none_or(|g| g.consume_broadcast_enable)
+        {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the consumer group[{}] can not consume by broadcast way", h.consumer_group),
+            ));
+        }
+        Ok(filter::normalize(sub))
+    }
+
+    fn run(&self, request: &RemotingCommand, allow_suspend: bool) -> Result<Pulled, ProcessorError> {
+        let h: PullMessageRequestHeader = header(request)?;
+        let config = self.config.read().clone();
+        if !perm::is_readable(config.broker_permission) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the broker[{}] pulling message is forbidden", self.identity.broker_addr),
+            ));
+        }
+        let group = self.groups.find_or_create(&h.consumer_group).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group [{}] does not exist{FAQ}", h.consumer_group),
+            )
+        })?;
+        if !group.consume_enable {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("subscription group no permission, {}", h.consumer_group),
+            ));
+        }
+        let topic = self.topics.get(&h.topic).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("topic[{}] not exist, apply first please!{FAQ}", h.topic),
+            )
+        })?;
+        if !perm::is_readable(topic.perm) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the topic[{}] pulling message is forbidden", h.topic),
+            ));
+        }
+        if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
+            return Err(ProcessorError::system(format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                h.queue_id, h.topic, topic.read_queue_nums, h.consumer_group
+            )));
+        }
+        let sub = self.subscription(&h)?;
+        let tag_filter = TagFilter::new(&sub);
+        let max = usize::try_from(h.max_msg_nums).unwrap_or(0).clamp(1, 256);
+        let result = self.store.get_messages(&h.topic, h.queue_id, h.queue_offset, max, &tag_filter);
+
+        let is_master = self.identity.is_master();
+        if allow_suspend && is_master && h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 {
+            self.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+        }
+        let suggest = if config.slave_read_enable && result.suggest_pull_from_slave {
+            group.which_broker_when_consume_slowly
+        } else if config.slave_read_enable {
+            group.broker_id
+        } else {
+            0
+        };
+        let code = status_code(&result, h.queue_offset);
+        if code == ResponseCode::PULL_NOT_FOUND && allow_suspend && h.sys_flag & pull_sys_flag::SUSPEND != 0 {
+            let timeout = if config.long_polling_enable {
+                Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
+            } else {
+                Duration::from_millis(config.short_polling_time_mills)
+            };
+            return Ok(Pulled::Park {
+                topic: h.topic,
+                queue_id: h.queue_id,
+                offset: h.queue_offset,
+                timeout,
+                filter: tag_filter,
+            });
+        }
+        let fields = PullMessageResponseHeader {
+            suggest_which_broker_id: suggest,
+            next_begin_offset: result.next_begin_offset,
+            min_offset: result.min_offset,
+            max_offset: result.max_offset,
+        }
+        .to_ext_fields();
+        let mut response = request.response_to(code, Some(result.status.name().to_owned())).with_ext_fields(fields);
+        if code == ResponseCode::SUCCESS {
+            response = response.with_body(result.concat());
+        }
+        Ok(Pulled::Answer(response))
+    }
+}
+
+/// RocketMQ's status-to-code mapping on a master (spec 2.5).
+fn status_code(result: &GetMessageResult, offset: i64) -> ResponseCode {
+    match result.status {
+        GetMessageStatus::Found => ResponseCode::SUCCESS,
+        GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving => ResponseCode::PULL_RETRY_IMMEDIATELY,
+        GetMessageStatus::NoMatchedLogicQueue | GetMessageStatus::NoMessageInQueue => {
+            if offset != 0 {
+                ResponseCode::PULL_OFFSET_MOVED
+            } else {
+                ResponseCode::PULL_NOT_FOUND
+            }
+        }
+        GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => ResponseCode::PULL_NOT_FOUND,
+        GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => ResponseCode::PULL_OFFSET_MOVED,
+    }
+}
+
+struct Parked {
+    ctx: RequestContext,
+    request: RemotingCommand,
+    offset: i64,
+    deadline: Instant,
+    filter: TagFilter,
+}
+
+/// Parked pulls by `topic@queueId`.
+pub struct PullHoldService {
+    core: Arc<PullCore>,
+    parked: Mutex<HashMap<String, Vec<Parked>>>,
+    runtime: tokio::runtime::Handle,
+}
+
+fn key(topic: &str, queue_id: i32) -> String {
+    format!("{topic}@{queue_id}")
+}
+
+impl PullHoldService {
+    pub fn new(core: Arc<PullCore>, runtime: tokio::runtime::Handle) -> Arc<Self> {
+        Arc::new(Self {
+            core,
+            parked: Mutex::new(HashMap::new()),
+            runtime,
+        })
+    }
+
+    fn park(&self, key: String, parked: Parked) {
+        self.parked.lock().entry(key).or_default().push(parked);
+    }
+
+    /// Answers a parked pull by re-running it without suspension.
+    fn resume(&self, parked: Parked) {
+        let core = self.core.clone();
+        self.runtime.spawn(async move {
+            let response = match core.run(&parked.request, false) {
+                Ok(Pulled::Answer(response)) => response,
+                Ok(Pulled::Park { .. }) => return,
+                Err(e) => parked.request.response_to(e.code, Some(e.remark)),
+            };
+            if parked.ctx.channel.send(response).await.is_err() {
+                tracing::debug!("consumer left before its long poll was answered");
+            }
+        });
+    }
+
+    /// Wakes the pulls of one queue that can now make progress (or are due).
+    fn check_queue(&self, key: &str, max_offset: i64, tags_code: Option<i64>) {
+        let now = Instant::now();
+        let ready: Vec<Parked> = {
+            let mut parked = self.parked.lock();
+            let Some(list) = parked.get_mut(key) else { return };
+            let (ready, waiting): (Vec<Parked>, Vec<Parked>) = std::mem::take(list).into_iter().partition(|p| {
+                let new_data = max_offset > p.offset
+                    && tags_code.is_none_or(|code| stellmq_store::MessageFilter::matches_tags_code(&p.filter, code));
+                new_data || now >= p.deadline || p.ctx.channel.is_closed()
+            });
+            *list = waiting;
+            if list.is_empty() {
+                parked.remove(key);
+            }
+            ready
+        };
+        for p in ready.into_iter().filter(|p| !p.ctx.channel.is_closed()) {
+            self.resume(p);
+        }
+    }
+
+    /// Periodic pass over every parked pull: new data, deadlines, closed connections.
+    fn check_all(&self) {
+        let keys: Vec<(String, String, i32)> = self
+            .parked
+            .lock()
+            .iter()
+            .filter_map(|(k, v)| v.first().map(|p| (k.clone(), p)))
+            .filter_map(|(k, _)| k.rsplit_once('@').and_then(|(t, q)| q.parse().ok().map(|q| (k.clone(), t.to_owned(), q))))
+            .collect();
+        for (key, topic, queue_id) in keys {
+            let max = self.core.store.max_offset_in_queue(&topic, queue_id);
+            self.check_queue(&key, max, None);
+        }
+    }
+
+    /// Runs the periodic check until `stop`; every 5 s with long polling, else per short poll.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let interval = {
+            let c = self.core.config.read();
+            if c.long_polling_enable {
+                Duration::from_millis(200)
+            } else {
+                Duration::from_millis(c.short_polling_time_mills.max(10))
+            }
+        };
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(interval) => self.check_all(),
+            }
+        }
+    }
+
+    /// Number of parked pulls.
+    pub fn parked_count(&self) -> usize {
+        self.parked.lock().values().map(Vec::len).sum()
+    }
+}
+
+impl MessageArrivingListener for PullHoldService {
+    fn arriving(&self, topic: &str, queue_id: i32, logical_offset: i64, tags_code: i64, _store_timestamp: i64) {
+        self.check_queue(&key(topic, queue_id), logical_offset, Some(tags_code));
+    }
+}
+
+pub struct PullProcessor {
+    pub hold: Arc<PullHoldService>,
+}
+
+impl RequestProcessor for PullProcessor {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let result = match self.hold.core.run(&request, true) {
+            Ok(Pulled::Answer(response)) => Ok(Some(response)),
+            Ok(Pulled::Park { topic, queue_id, offset, timeout, filter }) => {
+                let parked = Parked {
+                    ctx,
+                    request,
+                    offset,
+                    deadline: Instant::now() + timeout,
+                    filter,
+                };
+                self.hold.park(key(&topic, queue_id), parked);
+                // A message may have arrived between the read and the parking.
+                let max = self.hold.core.store.max_offset_in_queue(&topic, queue_id);
+                self.hold.check_queue(&key(&topic, queue_id), max, None);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}

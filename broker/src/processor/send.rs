@@ -1,0 +1,431 @@
+//! SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK (spec 2.4,
+//! 2.5, 7.1-7.3).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use parking_lot::RwLock;
+use rand::Rng;
+use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::protocol::body::{perm, TopicConfig};
+use stellmq_remoting::protocol::codes::busy_remark;
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+};
+use stellmq_remoting::protocol::message::{batch, id, property, sys_flag, MessageRecord, Properties};
+use stellmq_remoting::protocol::version::V3_4_9;
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_store::{MessageStore, PutMessage, PutMessageResult, PutMessageStatus};
+
+use super::{header, FAQ};
+use crate::config::BrokerConfig;
+use crate::context::BrokerIdentity;
+use crate::group::SubscriptionGroupManager;
+use crate::topic::{self, TopicConfigManager, NOT_ALLOWED_SEND_TOPICS};
+
+/// RocketMQ's `osPageCacheBusyTimeOutMills`.
+const PAGE_CACHE_BUSY_MS: i64 = 1000;
+
+pub struct SendProcessor {
+    identity: Arc<BrokerIdentity>,
+    config: Arc<RwLock<BrokerConfig>>,
+    store: Arc<MessageStore>,
+    topics: Arc<TopicConfigManager>,
+    groups: Arc<SubscriptionGroupManager>,
+    delay_levels: i32,
+}
+
+/// A validated send: where it goes and what it carries.
+struct Target {
+    topic: String,
+    queue_id: i32,
+    topic_config: TopicConfig,
+}
+
+impl SendProcessor {
+    pub fn new(
+        identity: Arc<BrokerIdentity>,
+        config: Arc<RwLock<BrokerConfig>>,
+        store: Arc<MessageStore>,
+        topics: Arc<TopicConfigManager>,
+        groups: Arc<SubscriptionGroupManager>,
+        delay_levels: i32,
+    ) -> Self {
+        Self { identity, config, store, topics, groups, delay_levels }
+    }
+
+    fn send_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, ProcessorError> {
+        match request.request_code_typed() {
+            Some(RequestCode::SEND_MESSAGE) => header(request),
+            _ => Ok(header::<SendMessageRequestHeaderV2>(request)?.into()),
+        }
+    }
+
+    /// Checks common to every send; resolves topic (auto-creating it) and queue.
+    fn check(&self, ctx: &RequestContext, h: &SendMessageRequestHeader) -> Result<Target, ProcessorError> {
+        let config = self.config.read();
+        if config.start_accept_send_request_time_stamp > crate::context::now_ms() {
+            return Err(ProcessorError::system(format!(
+                "broker unable to service, until {}",
+                config.start_accept_send_request_time_stamp
+            )));
+        }
+        if ctx.queued_for() > Duration::from_millis(config.wait_time_mills_in_send_queue) {
+            return Err(ProcessorError::new(ResponseCode::SYSTEM_BUSY, busy_remark::TIMEOUT_CLEAN_QUEUE));
+        }
+        if self.store.is_page_cache_busy(PAGE_CACHE_BUSY_MS) {
+            return Err(ProcessorError::new(ResponseCode::SYSTEM_BUSY, busy_remark::PC_SYNCHRONIZED));
+        }
+        if !self.identity.is_master() {
+            return Err(ProcessorError::new(ResponseCode::SERVICE_NOT_AVAILABLE, "the broker is a slave and refuses writes"));
+        }
+        if !perm::is_writeable(config.broker_permission) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the broker[{}] sending message is forbidden", self.identity.broker_addr),
+            ));
+        }
+        if let Some(reason) = topic::validate_topic_name(&h.topic) {
+            return Err(ProcessorError::system(reason));
+        }
+        if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("Sending message to topic[{}] is forbidden.", h.topic),
+            ));
+        }
+        drop(config);
+        let topic_config = self.resolve_topic(h)?;
+        if !perm::is_writeable(topic_config.perm) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the topic[{}] sending message is forbidden", h.topic),
+            ));
+        }
+        let queues = topic_config.write_queue_nums.max(topic_config.read_queue_nums);
+        let queue_id = if h.queue_id < 0 {
+            rand::thread_rng().gen_range(0..topic_config.write_queue_nums.max(1))
+        } else {
+            h.queue_id
+        };
+        if queue_id >= queues {
+            return Err(ProcessorError::system(format!(
+                "request queueId[{queue_id}] is illegal, {} Producer: {}",
+                h.topic,
+                ctx.channel.peer()
+            )));
+        }
+        Ok(Target { topic: h.topic.clone(), queue_id, topic_config })
+    }
+
+    fn resolve_topic(&self, h: &SendMessageRequestHeader) -> Result<TopicConfig, ProcessorError> {
+        if let Some(config) = self.topics.get(&h.topic) {
+            return Ok(config);
+        }
+        if h.topic.starts_with(topic::RETRY_PREFIX) {
+            return Ok(self.topics.ensure_topic(&h.topic, 1, perm::READ | perm::WRITE));
+        }
+        self.topics
+            .create_in_send(&h.topic, &h.default_topic, h.default_topic_queue_nums, 0)
+            .ok_or_else(|| {
+                ProcessorError::new(
+                    ResponseCode::TOPIC_NOT_EXIST,
+                    format!("topic[{}] not exist, apply first please!{FAQ}", h.topic),
+                )
+            })
+    }
+
+    fn base_message(&self, ctx: &RequestContext, h: &SendMessageRequestHeader, target: &Target, body: Bytes) -> PutMessage {
+        let mut flag = h.sys_flag;
+        if target.topic_config.topic_filter_type == "MULTI_TAG" {
+            flag |= sys_flag::MULTI_TAGS;
+        }
+        PutMessage {
+            topic: target.topic.clone(),
+            queue_id: target.queue_id,
+            flag: h.flag,
+            body,
+            properties: String::new(),
+            sys_flag: flag,
+            born_timestamp: h.born_timestamp,
+            born_host: ctx.channel.peer(),
+            store_host: self.identity.store_host,
+            reconsume_times: h.reconsume_times.unwrap_or(0),
+            prepared_transaction_offset: 0,
+            wait_store_ok: true,
+        }
+    }
+
+    async fn send(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+        let h = Self::send_header(&request)?;
+        let mut target = self.check(&ctx, &h)?;
+        if h.batch.unwrap_or(false) {
+            return self.send_batch(&ctx, &request, &h, &target).await;
+        }
+        let max_size = self.store.config().max_message_size;
+        if request.body.len() > max_size {
+            return Err(ProcessorError::new(
+                ResponseCode::MESSAGE_ILLEGAL,
+                format!("the message body size over max value, MAX: {max_size}"),
+            ));
+        }
+        let mut props = Properties::decode(h.properties.as_deref().unwrap_or(""));
+        if props.get(property::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                "transactional messages are not supported by this broker yet",
+            ));
+        }
+        if h.topic.starts_with(topic::RETRY_PREFIX) {
+            self.redirect_retry(&request, &h, &mut target, &mut props)?;
+        }
+        let wait = props.wait_store_ok();
+        props.remove(property::WAIT);
+        props.insert(property::CLUSTER, self.identity.cluster_name.clone());
+        let mut msg = self.base_message(&ctx, &h, &target, request.body.clone());
+        msg.wait_store_ok = wait;
+        self.apply_delay(&mut msg, &mut props);
+        msg.properties = props.encode();
+        let result = self.store.put_message(msg).await;
+        self.respond(&request, target.queue_id, result)
+    }
+
+    /// `%RETRY%group` sends: the group must exist, and past the retry limit the message goes
+    /// to the dead letter queue (spec 2.4 step 6).
+    fn redirect_retry(
+        &self,
+        request: &RemotingCommand,
+        h: &SendMessageRequestHeader,
+        target: &mut Target,
+        props: &mut Properties,
+    ) -> Result<(), ProcessorError> {
+        let group_name = &h.topic[topic::RETRY_PREFIX.len()..];
+        let group = self.groups.find_or_create(group_name).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group not exist, {group_name}{FAQ}"),
+            )
+        })?;
+        let mut max = group.retry_max_times;
+        if request.version >= V3_4_9 {
+            if let Some(m) = h.max_reconsume_times.filter(|m| *m >= 0) {
+                max = m;
+            }
+        }
+        if h.reconsume_times.unwrap_or(0) >= max {
+            let dlq = topic::dlq_topic(group_name);
+            let config = self.topics.ensure_topic(&dlq, 1, perm::READ | perm::WRITE);
+            tracing::info!(event = "MESSAGE_TO_DLQ", group = %group_name, reconsume = h.reconsume_times.unwrap_or(0), "retry limit reached, message goes to the DLQ");
+            props.remove(property::DELAY);
+            *target = Target { topic: dlq, queue_id: 0, topic_config: config };
+        }
+        Ok(())
+    }
+
+    /// A `DELAY` level moves the message to SCHEDULE_TOPIC_XXXX, queue level - 1 (spec 7.1).
+    fn apply_delay(&self, msg: &mut PutMessage, props: &mut Properties) {
+        let level = props.delay_level();
+        if level <= 0 || sys_flag::transaction_type(msg.sys_flag) == sys_flag::TRANSACTION_PREPARED_TYPE {
+            return;
+        }
+        let level = level.min(self.delay_levels);
+        props.insert(property::DELAY, level.to_string());
+        props.insert(property::REAL_TOPIC, msg.topic.clone());
+        props.insert(property::REAL_QID, msg.queue_id.to_string());
+        msg.topic = topic::SCHEDULE_TOPIC.to_owned();
+        msg.queue_id = level - 1;
+    }
+
+    async fn send_batch(
+        &self,
+        ctx: &RequestContext,
+        request: &RemotingCommand,
+        h: &SendMessageRequestHeader,
+        target: &Target,
+    ) -> ProcessResult {
+        if h.topic.starts_with(topic::RETRY_PREFIX) {
+            return Err(ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, "batch messages cannot be sent to a retry topic"));
+        }
+        let items = batch::decode(request.body.clone())?;
+        if items.is_empty() {
+            return Err(ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, "empty batch"));
+        }
+        let max_size = self.store.config().max_message_size;
+        let mut batch_props = Properties::decode(h.properties.as_deref().unwrap_or(""));
+        let wait = batch_props.wait_store_ok();
+        batch_props.remove(property::WAIT);
+        batch_props.insert(property::CLUSTER, self.identity.cluster_name.clone());
+        let mut msgs = Vec::with_capacity(items.len());
+        for item in items {
+            if item.body.len() > max_size {
+                return Err(ProcessorError::new(
+                    ResponseCode::MESSAGE_ILLEGAL,
+                    format!("the message body size over max value, MAX: {max_size}"),
+                ));
+            }
+            let mut props = Properties::decode(&item.properties);
+            if props.delay_level() > 0 {
+                return Err(ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, "batch messages cannot be delayed"));
+            }
+            for (k, v) in batch_props.iter() {
+                props.insert(k, v);
+            }
+            let mut msg = self.base_message(ctx, h, target, item.body);
+            msg.flag = item.flag;
+            msg.wait_store_ok = wait;
+            msg.properties = props.encode();
+            msgs.push(msg);
+        }
+        let result = self.store.put_messages(msgs).await;
+        self.respond(request, target.queue_id, result)
+    }
+
+    fn respond(&self, request: &RemotingCommand, queue_id: i32, result: PutMessageResult) -> ProcessResult {
+        let code = match result.status {
+            PutMessageStatus::PutOk => ResponseCode::SUCCESS,
+            PutMessageStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
+            PutMessageStatus::FlushSlaveTimeout => ResponseCode::FLUSH_SLAVE_TIMEOUT,
+            PutMessageStatus::SlaveNotAvailable => ResponseCode::SLAVE_NOT_AVAILABLE,
+            PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
+                return Err(ProcessorError::new(
+                    ResponseCode::MESSAGE_ILLEGAL,
+                    format!("the message is illegal: {}", result.remark.unwrap_or_default()),
+                ))
+            }
+            PutMessageStatus::ServiceNotAvailable => {
+                return Err(ProcessorError::new(
+                    ResponseCode::SERVICE_NOT_AVAILABLE,
+                    format!("service not available now: {}", result.remark.unwrap_or_default()),
+                ))
+            }
+            PutMessageStatus::CreateMappedFileFailed => {
+                return Err(ProcessorError::system(format!(
+                    "create mapped file failed, server is busy or broken: {}",
+                    result.remark.unwrap_or_default()
+                )))
+            }
+            PutMessageStatus::OsPageCacheBusy => {
+                return Err(ProcessorError::new(ResponseCode::SYSTEM_BUSY, busy_remark::PC_SYNCHRONIZED))
+            }
+            PutMessageStatus::UnknownError => {
+                return Err(ProcessorError::system(result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into())))
+            }
+        };
+        let Some(append) = result.append else {
+            return Err(ProcessorError::system("stored without a position"));
+        };
+        let msg_id = append
+            .phys_offsets
+            .iter()
+            .map(|o| id::offset_msg_id(&self.identity.store_host, *o))
+            .collect::<Vec<_>>()
+            .join(",");
+        let fields = SendMessageResponseHeader {
+            msg_id,
+            queue_id,
+            queue_offset: append.queue_offset,
+            transaction_id: None,
+            batch_uniq_id: None,
+            msg_region: Some(self.identity.region_id.clone()),
+            trace_on: Some(self.identity.trace_on.to_string()),
+        }
+        .to_ext_fields();
+        Ok(Some(request.response_to(code, None).with_ext_fields(fields)))
+    }
+
+    /// CONSUMER_SEND_MSG_BACK: a consumer gives a message back for a later retry.
+    async fn send_back(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+        let h: ConsumerSendMsgBackRequestHeader = header(&request)?;
+        let group = self.groups.find_or_create(&h.group).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group not exist, {}{FAQ}", h.group),
+            )
+        })?;
+        if !perm::is_writeable(self.config.read().broker_permission) || !self.identity.is_master() {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the broker[{}] sending message is forbidden", self.identity.broker_addr),
+            ));
+        }
+        if group.retry_queue_nums <= 0 {
+            return Ok(Some(request.success_to()));
+        }
+        let raw = self
+            .store
+            .look_message_by_offset(h.offset)
+            .ok_or_else(|| ProcessorError::system(format!("look message by offset failed, {}", h.offset)))?;
+        let (original, _) = MessageRecord::decode(&raw, false)?;
+        let mut props = original.properties.clone();
+        if !props.contains(property::RETRY_TOPIC) {
+            props.insert(property::RETRY_TOPIC, original.topic.clone());
+        }
+        let mut max = group.retry_max_times;
+        if request.version >= V3_4_9 {
+            if let Some(m) = h.max_reconsume_times.filter(|m| *m >= 0) {
+                max = m;
+            }
+        }
+        let reconsume = original.head.reconsume_times;
+        let (topic_name, queue_id, delay) = if reconsume >= max || h.delay_level < 0 {
+            let dlq = topic::dlq_topic(&h.group);
+            self.topics.ensure_topic(&dlq, 1, perm::READ | perm::WRITE);
+            tracing::info!(event = "MESSAGE_TO_DLQ", group = %h.group, reconsume, "send-back past the retry limit, message goes to the DLQ");
+            (dlq, 0, 0)
+        } else {
+            let retry = topic::retry_topic(&h.group);
+            let config = self.topics.ensure_topic(&retry, group.retry_queue_nums, perm::READ | perm::WRITE);
+            let queue_id = rand::thread_rng().gen_range(0..config.write_queue_nums.max(1));
+            let delay = if h.delay_level == 0 { 3 + reconsume } else { h.delay_level };
+            (retry, queue_id, delay)
+        };
+        if !props.contains(property::ORIGIN_MESSAGE_ID) {
+            props.insert(property::ORIGIN_MESSAGE_ID, h.origin_msg_id.clone().unwrap_or_else(|| original.msg_id()));
+        }
+        props.insert(property::WAIT, "false");
+        props.remove(property::DELAY);
+        if delay > 0 {
+            props.insert(property::DELAY, delay.to_string());
+        }
+        let mut msg = PutMessage {
+            topic: topic_name,
+            queue_id,
+            flag: original.head.flag,
+            body: original.body.clone(),
+            properties: String::new(),
+            sys_flag: original.head.sys_flag & !(sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6),
+            born_timestamp: original.head.born_timestamp,
+            born_host: original.head.born_host,
+            store_host: self.identity.store_host,
+            reconsume_times: reconsume + 1,
+            prepared_transaction_offset: 0,
+            wait_store_ok: false,
+        };
+        self.apply_delay(&mut msg, &mut props);
+        msg.properties = props.encode();
+        let result = self.store.put_message(msg).await;
+        if result.status.is_stored() {
+            Ok(Some(request.success_to()))
+        } else {
+            tracing::warn!(peer = %ctx.channel.peer(), status = ?result.status, "send-back not stored");
+            Err(ProcessorError::system(format!("{:?}", result.status)))
+        }
+    }
+}
+
+/// Shares the processor between its request codes.
+pub struct SendProcessorHandle(pub Arc<SendProcessor>);
+
+impl RequestProcessor for SendProcessorHandle {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let processor = self.0.clone();
+        Box::pin(async move {
+            match request.request_code_typed() {
+                Some(RequestCode::CONSUMER_SEND_MSG_BACK) => processor.send_back(ctx, request).await,
+                _ => processor.send(ctx, request).await,
+            }
+        })
+    }
+}

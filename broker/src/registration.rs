@@ -1,0 +1,117 @@
+//! Registration with every name server: at start, every `registerNameServerPeriod` (30 s),
+//! at once after topic changes, and unregistration at shutdown (spec 13.1).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use stellmq_remoting::net::{ClientConfig, RemotingClient};
+use stellmq_remoting::protocol::body::{fastjson, RegisterBrokerBody};
+use stellmq_remoting::protocol::headers::{CommandHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::BrokerConfig;
+use crate::context::BrokerIdentity;
+use crate::topic::TopicConfigManager;
+
+pub struct Registrar {
+    client: RemotingClient,
+    identity: Arc<BrokerIdentity>,
+    config: Arc<RwLock<BrokerConfig>>,
+    topics: Arc<TopicConfigManager>,
+}
+
+impl Registrar {
+    pub fn new(identity: Arc<BrokerIdentity>, config: Arc<RwLock<BrokerConfig>>, topics: Arc<TopicConfigManager>) -> Self {
+        Self {
+            client: RemotingClient::new(ClientConfig::default()),
+            identity,
+            config,
+            topics,
+        }
+    }
+
+    fn request(&self) -> RemotingCommand {
+        let config = self.config.read();
+        let body = RegisterBrokerBody {
+            topic_config_serialize_wrapper: self.topics.wrapper(Some(config.broker_permission)),
+            filter_server_list: Vec::new(),
+        };
+        let bytes = if config.compressed_register { body.encode_compressed() } else { fastjson::encode(&body) };
+        let header = RegisterBrokerRequestHeader {
+            broker_name: self.identity.broker_name.clone(),
+            broker_addr: self.identity.broker_addr.clone(),
+            cluster_name: self.identity.cluster_name.clone(),
+            ha_server_addr: self.identity.ha_server_addr.clone(),
+            broker_id: self.identity.broker_id,
+            compressed: Some(config.compressed_register),
+            body_crc32: Some((crc32(&bytes) & 0x7FFF_FFFF) as i32),
+            heartbeat_timeout_millis: None,
+            enable_acting_master: None,
+        };
+        RemotingCommand::request(RequestCode::REGISTER_BROKER, header.to_ext_fields()).with_body(bytes)
+    }
+
+    /// Registers with every name server; returns how many accepted.
+    pub async fn register_all(&self) -> usize {
+        let (servers, timeout) = {
+            let c = self.config.read();
+            (c.namesrv_list(), Duration::from_millis(c.register_broker_timeout_mills))
+        };
+        let mut ok = 0;
+        for ns in servers {
+            match self.client.invoke_ok(&ns, self.request(), timeout).await {
+                Ok(_) => {
+                    ok += 1;
+                    tracing::debug!(event = "BROKER_REGISTERED", namesrv = %ns, "registered with name server");
+                }
+                Err(e) => tracing::warn!(namesrv = %ns, error = %e, "registration with name server failed"),
+            }
+        }
+        ok
+    }
+
+    pub async fn unregister_all(&self) {
+        let servers = self.config.read().namesrv_list();
+        let header = UnregisterBrokerRequestHeader {
+            broker_name: self.identity.broker_name.clone(),
+            broker_addr: self.identity.broker_addr.clone(),
+            cluster_name: self.identity.cluster_name.clone(),
+            broker_id: self.identity.broker_id,
+        };
+        for ns in servers {
+            let request = RemotingCommand::request(RequestCode::UNREGISTER_BROKER, header.to_ext_fields());
+            match self.client.invoke_ok(&ns, request, Duration::from_secs(3)).await {
+                Ok(_) => tracing::info!(event = "BROKER_UNREGISTERED", namesrv = %ns, "unregistered from name server"),
+                Err(e) => tracing::warn!(namesrv = %ns, error = %e, "unregistration failed"),
+            }
+        }
+        self.client.shutdown().await;
+    }
+
+    /// Registers now, then periodically and whenever topics change, until `stop`.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let servers = self.config.read().namesrv_list();
+        if servers.is_empty() {
+            tracing::warn!("namesrvAddr is empty: the broker will not register with any name server");
+        }
+        let registered = self.register_all().await;
+        tracing::info!(event = "BROKER_REGISTERED", name_servers = registered, of = servers.len(), addr = %self.identity.broker_addr, "initial registration");
+        loop {
+            let period = Duration::from_millis(self.config.read().register_name_server_period.clamp(10_000, 60_000));
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(period) => {}
+                _ = self.topics.register_now.notified() => {}
+            }
+            self.register_all().await;
+        }
+    }
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(bytes);
+    hasher.finalize()
+}
