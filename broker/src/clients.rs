@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 use stellmq_remoting::net::Channel;
 use stellmq_remoting::protocol::body::{
-    ConsumeFromWhere, ConsumeType, Connection, ConsumerConnection, MessageModel, SubscriptionData,
+    Connection, ConsumeFromWhere, ConsumeType, ConsumerConnection, MessageModel, SubscriptionData,
 };
 use stellmq_remoting::protocol::headers::{CommandHeader, NotifyConsumerIdsChangedRequestHeader};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
@@ -44,7 +44,11 @@ pub struct ConsumerGroupInfo {
 
 impl ConsumerGroupInfo {
     fn client_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.channels.values().map(|c| c.client_id.clone()).collect();
+        let mut ids: Vec<String> = self
+            .channels
+            .values()
+            .map(|c| c.client_id.clone())
+            .collect();
         ids.sort();
         ids.dedup();
         ids
@@ -69,23 +73,24 @@ impl ConsumerManager {
     /// Registers or refreshes a consumer; returns whether the group's client ids changed.
     pub fn register(&self, group: &str, reg: ConsumerRegistration) -> bool {
         let mut groups = self.groups.write();
-        let info = groups.entry(group.to_owned()).or_insert_with(|| ConsumerGroupInfo {
-            channels: HashMap::new(),
-            subscriptions: BTreeMap::new(),
-            consume_type: reg.consume_type,
-            message_model: reg.message_model,
-            consume_from_where: reg.consume_from_where,
-        });
+        let info = groups
+            .entry(group.to_owned())
+            .or_insert_with(|| ConsumerGroupInfo {
+                channels: HashMap::new(),
+                subscriptions: BTreeMap::new(),
+                consume_type: reg.consume_type,
+                message_model: reg.message_model,
+                consume_from_where: reg.consume_from_where,
+            });
         let before = info.client_ids();
         info.consume_type = reg.consume_type;
         info.message_model = reg.message_model;
         info.consume_from_where = reg.consume_from_where;
         info.channels.insert(reg.client.channel.id(), reg.client);
         for sub in reg.subscriptions {
-            let replace = info
-                .subscriptions
-                .get(&sub.topic)
-                .is_none_or(|old| old.sub_version < sub.sub_version || old.sub_string != sub.sub_string);
+            let replace = info.subscriptions.get(&sub.topic).is_none_or(|old| {
+                old.sub_version < sub.sub_version || old.sub_string != sub.sub_string
+            });
             if replace {
                 info.subscriptions.insert(sub.topic.clone(), sub);
             }
@@ -117,7 +122,10 @@ impl ConsumerManager {
             .filter(|(_, info)| info.channels.contains_key(&channel_id))
             .map(|(g, _)| g.clone())
             .collect();
-        groups.into_iter().filter(|g| self.unregister(g, channel_id)).collect()
+        groups
+            .into_iter()
+            .filter(|g| self.unregister(g, channel_id))
+            .collect()
     }
 
     /// Drops clients silent longer than `timeout`; returns the groups whose ids changed.
@@ -150,15 +158,26 @@ impl ConsumerManager {
     }
 
     pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
-        self.groups.read().get(group).and_then(|i| i.subscriptions.get(topic).cloned())
+        self.groups
+            .read()
+            .get(group)
+            .and_then(|i| i.subscriptions.get(topic).cloned())
     }
 
     pub fn client_ids(&self, group: &str) -> Vec<String> {
-        self.groups.read().get(group).map(ConsumerGroupInfo::client_ids).unwrap_or_default()
+        self.groups
+            .read()
+            .get(group)
+            .map(ConsumerGroupInfo::client_ids)
+            .unwrap_or_default()
     }
 
     pub fn channels(&self, group: &str) -> Vec<ClientChannel> {
-        self.groups.read().get(group).map(|i| i.channels.values().cloned().collect()).unwrap_or_default()
+        self.groups
+            .read()
+            .get(group)
+            .map(|i| i.channels.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Groups with an online subscription to `topic`.
@@ -174,7 +193,11 @@ impl ConsumerManager {
     pub fn connection(&self, group: &str) -> Option<ConsumerConnection> {
         let info = self.group(group)?;
         Some(ConsumerConnection {
-            connection_set: info.channels.values().map(ClientChannel::connection).collect(),
+            connection_set: info
+                .channels
+                .values()
+                .map(ClientChannel::connection)
+                .collect(),
             subscription_table: info.subscriptions.clone(),
             consume_type: info.consume_type,
             message_model: info.message_model,
@@ -188,7 +211,10 @@ impl ConsumerManager {
             consumer_group: group.to_owned(),
         };
         for client in self.channels(group) {
-            let mut request = RemotingCommand::request(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED, header.to_ext_fields());
+            let mut request = RemotingCommand::request(
+                RequestCode::NOTIFY_CONSUMER_IDS_CHANGED,
+                header.to_ext_fields(),
+            );
             request.mark_oneway();
             if !client.channel.try_send(request) {
                 tracing::debug!(%group, client = %client.client_id, "could not notify consumer of id change");

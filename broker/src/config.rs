@@ -74,21 +74,49 @@ properties_config! {
 
 /// Keys `mqbroker -m` prints (RocketMQ's `@ImportantField`s).
 pub const IMPORTANT_KEYS: &[&str] = &[
-    "brokerClusterName", "brokerName", "brokerId", "namesrvAddr", "brokerIP1", "brokerRole",
-    "autoCreateTopicEnable", "autoCreateSubscriptionGroup", "rejectTransactionMessage",
-    "traceTopicEnable", "msgTraceTopicName", "storePathRootDir", "storePathCommitLog",
-    "flushDiskType", "deleteWhen", "fileReservedTime", "flushIntervalCommitLog",
-    "maxTransferBytesOnMessageInMemory", "maxTransferCountOnMessageInMemory",
-    "maxTransferBytesOnMessageInDisk", "maxTransferCountOnMessageInDisk",
-    "accessMessageInMemoryMaxRatio", "messageIndexEnable", "listenPort",
+    "brokerClusterName",
+    "brokerName",
+    "brokerId",
+    "namesrvAddr",
+    "brokerIP1",
+    "brokerRole",
+    "autoCreateTopicEnable",
+    "autoCreateSubscriptionGroup",
+    "rejectTransactionMessage",
+    "traceTopicEnable",
+    "msgTraceTopicName",
+    "storePathRootDir",
+    "storePathCommitLog",
+    "flushDiskType",
+    "deleteWhen",
+    "fileReservedTime",
+    "flushIntervalCommitLog",
+    "maxTransferBytesOnMessageInMemory",
+    "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInDisk",
+    "maxTransferCountOnMessageInDisk",
+    "accessMessageInMemoryMaxRatio",
+    "messageIndexEnable",
+    "listenPort",
 ];
 
 /// Keys UPDATE_BROKER_CONFIG may not change at runtime.
 pub const CONFIG_BLACK_LIST: &[&str] = &[
-    "brokerConfigPath", "configBlackList", "storePathRootDir", "storePathCommitLog", "listenPort",
-    "bindAddress", "brokerName", "brokerClusterName", "brokerId", "brokerRole",
-    "mappedFileSizeCommitLog", "mapedFileSizeCommitLog", "mappedFileSizeConsumeQueue",
-    "mapedFileSizeConsumeQueue", "haListenPort",
+    "brokerConfigPath",
+    "configBlackList",
+    "storePathRootDir",
+    "storePathCommitLog",
+    "listenPort",
+    "bindAddress",
+    "brokerName",
+    "brokerClusterName",
+    "brokerId",
+    "brokerRole",
+    "mappedFileSizeCommitLog",
+    "mapedFileSizeCommitLog",
+    "mappedFileSizeConsumeQueue",
+    "mapedFileSizeConsumeQueue",
+    "haListenPort",
 ];
 
 /// Everything a broker is configured with.
@@ -125,7 +153,11 @@ impl BrokerStartConfig {
     }
 
     pub fn important_properties(&self) -> String {
-        format_properties(self.entries().into_iter().filter(|(k, _)| IMPORTANT_KEYS.contains(k)))
+        format_properties(
+            self.entries()
+                .into_iter()
+                .filter(|(k, _)| IMPORTANT_KEYS.contains(k)),
+        )
     }
 
     /// RocketMQ's startup rules: masters are broker 0, slaves need an id above 0, the HA

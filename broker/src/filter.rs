@@ -15,14 +15,23 @@ pub fn build_subscription(topic: &str, expression: &str, sub_version: i64) -> Su
     let mut data = SubscriptionData {
         class_filter_mode: false,
         topic: topic.to_owned(),
-        sub_string: if expression.is_empty() { SUB_ALL.to_owned() } else { expression.to_owned() },
+        sub_string: if expression.is_empty() {
+            SUB_ALL.to_owned()
+        } else {
+            expression.to_owned()
+        },
         tags_set: BTreeSet::new(),
         code_set: BTreeSet::new(),
         sub_version,
         expression_type: Some("TAG".to_owned()),
     };
     if data.sub_string != SUB_ALL {
-        for tag in data.sub_string.split("||").map(str::trim).filter(|t| !t.is_empty()) {
+        for tag in data
+            .sub_string
+            .split("||")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
             data.tags_set.insert(tag.to_owned());
             data.code_set.insert(java_string_hash(tag));
         }

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use parking_lot::RwLock;
-use stellmq_remoting::protocol::body::{DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper};
+use stellmq_remoting::protocol::body::{
+    DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper,
+};
 
 use crate::persist;
 

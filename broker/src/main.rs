@@ -57,7 +57,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_ansi(false)
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -77,7 +79,10 @@ fn main() -> ExitCode {
             }
         };
         // Scripts wait for this line to know the broker is up.
-        tracing::info!("The broker[{}] boot success. serializeType=JSON", handle.broker_addr());
+        tracing::info!(
+            "The broker[{}] boot success. serializeType=JSON",
+            handle.broker_addr()
+        );
         wait_for_termination().await;
         tracing::info!("shutdown requested");
         handle.shutdown().await;

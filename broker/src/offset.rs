@@ -24,7 +24,12 @@ impl ConsumerOffsetManager {
         let table = loaded
             .offset_table
             .into_iter()
-            .map(|(k, offsets)| (k, offsets.0.into_iter().map(|(q, o)| (q as i32, o)).collect()))
+            .map(|(k, offsets)| {
+                (
+                    k,
+                    offsets.0.into_iter().map(|(q, o)| (q as i32, o)).collect(),
+                )
+            })
             .collect();
         Ok(Self {
             path,
@@ -33,16 +38,28 @@ impl ConsumerOffsetManager {
     }
 
     pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
-        self.table.write().entry(key(topic, group)).or_default().insert(queue_id, offset);
+        self.table
+            .write()
+            .entry(key(topic, group))
+            .or_default()
+            .insert(queue_id, offset);
     }
 
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
-        self.table.read().get(&key(topic, group)).and_then(|q| q.get(&queue_id)).copied()
+        self.table
+            .read()
+            .get(&key(topic, group))
+            .and_then(|q| q.get(&queue_id))
+            .copied()
     }
 
     /// Every queue's offset of a group on a topic.
     pub fn queue_offsets(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
-        self.table.read().get(&key(topic, group)).cloned().unwrap_or_default()
+        self.table
+            .read()
+            .get(&key(topic, group))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Topics a group has offsets for.
@@ -50,7 +67,11 @@ impl ConsumerOffsetManager {
         self.table
             .read()
             .keys()
-            .filter_map(|k| k.rsplit_once('@').filter(|(_, g)| *g == group).map(|(t, _)| t.to_owned()))
+            .filter_map(|k| {
+                k.rsplit_once('@')
+                    .filter(|(_, g)| *g == group)
+                    .map(|(t, _)| t.to_owned())
+            })
             .collect()
     }
 
@@ -59,16 +80,24 @@ impl ConsumerOffsetManager {
         self.table
             .read()
             .keys()
-            .filter_map(|k| k.split_once('@').filter(|(t, _)| *t == topic).map(|(_, g)| g.to_owned()))
+            .filter_map(|k| {
+                k.split_once('@')
+                    .filter(|(t, _)| *t == topic)
+                    .map(|(_, g)| g.to_owned())
+            })
             .collect()
     }
 
     pub fn remove_group(&self, group: &str) {
-        self.table.write().retain(|k, _| !k.ends_with(&format!("@{group}")));
+        self.table
+            .write()
+            .retain(|k, _| !k.ends_with(&format!("@{group}")));
     }
 
     pub fn remove_topic(&self, topic: &str) {
-        self.table.write().retain(|k, _| !k.starts_with(&format!("{topic}@")));
+        self.table
+            .write()
+            .retain(|k, _| !k.starts_with(&format!("{topic}@")));
     }
 
     pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {
@@ -77,7 +106,12 @@ impl ConsumerOffsetManager {
                 .table
                 .read()
                 .iter()
-                .map(|(k, q)| (k.clone(), IntKeyMap(q.iter().map(|(q, o)| (i64::from(*q), *o)).collect())))
+                .map(|(k, q)| {
+                    (
+                        k.clone(),
+                        IntKeyMap(q.iter().map(|(q, o)| (i64::from(*q), *o)).collect()),
+                    )
+                })
                 .collect(),
             data_version: None,
         }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::{fastjson, RegisterBrokerBody};
-use stellmq_remoting::protocol::headers::{CommandHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader,
+};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +25,11 @@ pub struct Registrar {
 }
 
 impl Registrar {
-    pub fn new(identity: Arc<BrokerIdentity>, config: Arc<RwLock<BrokerConfig>>, topics: Arc<TopicConfigManager>) -> Self {
+    pub fn new(
+        identity: Arc<BrokerIdentity>,
+        config: Arc<RwLock<BrokerConfig>>,
+        topics: Arc<TopicConfigManager>,
+    ) -> Self {
         Self {
             client: RemotingClient::new(ClientConfig::default()),
             identity,
@@ -38,7 +44,11 @@ impl Registrar {
             topic_config_serialize_wrapper: self.topics.wrapper(Some(config.broker_permission)),
             filter_server_list: Vec::new(),
         };
-        let bytes = if config.compressed_register { body.encode_compressed() } else { fastjson::encode(&body) };
+        let bytes = if config.compressed_register {
+            body.encode_compressed()
+        } else {
+            fastjson::encode(&body)
+        };
         let header = RegisterBrokerRequestHeader {
             broker_name: self.identity.broker_name.clone(),
             broker_addr: self.identity.broker_addr.clone(),
@@ -50,14 +60,18 @@ impl Registrar {
             heartbeat_timeout_millis: None,
             enable_acting_master: None,
         };
-        RemotingCommand::request(RequestCode::REGISTER_BROKER, header.to_ext_fields()).with_body(bytes)
+        RemotingCommand::request(RequestCode::REGISTER_BROKER, header.to_ext_fields())
+            .with_body(bytes)
     }
 
     /// Registers with every name server; returns how many accepted.
     pub async fn register_all(&self) -> usize {
         let (servers, timeout) = {
             let c = self.config.read();
-            (c.namesrv_list(), Duration::from_millis(c.register_broker_timeout_mills))
+            (
+                c.namesrv_list(),
+                Duration::from_millis(c.register_broker_timeout_mills),
+            )
         };
         let mut ok = 0;
         for ns in servers {
@@ -66,7 +80,9 @@ impl Registrar {
                     ok += 1;
                     tracing::debug!(event = "BROKER_REGISTERED", namesrv = %ns, "registered with name server");
                 }
-                Err(e) => tracing::warn!(namesrv = %ns, error = %e, "registration with name server failed"),
+                Err(e) => {
+                    tracing::warn!(namesrv = %ns, error = %e, "registration with name server failed")
+                }
             }
         }
         ok
@@ -81,9 +97,16 @@ impl Registrar {
             broker_id: self.identity.broker_id,
         };
         for ns in servers {
-            let request = RemotingCommand::request(RequestCode::UNREGISTER_BROKER, header.to_ext_fields());
-            match self.client.invoke_ok(&ns, request, Duration::from_secs(3)).await {
-                Ok(_) => tracing::info!(event = "BROKER_UNREGISTERED", namesrv = %ns, "unregistered from name server"),
+            let request =
+                RemotingCommand::request(RequestCode::UNREGISTER_BROKER, header.to_ext_fields());
+            match self
+                .client
+                .invoke_ok(&ns, request, Duration::from_secs(3))
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(event = "BROKER_UNREGISTERED", namesrv = %ns, "unregistered from name server")
+                }
                 Err(e) => tracing::warn!(namesrv = %ns, error = %e, "unregistration failed"),
             }
         }
@@ -94,12 +117,19 @@ impl Registrar {
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         let servers = self.config.read().namesrv_list();
         if servers.is_empty() {
-            tracing::warn!("namesrvAddr is empty: the broker will not register with any name server");
+            tracing::warn!(
+                "namesrvAddr is empty: the broker will not register with any name server"
+            );
         }
         let registered = self.register_all().await;
         tracing::info!(event = "BROKER_REGISTERED", name_servers = registered, of = servers.len(), addr = %self.identity.broker_addr, "initial registration");
         loop {
-            let period = Duration::from_millis(self.config.read().register_name_server_period.clamp(10_000, 60_000));
+            let period = Duration::from_millis(
+                self.config
+                    .read()
+                    .register_name_server_period
+                    .clamp(10_000, 60_000),
+            );
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(period) => {}

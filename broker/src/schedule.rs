@@ -30,7 +30,12 @@ pub struct ScheduleMessageService {
 impl ScheduleMessageService {
     pub fn load(store: Arc<MessageStore>, levels: usize, path: PathBuf) -> std::io::Result<Self> {
         let loaded: DelayOffsetSerializeWrapper = persist::load(&path)?.unwrap_or_default();
-        let offsets = loaded.offset_table.0.into_iter().map(|(l, o)| (l as i32, o)).collect();
+        let offsets = loaded
+            .offset_table
+            .0
+            .into_iter()
+            .map(|(l, o)| (l as i32, o))
+            .collect();
         Ok(Self {
             store,
             levels,
@@ -41,7 +46,13 @@ impl ScheduleMessageService {
 
     pub fn wrapper(&self) -> DelayOffsetSerializeWrapper {
         DelayOffsetSerializeWrapper {
-            offset_table: IntKeyMap(self.offsets.lock().iter().map(|(l, o)| (i64::from(*l), *o)).collect()),
+            offset_table: IntKeyMap(
+                self.offsets
+                    .lock()
+                    .iter()
+                    .map(|(l, o)| (i64::from(*l), *o))
+                    .collect(),
+            ),
             data_version: None,
         }
     }
@@ -71,14 +82,19 @@ impl ScheduleMessageService {
         let now = now_ms();
         let mut delivered = 0;
         loop {
-            let Some(entry) = self.store.consume_queue_entry(SCHEDULE_TOPIC, queue_id, offset) else {
+            let Some(entry) = self
+                .store
+                .consume_queue_entry(SCHEDULE_TOPIC, queue_id, offset)
+            else {
                 break;
             };
             if !entry.is_blank() && entry.tags_code > now {
                 break;
             }
             if !entry.is_blank() {
-                let got = self.store.get_messages(SCHEDULE_TOPIC, queue_id, offset, 1, &AcceptAll);
+                let got = self
+                    .store
+                    .get_messages(SCHEDULE_TOPIC, queue_id, offset, 1, &AcceptAll);
                 if got.status == GetMessageStatus::Found {
                     if let Some(raw) = got.messages.first() {
                         if !self.deliver(raw).await {
@@ -104,7 +120,9 @@ impl ScheduleMessageService {
         let props = &record.properties;
         let (Some(topic), Some(queue_id)) = (
             props.get(property::REAL_TOPIC).map(str::to_owned),
-            props.get(property::REAL_QID).and_then(|q| q.parse::<i32>().ok()),
+            props
+                .get(property::REAL_QID)
+                .and_then(|q| q.parse::<i32>().ok()),
         ) else {
             tracing::error!(msg_id = %record.msg_id(), "scheduled message without REAL_TOPIC/REAL_QID skipped");
             return true;

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use stellmq_remoting::net::{Channel, ConnectionListener, Lane, RemotingServer, ServerConfig, ServerHandle};
+use stellmq_remoting::net::{
+    Channel, ConnectionListener, Lane, RemotingServer, ServerConfig, ServerHandle,
+};
 use stellmq_remoting::protocol::RequestCode;
 use stellmq_store::{MessageStore, StoreError};
 use thiserror::Error;
@@ -19,7 +21,10 @@ use crate::context::{now_ms, BrokerIdentity};
 use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::config_path;
-use crate::processor::admin::{config::ConfigAdminProcessor, group::GroupAdminProcessor, offset::OffsetAdminProcessor, stats::StatsAdminProcessor, topic::TopicAdminProcessor};
+use crate::processor::admin::{
+    config::ConfigAdminProcessor, group::GroupAdminProcessor, offset::OffsetAdminProcessor,
+    stats::StatsAdminProcessor, topic::TopicAdminProcessor,
+};
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
 use crate::processor::pull::{PullCore, PullHoldService, PullProcessor};
@@ -127,7 +132,10 @@ impl BrokerHandle {
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> BrokerError + '_ {
-    move |source| BrokerError::Io { what: what.to_owned(), source }
+    move |source| BrokerError::Io {
+        what: what.to_owned(),
+        source,
+    }
 }
 
 /// Starts a broker.
@@ -136,14 +144,28 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     let started = Instant::now();
     let bc = config.broker.clone();
     let listen = format!("{}:{}", bc.bind_address, bc.listen_port);
-    let listen_addr: SocketAddr = listen.parse().map_err(|_| BrokerError::BadAddress(listen.clone()))?;
+    let listen_addr: SocketAddr = listen
+        .parse()
+        .map_err(|_| BrokerError::BadAddress(listen.clone()))?;
     let listener = tokio::net::TcpListener::bind(listen_addr)
         .await
-        .map_err(|source| BrokerError::Bind { addr: listen.clone(), source })?;
-    let port = listener.local_addr().map_err(io("the listener address"))?.port();
+        .map_err(|source| BrokerError::Bind {
+            addr: listen.clone(),
+            source,
+        })?;
+    let port = listener
+        .local_addr()
+        .map_err(io("the listener address"))?
+        .port();
     let broker_addr = format!("{}:{port}", bc.broker_ip1);
-    let store_host: SocketAddr = broker_addr.parse().map_err(|_| BrokerError::BadAddress(broker_addr.clone()))?;
-    let ha_port = if bc.listen_port == 0 { port.wrapping_add(1) } else { bc.ha_listen_port };
+    let store_host: SocketAddr = broker_addr
+        .parse()
+        .map_err(|_| BrokerError::BadAddress(broker_addr.clone()))?;
+    let ha_port = if bc.listen_port == 0 {
+        port.wrapping_add(1)
+    } else {
+        bc.ha_listen_port
+    };
     let identity = Arc::new(BrokerIdentity {
         cluster_name: bc.broker_cluster_name.clone(),
         broker_name: bc.broker_name.clone(),
@@ -160,17 +182,34 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     let store = Arc::new(
         tokio::task::spawn_blocking(move || MessageStore::open(store_config))
             .await
-            .map_err(|e| BrokerError::Io { what: "store".into(), source: std::io::Error::other(e.to_string()) })??,
+            .map_err(|e| BrokerError::Io {
+                what: "store".into(),
+                source: std::io::Error::other(e.to_string()),
+            })??,
     );
     let root = config.store.store_path_root_dir.clone();
-    let topics = Arc::new(TopicConfigManager::load(config_path(&root, "topics.json"), &bc, delay_levels).map_err(io("topics.json"))?);
-    let groups = Arc::new(
-        SubscriptionGroupManager::load(config_path(&root, "subscriptionGroup.json"), bc.auto_create_subscription_group)
-            .map_err(io("subscriptionGroup.json"))?,
+    let topics = Arc::new(
+        TopicConfigManager::load(config_path(&root, "topics.json"), &bc, delay_levels)
+            .map_err(io("topics.json"))?,
     );
-    let offsets = Arc::new(ConsumerOffsetManager::load(config_path(&root, "consumerOffset.json")).map_err(io("consumerOffset.json"))?);
+    let groups = Arc::new(
+        SubscriptionGroupManager::load(
+            config_path(&root, "subscriptionGroup.json"),
+            bc.auto_create_subscription_group,
+        )
+        .map_err(io("subscriptionGroup.json"))?,
+    );
+    let offsets = Arc::new(
+        ConsumerOffsetManager::load(config_path(&root, "consumerOffset.json"))
+            .map_err(io("consumerOffset.json"))?,
+    );
     let schedule = Arc::new(
-        ScheduleMessageService::load(store.clone(), delay_levels, config_path(&root, "delayOffset.json")).map_err(io("delayOffset.json"))?,
+        ScheduleMessageService::load(
+            store.clone(),
+            delay_levels,
+            config_path(&root, "delayOffset.json"),
+        )
+        .map_err(io("delayOffset.json"))?,
     );
     let consumers = Arc::new(ConsumerManager::default());
     let producers = Arc::new(ProducerManager::default());
@@ -202,26 +241,54 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         groups.clone(),
         delay_levels as i32,
     ))));
-    let send_lane = Lane::new("send", bc.send_message_thread_pool_nums, bc.send_thread_pool_queue_capacity);
-    let pull_lane = Lane::new("pull", bc.pull_message_thread_pool_nums, bc.pull_thread_pool_queue_capacity);
+    let send_lane = Lane::new(
+        "send",
+        bc.send_message_thread_pool_nums,
+        bc.send_thread_pool_queue_capacity,
+    );
+    let pull_lane = Lane::new(
+        "pull",
+        bc.pull_message_thread_pool_nums,
+        bc.pull_thread_pool_queue_capacity,
+    );
     let query_lane = Lane::new("query", bc.query_message_thread_pool_nums, 20_000);
     let client_lane = Lane::new("client-manage", bc.client_manage_thread_pool_nums, 50_000);
-    let consumer_lane = Lane::new("consumer-manage", bc.consumer_manage_thread_pool_nums, 50_000);
+    let consumer_lane = Lane::new(
+        "consumer-manage",
+        bc.consumer_manage_thread_pool_nums,
+        50_000,
+    );
     let admin_lane = Lane::new("admin", bc.admin_broker_thread_pool_nums, 10_000);
     server
         .register(
-            &[RequestCode::SEND_MESSAGE, RequestCode::SEND_MESSAGE_V2, RequestCode::SEND_BATCH_MESSAGE, RequestCode::CONSUMER_SEND_MSG_BACK],
+            &[
+                RequestCode::SEND_MESSAGE,
+                RequestCode::SEND_MESSAGE_V2,
+                RequestCode::SEND_BATCH_MESSAGE,
+                RequestCode::CONSUMER_SEND_MSG_BACK,
+            ],
             send,
             send_lane,
         )
-        .register(&[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE], Arc::new(PullProcessor { hold: hold.clone() }), pull_lane)
+        .register(
+            &[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE],
+            Arc::new(PullProcessor { hold: hold.clone() }),
+            pull_lane,
+        )
         .register(
             &[RequestCode::QUERY_MESSAGE, RequestCode::VIEW_MESSAGE_BY_ID],
-            Arc::new(QueryProcessor { store: store.clone(), default_query_max_num: bc.default_query_max_num }),
+            Arc::new(QueryProcessor {
+                store: store.clone(),
+                default_query_max_num: bc.default_query_max_num,
+            }),
             query_lane,
         )
         .register(
-            &[RequestCode::HEART_BEAT, RequestCode::UNREGISTER_CLIENT, RequestCode::CHECK_CLIENT_CONFIG],
+            &[
+                RequestCode::HEART_BEAT,
+                RequestCode::UNREGISTER_CLIENT,
+                RequestCode::CHECK_CLIENT_CONFIG,
+            ],
             Arc::new(ClientManageProcessor {
                 consumers: consumers.clone(),
                 producers: producers.clone(),
@@ -243,7 +310,12 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::SEARCH_OFFSET_BY_TIMESTAMP,
                 RequestCode::GET_EARLIEST_MSG_STORETIME,
             ],
-            Arc::new(ConsumerManageProcessor { consumers: consumers.clone(), offsets: offsets.clone(), store: store.clone(), locks }),
+            Arc::new(ConsumerManageProcessor {
+                consumers: consumers.clone(),
+                offsets: offsets.clone(),
+                store: store.clone(),
+                locks,
+            }),
             consumer_lane,
         )
         .register(
@@ -254,12 +326,24 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::GET_TOPIC_STATS_INFO,
                 RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
             ],
-            Arc::new(TopicAdminProcessor { identity: identity.clone(), topics: topics.clone(), offsets: offsets.clone(), store: store.clone() }),
+            Arc::new(TopicAdminProcessor {
+                identity: identity.clone(),
+                topics: topics.clone(),
+                offsets: offsets.clone(),
+                store: store.clone(),
+            }),
             admin_lane.clone(),
         )
         .register(
-            &[RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode::DELETE_SUBSCRIPTIONGROUP, RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG],
-            Arc::new(GroupAdminProcessor { groups: groups.clone(), offsets: offsets.clone() }),
+            &[
+                RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                RequestCode::DELETE_SUBSCRIPTIONGROUP,
+                RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            ],
+            Arc::new(GroupAdminProcessor {
+                groups: groups.clone(),
+                offsets: offsets.clone(),
+            }),
             admin_lane.clone(),
         )
         .register(
@@ -297,8 +381,15 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             admin_lane.clone(),
         )
         .register(
-            &[RequestCode::UPDATE_BROKER_CONFIG, RequestCode::GET_BROKER_CONFIG],
-            Arc::new(ConfigAdminProcessor { broker: shared_config.clone(), store: config.store.clone(), topics: topics.clone() }),
+            &[
+                RequestCode::UPDATE_BROKER_CONFIG,
+                RequestCode::GET_BROKER_CONFIG,
+            ],
+            Arc::new(ConfigAdminProcessor {
+                broker: shared_config.clone(),
+                store: config.store.clone(),
+                topics: topics.clone(),
+            }),
             admin_lane,
         )
         .add_listener(Arc::new(ClientChannelWatcher {
@@ -306,17 +397,39 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             producers: producers.clone(),
             notify: bc.notify_consumer_ids_changed_enable,
         }));
-    let server = server.start_on(listener).map_err(|source| BrokerError::Bind { addr: listen.clone(), source })?;
+    let server = server
+        .start_on(listener)
+        .map_err(|source| BrokerError::Bind {
+            addr: listen.clone(),
+            source,
+        })?;
 
     let stop = CancellationToken::new();
-    let registrar = Arc::new(Registrar::new(identity.clone(), shared_config.clone(), topics.clone()));
+    let registrar = Arc::new(Registrar::new(
+        identity.clone(),
+        shared_config.clone(),
+        topics.clone(),
+    ));
     let mut tasks = vec![
         tokio::spawn(registrar.clone().run(stop.clone())),
         tokio::spawn(hold.clone().run(stop.clone())),
-        tokio::spawn(schedule.clone().run(Duration::from_millis(bc.flush_delay_offset_interval), stop.clone())),
+        tokio::spawn(schedule.clone().run(
+            Duration::from_millis(bc.flush_delay_offset_interval),
+            stop.clone(),
+        )),
     ];
-    tasks.push(tokio::spawn(persist_offsets(offsets.clone(), Duration::from_millis(bc.flush_consumer_offset_interval.max(100)), stop.clone())));
-    tasks.push(tokio::spawn(expire_clients(consumers, producers, Duration::from_millis(bc.channel_expired_timeout), bc.notify_consumer_ids_changed_enable, stop.clone())));
+    tasks.push(tokio::spawn(persist_offsets(
+        offsets.clone(),
+        Duration::from_millis(bc.flush_consumer_offset_interval.max(100)),
+        stop.clone(),
+    )));
+    tasks.push(tokio::spawn(expire_clients(
+        consumers,
+        producers,
+        Duration::from_millis(bc.channel_expired_timeout),
+        bc.notify_consumer_ids_changed_enable,
+        stop.clone(),
+    )));
 
     tracing::info!(
         event = "BROKER_STARTED",
@@ -327,10 +440,26 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         elapsed_ms = started.elapsed().as_millis() as u64,
         "broker started"
     );
-    Ok(BrokerHandle { server, store, identity, registrar, offsets, schedule, topics, groups, hold, stop, tasks })
+    Ok(BrokerHandle {
+        server,
+        store,
+        identity,
+        registrar,
+        offsets,
+        schedule,
+        topics,
+        groups,
+        hold,
+        stop,
+        tasks,
+    })
 }
 
-async fn persist_offsets(offsets: Arc<ConsumerOffsetManager>, every: Duration, stop: CancellationToken) {
+async fn persist_offsets(
+    offsets: Arc<ConsumerOffsetManager>,
+    every: Duration,
+    stop: CancellationToken,
+) {
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,

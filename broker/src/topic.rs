@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use stellmq_remoting::protocol::body::{perm, DataVersion, TopicConfig, TopicConfigSerializeWrapper};
+use stellmq_remoting::protocol::body::{
+    perm, DataVersion, TopicConfig, TopicConfigSerializeWrapper,
+};
 use tokio::sync::Notify;
 
 use crate::config::BrokerConfig;
@@ -46,13 +48,18 @@ pub fn validate_topic_name(topic: &str) -> Option<String> {
     if topic.trim().is_empty() {
         return Some("The specified topic is blank.".into());
     }
-    if !topic.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-')) {
+    if !topic
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-'))
+    {
         return Some(format!(
             "The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
         ));
     }
     if topic.len() > MAX_TOPIC_LENGTH {
-        return Some(format!("The specified topic is longer than topic max length {MAX_TOPIC_LENGTH}."));
+        return Some(format!(
+            "The specified topic is longer than topic max length {MAX_TOPIC_LENGTH}."
+        ));
     }
     None
 }
@@ -75,7 +82,11 @@ fn now_ms() -> i64 {
 
 impl TopicConfigManager {
     /// Loads `topics.json` and makes sure the system topics exist.
-    pub fn load(path: PathBuf, config: &BrokerConfig, delay_levels: usize) -> std::io::Result<Self> {
+    pub fn load(
+        path: PathBuf,
+        config: &BrokerConfig,
+        delay_levels: usize,
+    ) -> std::io::Result<Self> {
         let loaded: Option<TopicConfigSerializeWrapper> = persist::load(&path)?;
         let loaded = loaded.unwrap_or_default();
         let mut table = loaded.topic_config_table;
@@ -86,25 +97,51 @@ impl TopicConfigManager {
         };
         if config.auto_create_topic_enable {
             let n = config.default_topic_queue_nums;
-            add(TopicConfig::with_queues(AUTO_CREATE_TOPIC_KEY, n, n, perm::INHERIT | perm::READ | perm::WRITE));
+            add(TopicConfig::with_queues(
+                AUTO_CREATE_TOPIC_KEY,
+                n,
+                n,
+                perm::INHERIT | perm::READ | perm::WRITE,
+            ));
         }
         add(TopicConfig::with_queues(SELF_TEST_TOPIC, 1, 1, 6));
         add(TopicConfig::with_queues(BENCHMARK_TOPIC, 1024, 1024, 6));
-        let inherit_rw = |on: bool| if on { perm::INHERIT | perm::READ | perm::WRITE } else { perm::INHERIT };
+        let inherit_rw = |on: bool| {
+            if on {
+                perm::INHERIT | perm::READ | perm::WRITE
+            } else {
+                perm::INHERIT
+            }
+        };
         add(TopicConfig::with_queues(
             config.broker_cluster_name.clone(),
             16,
             16,
             inherit_rw(config.cluster_topic_enable),
         ));
-        add(TopicConfig::with_queues(config.broker_name.clone(), 1, 1, inherit_rw(config.broker_topic_enable)));
+        add(TopicConfig::with_queues(
+            config.broker_name.clone(),
+            1,
+            1,
+            inherit_rw(config.broker_topic_enable),
+        ));
         add(TopicConfig::with_queues(OFFSET_MOVED_EVENT, 1, 1, 6));
         let levels = delay_levels.max(1) as i32;
         add(TopicConfig::with_queues(SCHEDULE_TOPIC, levels, levels, 6));
         if config.trace_topic_enable {
-            add(TopicConfig::with_queues(config.msg_trace_topic_name.clone(), 1, 1, 6));
+            add(TopicConfig::with_queues(
+                config.msg_trace_topic_name.clone(),
+                1,
+                1,
+                6,
+            ));
         }
-        add(TopicConfig::with_queues(format!("{}_REPLY_TOPIC", config.broker_cluster_name), 1, 1, 6));
+        add(TopicConfig::with_queues(
+            format!("{}_REPLY_TOPIC", config.broker_cluster_name),
+            1,
+            1,
+            6,
+        ));
         let mut version = loaded.data_version;
         if version.timestamp == 0 {
             version = DataVersion::new(now_ms());
@@ -152,7 +189,13 @@ impl TopicConfigManager {
     }
 
     /// Auto-creates `topic` from the template `default_topic` on a send (spec 7.6).
-    pub fn create_in_send(&self, topic: &str, default_topic: &str, queue_nums: i32, topic_sys_flag: i32) -> Option<TopicConfig> {
+    pub fn create_in_send(
+        &self,
+        topic: &str,
+        default_topic: &str,
+        queue_nums: i32,
+        topic_sys_flag: i32,
+    ) -> Option<TopicConfig> {
         if let Some(existing) = self.get(topic) {
             return Some(existing);
         }
@@ -165,7 +208,8 @@ impl TopicConfigManager {
             return None;
         }
         let queues = queue_nums.min(template.write_queue_nums).max(1);
-        let mut config = TopicConfig::with_queues(topic, queues, queues, template.perm & !perm::INHERIT);
+        let mut config =
+            TopicConfig::with_queues(topic, queues, queues, template.perm & !perm::INHERIT);
         config.topic_filter_type = template.topic_filter_type.clone();
         config.topic_sys_flag = topic_sys_flag;
         self.update(config.clone());
@@ -194,7 +238,8 @@ impl TopicConfigManager {
     /// or write, every topic is reported with that reduced permission.
     pub fn wrapper(&self, broker_perm: Option<i32>) -> TopicConfigSerializeWrapper {
         let mut table = self.all();
-        if let Some(bp) = broker_perm.filter(|p| !perm::is_readable(*p) || !perm::is_writeable(*p)) {
+        if let Some(bp) = broker_perm.filter(|p| !perm::is_readable(*p) || !perm::is_writeable(*p))
+        {
             for config in table.values_mut() {
                 config.perm &= bp | perm::INHERIT;
             }

@@ -147,7 +147,15 @@ impl CommitLog {
 
         let mut state = self.append.lock();
         self.lock_held_since.store(now_ms(), Ordering::Release);
-        let result = self.append_locked(&mut state, msgs, &lens, total, &bodies_crc, &dispatched, queues);
+        let result = self.append_locked(
+            &mut state,
+            msgs,
+            &lens,
+            total,
+            &bodies_crc,
+            &dispatched,
+            queues,
+        );
         self.lock_held_since.store(0, Ordering::Release);
         result
     }

@@ -82,7 +82,7 @@ pub(crate) struct Inner {
     pub disk_usage: DiskUsageProbe,
     pub stats: StoreStats,
     pub memory_bytes: u64,
-    _lock_file: File,
+    lock_file: Mutex<Option<File>>,
 }
 
 impl Inner {
@@ -248,7 +248,7 @@ impl MessageStore {
                 .unwrap_or_else(|| Arc::new(default_disk_usage)),
             stats: StoreStats::default(),
             memory_bytes: total_memory_bytes(),
-            _lock_file: lock_file,
+            lock_file: Mutex::new(Some(lock_file)),
             config,
         });
         let threads = crate::services::start(&inner);
@@ -742,6 +742,10 @@ impl MessageStore {
             if let Err(e) = std::fs::remove_file(&abort) {
                 tracing::warn!(error = %e, "cannot remove the abort file");
             }
+        }
+        // Release the store lock now, even if other handles keep this value alive.
+        if let Some(lock) = self.inner.lock_file.lock().take() {
+            let _ = lock.unlock();
         }
         tracing::info!(event = "STORE_STOPPED", clean, "store shut down");
     }

@@ -38,8 +38,11 @@ impl ClientManageProcessor {
                 continue;
             };
             if group.retry_queue_nums > 0 {
-                self.topics
-                    .ensure_topic(&topic::retry_topic(&group.group_name), group.retry_queue_nums, perm::READ | perm::WRITE);
+                self.topics.ensure_topic(
+                    &topic::retry_topic(&group.group_name),
+                    group.retry_queue_nums,
+                    perm::READ | perm::WRITE,
+                );
             }
             let changed = self.consumers.register(
                 &consumer.group_name,
@@ -48,7 +51,11 @@ impl ClientManageProcessor {
                     consume_type: consumer.consume_type,
                     message_model: consumer.message_model,
                     consume_from_where: consumer.consume_from_where,
-                    subscriptions: consumer.subscription_data_set.into_iter().map(filter::normalize).collect(),
+                    subscriptions: consumer
+                        .subscription_data_set
+                        .into_iter()
+                        .map(filter::normalize)
+                        .collect(),
                 },
             );
             if changed {
@@ -59,7 +66,8 @@ impl ClientManageProcessor {
             }
         }
         for producer in data.producer_data_set {
-            self.producers.register(&producer.group_name, client.clone());
+            self.producers
+                .register(&producer.group_name, client.clone());
         }
         Ok(Some(request.success_to()))
     }
@@ -72,7 +80,12 @@ impl ClientManageProcessor {
         if let Some(group) = h.consumer_group.as_deref() {
             if self.consumers.unregister(group, ctx.channel.id()) {
                 tracing::info!(event = "CONSUMER_UNREGISTERED", %group, client = %h.client_id, "consumer left");
-                if self.notify_enabled && self.groups.get(group).is_none_or(|g| g.notify_consumer_ids_changed_enable) {
+                if self.notify_enabled
+                    && self
+                        .groups
+                        .get(group)
+                        .is_none_or(|g| g.notify_consumer_ids_changed_enable)
+                {
                     self.consumers.notify_ids_changed(group);
                 }
             }

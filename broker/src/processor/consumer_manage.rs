@@ -7,8 +7,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
-use stellmq_remoting::protocol::body::{fastjson, ConsumerIdList, LockBatchRequestBody, LockBatchResponseBody, MessageQueue};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
+use stellmq_remoting::protocol::body::{
+    fastjson, ConsumerIdList, LockBatchRequestBody, LockBatchResponseBody, MessageQueue,
+};
 use stellmq_remoting::protocol::headers::{
     CommandHeader, GetConsumerListByGroupRequestHeader, GetEarliestMsgStoretimeRequestHeader,
     GetEarliestMsgStoretimeResponseHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
@@ -33,7 +37,12 @@ pub struct RebalanceLockManager {
 
 impl RebalanceLockManager {
     /// Locks what it can for `client_id`; returns the queues it now holds.
-    pub fn try_lock(&self, group: &str, client_id: &str, queues: &[MessageQueue]) -> Vec<MessageQueue> {
+    pub fn try_lock(
+        &self,
+        group: &str,
+        client_id: &str,
+        queues: &[MessageQueue],
+    ) -> Vec<MessageQueue> {
         let now = Instant::now();
         let mut locks = self.locks.lock();
         queues
@@ -41,7 +50,11 @@ impl RebalanceLockManager {
             .filter(|mq| {
                 let key = (group.to_owned(), (*mq).clone());
                 match locks.get_mut(&key) {
-                    Some((holder, at)) if holder != client_id && now.duration_since(*at) < LOCK_MAX_LIVE => false,
+                    Some((holder, at))
+                        if holder != client_id && now.duration_since(*at) < LOCK_MAX_LIVE =>
+                    {
+                        false
+                    }
                     Some((holder, at)) => {
                         *holder = client_id.to_owned();
                         *at = now;
@@ -61,7 +74,10 @@ impl RebalanceLockManager {
         let mut locks = self.locks.lock();
         for mq in queues {
             let key = (group.to_owned(), mq.clone());
-            if locks.get(&key).is_some_and(|(holder, _)| holder == client_id) {
+            if locks
+                .get(&key)
+                .is_some_and(|(holder, _)| holder == client_id)
+            {
                 locks.remove(&key);
             }
         }
@@ -76,7 +92,9 @@ pub struct ConsumerManageProcessor {
 }
 
 fn offset_response(request: &RemotingCommand, offset: i64) -> RemotingCommand {
-    request.success_to().with_ext_fields(OffsetResponseHeader { offset }.to_ext_fields())
+    request
+        .success_to()
+        .with_ext_fields(OffsetResponseHeader { offset }.to_ext_fields())
 }
 
 impl ConsumerManageProcessor {
@@ -84,14 +102,25 @@ impl ConsumerManageProcessor {
         let h: GetConsumerListByGroupRequestHeader = header(request)?;
         let ids = self.consumers.client_ids(&h.consumer_group);
         if ids.is_empty() {
-            return Err(ProcessorError::system(format!("no consumer for this group, {}", h.consumer_group)));
+            return Err(ProcessorError::system(format!(
+                "no consumer for this group, {}",
+                h.consumer_group
+            )));
         }
-        Ok(Some(request.success_to().with_body(fastjson::encode(&ConsumerIdList { consumer_id_list: ids }))))
+        Ok(Some(request.success_to().with_body(fastjson::encode(
+            &ConsumerIdList {
+                consumer_id_list: ids,
+            },
+        ))))
     }
 
     fn query_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let h: QueryConsumerOffsetRequestHeader = header(request)?;
-        if let Some(offset) = self.offsets.query(&h.consumer_group, &h.topic, h.queue_id).filter(|o| *o >= 0) {
+        if let Some(offset) = self
+            .offsets
+            .query(&h.consumer_group, &h.topic, h.queue_id)
+            .filter(|o| *o >= 0)
+        {
             return Ok(Some(offset_response(request, offset)));
         }
         // A new group on a queue still at offset 0 starts there (spec 2.5), unless told not to.
@@ -107,20 +136,28 @@ impl ConsumerManageProcessor {
 
     fn update_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let h: UpdateConsumerOffsetRequestHeader = header(request)?;
-        self.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+        self.offsets
+            .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         Ok(Some(request.success_to()))
     }
 
     fn lock(&self, request: &RemotingCommand) -> ProcessResult {
         let body: LockBatchRequestBody = fastjson::decode(&request.body)?;
-        let locked = self.locks.try_lock(&body.consumer_group, &body.client_id, &body.mq_set);
-        let response = LockBatchResponseBody { lock_ok_mq_set: locked };
-        Ok(Some(request.success_to().with_body(fastjson::encode(&response))))
+        let locked = self
+            .locks
+            .try_lock(&body.consumer_group, &body.client_id, &body.mq_set);
+        let response = LockBatchResponseBody {
+            lock_ok_mq_set: locked,
+        };
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&response)),
+        ))
     }
 
     fn unlock(&self, request: &RemotingCommand) -> ProcessResult {
         let body: LockBatchRequestBody = fastjson::decode(&request.body)?;
-        self.locks.unlock(&body.consumer_group, &body.client_id, &body.mq_set);
+        self.locks
+            .unlock(&body.consumer_group, &body.client_id, &body.mq_set);
         Ok(Some(request.success_to()))
     }
 }
@@ -128,26 +165,47 @@ impl ConsumerManageProcessor {
 impl RequestProcessor for ConsumerManageProcessor {
     fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         let store = &self.store;
-        let result = match request.request_code_typed() {
-            Some(RequestCode::GET_CONSUMER_LIST_BY_GROUP) => self.consumer_list(&request),
-            Some(RequestCode::QUERY_CONSUMER_OFFSET) => self.query_offset(&request),
-            Some(RequestCode::UPDATE_CONSUMER_OFFSET) => self.update_offset(&request),
-            Some(RequestCode::LOCK_BATCH_MQ) => self.lock(&request),
-            Some(RequestCode::UNLOCK_BATCH_MQ) => self.unlock(&request),
-            Some(RequestCode::GET_MAX_OFFSET) => header::<GetMaxOffsetRequestHeader>(&request)
-                .map(|h| Some(offset_response(&request, store.max_offset_in_queue(&h.topic, h.queue_id)))),
-            Some(RequestCode::GET_MIN_OFFSET) => header::<GetMinOffsetRequestHeader>(&request)
-                .map(|h| Some(offset_response(&request, store.min_offset_in_queue(&h.topic, h.queue_id)))),
-            Some(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP) => header::<SearchOffsetRequestHeader>(&request).map(|h| {
-                Some(offset_response(&request, store.offset_in_queue_by_time(&h.topic, h.queue_id, h.timestamp)))
-            }),
-            Some(RequestCode::GET_EARLIEST_MSG_STORETIME) => header::<GetEarliestMsgStoretimeRequestHeader>(&request).map(|h| {
-                let timestamp = store.earliest_message_time(&h.topic, h.queue_id).unwrap_or(-1);
-                let fields = GetEarliestMsgStoretimeResponseHeader { timestamp }.to_ext_fields();
-                Some(request.success_to().with_ext_fields(fields))
-            }),
-            _ => Ok(Some(request.not_supported_to())),
-        };
+        let result =
+            match request.request_code_typed() {
+                Some(RequestCode::GET_CONSUMER_LIST_BY_GROUP) => self.consumer_list(&request),
+                Some(RequestCode::QUERY_CONSUMER_OFFSET) => self.query_offset(&request),
+                Some(RequestCode::UPDATE_CONSUMER_OFFSET) => self.update_offset(&request),
+                Some(RequestCode::LOCK_BATCH_MQ) => self.lock(&request),
+                Some(RequestCode::UNLOCK_BATCH_MQ) => self.unlock(&request),
+                Some(RequestCode::GET_MAX_OFFSET) => header::<GetMaxOffsetRequestHeader>(&request)
+                    .map(|h| {
+                        Some(offset_response(
+                            &request,
+                            store.max_offset_in_queue(&h.topic, h.queue_id),
+                        ))
+                    }),
+                Some(RequestCode::GET_MIN_OFFSET) => header::<GetMinOffsetRequestHeader>(&request)
+                    .map(|h| {
+                        Some(offset_response(
+                            &request,
+                            store.min_offset_in_queue(&h.topic, h.queue_id),
+                        ))
+                    }),
+                Some(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP) => {
+                    header::<SearchOffsetRequestHeader>(&request).map(|h| {
+                        Some(offset_response(
+                            &request,
+                            store.offset_in_queue_by_time(&h.topic, h.queue_id, h.timestamp),
+                        ))
+                    })
+                }
+                Some(RequestCode::GET_EARLIEST_MSG_STORETIME) => {
+                    header::<GetEarliestMsgStoretimeRequestHeader>(&request).map(|h| {
+                        let timestamp = store
+                            .earliest_message_time(&h.topic, h.queue_id)
+                            .unwrap_or(-1);
+                        let fields =
+                            GetEarliestMsgStoretimeResponseHeader { timestamp }.to_ext_fields();
+                        Some(request.success_to().with_ext_fields(fields))
+                    })
+                }
+                _ => Ok(Some(request.not_supported_to())),
+            };
         Box::pin(std::future::ready(result))
     }
 }

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
 use stellmq_remoting::protocol::body::{perm, MessageModel, SubscriptionData};
-use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader};
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader,
+};
 use stellmq_remoting::protocol::message::pull_sys_flag;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::{GetMessageResult, GetMessageStatus, MessageArrivingListener, MessageStore};
@@ -42,11 +44,20 @@ pub struct PullCore {
 enum Pulled {
     Answer(RemotingCommand),
     /// Nothing yet: park until `offset` of the queue has a message.
-    Park { topic: String, queue_id: i32, offset: i64, timeout: Duration, filter: TagFilter },
+    Park {
+        topic: String,
+        queue_id: i32,
+        offset: i64,
+        timeout: Duration,
+        filter: TagFilter,
+    },
 }
 
 impl PullCore {
-    fn subscription(&self, h: &PullMessageRequestHeader) -> Result<SubscriptionData, ProcessorError> {
+    fn subscription(
+        &self,
+        h: &PullMessageRequestHeader,
+    ) -> Result<SubscriptionData, ProcessorError> {
         let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
         if has_subscription {
             let expression_type = h.expression_type.as_deref().unwrap_or("TAG");
@@ -55,7 +66,11 @@ impl PullCore {
                     "The broker does not support consumer to filter message by {expression_type}"
                 )));
             }
-            return Ok(filter::build_subscription(&h.topic, h.subscription.as_deref().unwrap_or("*"), h.sub_version));
+            return Ok(filter::build_subscription(
+                &h.topic,
+                h.subscription.as_deref().unwrap_or("*"),
+                h.sub_version,
+            ));
         }
         let info = self.consumers.group(&h.consumer_group).ok_or_else(|| {
             ProcessorError::new(
@@ -76,31 +91,50 @@ impl PullCore {
             ));
         }
         if info.message_model == MessageModel::Broadcasting
-            && !self.groups.get(&h.consumer_group).is_none_or(|g| g.consume_broadcast_enable)
+            && !self
+                .groups
+                .get(&h.consumer_group)
+                .is_none_or(|g| g.consume_broadcast_enable)
         {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
-                format!("the consumer group[{}] can not consume by broadcast way", h.consumer_group),
+                format!(
+                    "the consumer group[{}] can not consume by broadcast way",
+                    h.consumer_group
+                ),
             ));
         }
         Ok(filter::normalize(sub))
     }
 
-    fn run(&self, request: &RemotingCommand, allow_suspend: bool) -> Result<Pulled, ProcessorError> {
+    fn run(
+        &self,
+        request: &RemotingCommand,
+        allow_suspend: bool,
+    ) -> Result<Pulled, ProcessorError> {
         let h: PullMessageRequestHeader = header(request)?;
         let config = self.config.read().clone();
         if !perm::is_readable(config.broker_permission) {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
-                format!("the broker[{}] pulling message is forbidden", self.identity.broker_addr),
+                format!(
+                    "the broker[{}] pulling message is forbidden",
+                    self.identity.broker_addr
+                ),
             ));
         }
-        let group = self.groups.find_or_create(&h.consumer_group).ok_or_else(|| {
-            ProcessorError::new(
-                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!("subscription group [{}] does not exist{FAQ}", h.consumer_group),
-            )
-        })?;
+        let group = self
+            .groups
+            .find_or_create(&h.consumer_group)
+            .ok_or_else(|| {
+                ProcessorError::new(
+                    ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+                    format!(
+                        "subscription group [{}] does not exist{FAQ}",
+                        h.consumer_group
+                    ),
+                )
+            })?;
         if !group.consume_enable {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
@@ -128,11 +162,14 @@ impl PullCore {
         let sub = self.subscription(&h)?;
         let tag_filter = TagFilter::new(&sub);
         let max = usize::try_from(h.max_msg_nums).unwrap_or(0).clamp(1, 256);
-        let result = self.store.get_messages(&h.topic, h.queue_id, h.queue_offset, max, &tag_filter);
+        let result =
+            self.store
+                .get_messages(&h.topic, h.queue_id, h.queue_offset, max, &tag_filter);
 
         let is_master = self.identity.is_master();
         if allow_suspend && is_master && h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 {
-            self.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+            self.offsets
+                .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         }
         let suggest = if config.slave_read_enable && result.suggest_pull_from_slave {
             group.which_broker_when_consume_slowly
@@ -142,7 +179,10 @@ impl PullCore {
             0
         };
         let code = status_code(&result, h.queue_offset);
-        if code == ResponseCode::PULL_NOT_FOUND && allow_suspend && h.sys_flag & pull_sys_flag::SUSPEND != 0 {
+        if code == ResponseCode::PULL_NOT_FOUND
+            && allow_suspend
+            && h.sys_flag & pull_sys_flag::SUSPEND != 0
+        {
             let timeout = if config.long_polling_enable {
                 Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
             } else {
@@ -163,7 +203,9 @@ impl PullCore {
             max_offset: result.max_offset,
         }
         .to_ext_fields();
-        let mut response = request.response_to(code, Some(result.status.name().to_owned())).with_ext_fields(fields);
+        let mut response = request
+            .response_to(code, Some(result.status.name().to_owned()))
+            .with_ext_fields(fields);
         if code == ResponseCode::SUCCESS {
             response = response.with_body(result.concat());
         }
@@ -175,7 +217,9 @@ impl PullCore {
 fn status_code(result: &GetMessageResult, offset: i64) -> ResponseCode {
     match result.status {
         GetMessageStatus::Found => ResponseCode::SUCCESS,
-        GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving => ResponseCode::PULL_RETRY_IMMEDIATELY,
+        GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving => {
+            ResponseCode::PULL_RETRY_IMMEDIATELY
+        }
         GetMessageStatus::NoMatchedLogicQueue | GetMessageStatus::NoMessageInQueue => {
             if offset != 0 {
                 ResponseCode::PULL_OFFSET_MOVED
@@ -183,8 +227,12 @@ fn status_code(result: &GetMessageResult, offset: i64) -> ResponseCode {
                 ResponseCode::PULL_NOT_FOUND
             }
         }
-        GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => ResponseCode::PULL_NOT_FOUND,
-        GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => ResponseCode::PULL_OFFSET_MOVED,
+        GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => {
+            ResponseCode::PULL_NOT_FOUND
+        }
+        GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => {
+            ResponseCode::PULL_OFFSET_MOVED
+        }
     }
 }
 
@@ -240,12 +288,17 @@ impl PullHoldService {
         let now = Instant::now();
         let ready: Vec<Parked> = {
             let mut parked = self.parked.lock();
-            let Some(list) = parked.get_mut(key) else { return };
-            let (ready, waiting): (Vec<Parked>, Vec<Parked>) = std::mem::take(list).into_iter().partition(|p| {
-                let new_data = max_offset > p.offset
-                    && tags_code.is_none_or(|code| stellmq_store::MessageFilter::matches_tags_code(&p.filter, code));
-                new_data || now >= p.deadline || p.ctx.channel.is_closed()
-            });
+            let Some(list) = parked.get_mut(key) else {
+                return;
+            };
+            let (ready, waiting): (Vec<Parked>, Vec<Parked>) =
+                std::mem::take(list).into_iter().partition(|p| {
+                    let new_data = max_offset > p.offset
+                        && tags_code.is_none_or(|code| {
+                            stellmq_store::MessageFilter::matches_tags_code(&p.filter, code)
+                        });
+                    new_data || now >= p.deadline || p.ctx.channel.is_closed()
+                });
             *list = waiting;
             if list.is_empty() {
                 parked.remove(key);
@@ -264,7 +317,10 @@ impl PullHoldService {
             .lock()
             .iter()
             .filter_map(|(k, v)| v.first().map(|p| (k.clone(), p)))
-            .filter_map(|(k, _)| k.rsplit_once('@').and_then(|(t, q)| q.parse().ok().map(|q| (k.clone(), t.to_owned(), q))))
+            .filter_map(|(k, _)| {
+                k.rsplit_once('@')
+                    .and_then(|(t, q)| q.parse().ok().map(|q| (k.clone(), t.to_owned(), q)))
+            })
             .collect();
         for (key, topic, queue_id) in keys {
             let max = self.core.store.max_offset_in_queue(&topic, queue_id);
@@ -297,7 +353,14 @@ impl PullHoldService {
 }
 
 impl MessageArrivingListener for PullHoldService {
-    fn arriving(&self, topic: &str, queue_id: i32, logical_offset: i64, tags_code: i64, _store_timestamp: i64) {
+    fn arriving(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        logical_offset: i64,
+        tags_code: i64,
+        _store_timestamp: i64,
+    ) {
         self.check_queue(&key(topic, queue_id), logical_offset, Some(tags_code));
     }
 }
@@ -310,7 +373,13 @@ impl RequestProcessor for PullProcessor {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         let result = match self.hold.core.run(&request, true) {
             Ok(Pulled::Answer(response)) => Ok(Some(response)),
-            Ok(Pulled::Park { topic, queue_id, offset, timeout, filter }) => {
+            Ok(Pulled::Park {
+                topic,
+                queue_id,
+                offset,
+                timeout,
+                filter,
+            }) => {
                 let parked = Parked {
                     ctx,
                     request,

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
 use stellmq_remoting::protocol::headers::{
     CommandHeader, QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader,
 };
@@ -20,8 +22,18 @@ pub struct QueryProcessor {
 impl QueryProcessor {
     fn query(&self, request: &RemotingCommand) -> ProcessResult {
         let h: QueryMessageRequestHeader = header(request)?;
-        let max = if h.unique_key_query.unwrap_or(false) { self.default_query_max_num } else { h.max_num };
-        let found = self.store.query_message(&h.topic, &h.key, max.clamp(1, 64 * 1024) as usize, h.begin_timestamp, h.end_timestamp);
+        let max = if h.unique_key_query.unwrap_or(false) {
+            self.default_query_max_num
+        } else {
+            h.max_num
+        };
+        let found = self.store.query_message(
+            &h.topic,
+            &h.key,
+            max.clamp(1, 64 * 1024) as usize,
+            h.begin_timestamp,
+            h.end_timestamp,
+        );
         if found.messages.is_empty() {
             return Err(ProcessorError::new(
                 ResponseCode::QUERY_NOT_FOUND,
@@ -37,14 +49,19 @@ impl QueryProcessor {
             index_last_update_phyoffset: found.index_last_update_phyoffset,
         }
         .to_ext_fields();
-        Ok(Some(request.success_to().with_ext_fields(fields).with_body(body)))
+        Ok(Some(
+            request.success_to().with_ext_fields(fields).with_body(body),
+        ))
     }
 
     fn view(&self, request: &RemotingCommand) -> ProcessResult {
         let h: ViewMessageRequestHeader = header(request)?;
         match self.store.look_message_by_offset(h.offset) {
             Some(record) => Ok(Some(request.success_to().with_body(record))),
-            None => Err(ProcessorError::system(format!("can not find message by the offset, {}", h.offset))),
+            None => Err(ProcessorError::system(format!(
+                "can not find message by the offset, {}",
+                h.offset
+            ))),
         }
     }
 }

@@ -7,14 +7,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use parking_lot::RwLock;
 use rand::Rng;
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
 use stellmq_remoting::protocol::body::{perm, TopicConfig};
 use stellmq_remoting::protocol::codes::busy_remark;
 use stellmq_remoting::protocol::headers::{
-    CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
-    SendMessageResponseHeader,
+    CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader,
+    SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
-use stellmq_remoting::protocol::message::{batch, id, property, sys_flag, MessageRecord, Properties};
+use stellmq_remoting::protocol::message::{
+    batch, id, property, sys_flag, MessageRecord, Properties,
+};
 use stellmq_remoting::protocol::version::V3_4_9;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::{MessageStore, PutMessage, PutMessageResult, PutMessageStatus};
@@ -53,7 +57,14 @@ impl SendProcessor {
         groups: Arc<SubscriptionGroupManager>,
         delay_levels: i32,
     ) -> Self {
-        Self { identity, config, store, topics, groups, delay_levels }
+        Self {
+            identity,
+            config,
+            store,
+            topics,
+            groups,
+            delay_levels,
+        }
     }
 
     fn send_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, ProcessorError> {
@@ -64,7 +75,11 @@ impl SendProcessor {
     }
 
     /// Checks common to every send; resolves topic (auto-creating it) and queue.
-    fn check(&self, ctx: &RequestContext, h: &SendMessageRequestHeader) -> Result<Target, ProcessorError> {
+    fn check(
+        &self,
+        ctx: &RequestContext,
+        h: &SendMessageRequestHeader,
+    ) -> Result<Target, ProcessorError> {
         let config = self.config.read();
         if config.start_accept_send_request_time_stamp > crate::context::now_ms() {
             return Err(ProcessorError::system(format!(
@@ -73,18 +88,30 @@ impl SendProcessor {
             )));
         }
         if ctx.queued_for() > Duration::from_millis(config.wait_time_mills_in_send_queue) {
-            return Err(ProcessorError::new(ResponseCode::SYSTEM_BUSY, busy_remark::TIMEOUT_CLEAN_QUEUE));
+            return Err(ProcessorError::new(
+                ResponseCode::SYSTEM_BUSY,
+                busy_remark::TIMEOUT_CLEAN_QUEUE,
+            ));
         }
         if self.store.is_page_cache_busy(PAGE_CACHE_BUSY_MS) {
-            return Err(ProcessorError::new(ResponseCode::SYSTEM_BUSY, busy_remark::PC_SYNCHRONIZED));
+            return Err(ProcessorError::new(
+                ResponseCode::SYSTEM_BUSY,
+                busy_remark::PC_SYNCHRONIZED,
+            ));
         }
         if !self.identity.is_master() {
-            return Err(ProcessorError::new(ResponseCode::SERVICE_NOT_AVAILABLE, "the broker is a slave and refuses writes"));
+            return Err(ProcessorError::new(
+                ResponseCode::SERVICE_NOT_AVAILABLE,
+                "the broker is a slave and refuses writes",
+            ));
         }
         if !perm::is_writeable(config.broker_permission) {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
-                format!("the broker[{}] sending message is forbidden", self.identity.broker_addr),
+                format!(
+                    "the broker[{}] sending message is forbidden",
+                    self.identity.broker_addr
+                ),
             ));
         }
         if let Some(reason) = topic::validate_topic_name(&h.topic) {
@@ -104,7 +131,9 @@ impl SendProcessor {
                 format!("the topic[{}] sending message is forbidden", h.topic),
             ));
         }
-        let queues = topic_config.write_queue_nums.max(topic_config.read_queue_nums);
+        let queues = topic_config
+            .write_queue_nums
+            .max(topic_config.read_queue_nums);
         let queue_id = if h.queue_id < 0 {
             rand::thread_rng().gen_range(0..topic_config.write_queue_nums.max(1))
         } else {
@@ -117,7 +146,11 @@ impl SendProcessor {
                 ctx.channel.peer()
             )));
         }
-        Ok(Target { topic: h.topic.clone(), queue_id, topic_config })
+        Ok(Target {
+            topic: h.topic.clone(),
+            queue_id,
+            topic_config,
+        })
     }
 
     fn resolve_topic(&self, h: &SendMessageRequestHeader) -> Result<TopicConfig, ProcessorError> {
@@ -125,7 +158,9 @@ impl SendProcessor {
             return Ok(config);
         }
         if h.topic.starts_with(topic::RETRY_PREFIX) {
-            return Ok(self.topics.ensure_topic(&h.topic, 1, perm::READ | perm::WRITE));
+            return Ok(self
+                .topics
+                .ensure_topic(&h.topic, 1, perm::READ | perm::WRITE));
         }
         self.topics
             .create_in_send(&h.topic, &h.default_topic, h.default_topic_queue_nums, 0)
@@ -137,7 +172,13 @@ impl SendProcessor {
             })
     }
 
-    fn base_message(&self, ctx: &RequestContext, h: &SendMessageRequestHeader, target: &Target, body: Bytes) -> PutMessage {
+    fn base_message(
+        &self,
+        ctx: &RequestContext,
+        h: &SendMessageRequestHeader,
+        target: &Target,
+        body: Bytes,
+    ) -> PutMessage {
         let mut flag = h.sys_flag;
         if target.topic_config.topic_filter_type == "MULTI_TAG" {
             flag |= sys_flag::MULTI_TAGS;
@@ -172,7 +213,10 @@ impl SendProcessor {
             ));
         }
         let mut props = Properties::decode(h.properties.as_deref().unwrap_or(""));
-        if props.get(property::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        if props
+            .get(property::TRAN_MSG)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
                 "transactional messages are not supported by this broker yet",
@@ -219,7 +263,11 @@ impl SendProcessor {
             let config = self.topics.ensure_topic(&dlq, 1, perm::READ | perm::WRITE);
             tracing::info!(event = "MESSAGE_TO_DLQ", group = %group_name, reconsume = h.reconsume_times.unwrap_or(0), "retry limit reached, message goes to the DLQ");
             props.remove(property::DELAY);
-            *target = Target { topic: dlq, queue_id: 0, topic_config: config };
+            *target = Target {
+                topic: dlq,
+                queue_id: 0,
+                topic_config: config,
+            };
         }
         Ok(())
     }
@@ -227,7 +275,9 @@ impl SendProcessor {
     /// A `DELAY` level moves the message to SCHEDULE_TOPIC_XXXX, queue level - 1 (spec 7.1).
     fn apply_delay(&self, msg: &mut PutMessage, props: &mut Properties) {
         let level = props.delay_level();
-        if level <= 0 || sys_flag::transaction_type(msg.sys_flag) == sys_flag::TRANSACTION_PREPARED_TYPE {
+        if level <= 0
+            || sys_flag::transaction_type(msg.sys_flag) == sys_flag::TRANSACTION_PREPARED_TYPE
+        {
             return;
         }
         let level = level.min(self.delay_levels);
@@ -246,11 +296,17 @@ impl SendProcessor {
         target: &Target,
     ) -> ProcessResult {
         if h.topic.starts_with(topic::RETRY_PREFIX) {
-            return Err(ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, "batch messages cannot be sent to a retry topic"));
+            return Err(ProcessorError::new(
+                ResponseCode::MESSAGE_ILLEGAL,
+                "batch messages cannot be sent to a retry topic",
+            ));
         }
         let items = batch::decode(request.body.clone())?;
         if items.is_empty() {
-            return Err(ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, "empty batch"));
+            return Err(ProcessorError::new(
+                ResponseCode::MESSAGE_ILLEGAL,
+                "empty batch",
+            ));
         }
         let max_size = self.store.config().max_message_size;
         let mut batch_props = Properties::decode(h.properties.as_deref().unwrap_or(""));
@@ -267,7 +323,10 @@ impl SendProcessor {
             }
             let mut props = Properties::decode(&item.properties);
             if props.delay_level() > 0 {
-                return Err(ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, "batch messages cannot be delayed"));
+                return Err(ProcessorError::new(
+                    ResponseCode::MESSAGE_ILLEGAL,
+                    "batch messages cannot be delayed",
+                ));
             }
             for (k, v) in batch_props.iter() {
                 props.insert(k, v);
@@ -282,7 +341,12 @@ impl SendProcessor {
         self.respond(request, target.queue_id, result)
     }
 
-    fn respond(&self, request: &RemotingCommand, queue_id: i32, result: PutMessageResult) -> ProcessResult {
+    fn respond(
+        &self,
+        request: &RemotingCommand,
+        queue_id: i32,
+        result: PutMessageResult,
+    ) -> ProcessResult {
         let code = match result.status {
             PutMessageStatus::PutOk => ResponseCode::SUCCESS,
             PutMessageStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
@@ -291,13 +355,19 @@ impl SendProcessor {
             PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
                 return Err(ProcessorError::new(
                     ResponseCode::MESSAGE_ILLEGAL,
-                    format!("the message is illegal: {}", result.remark.unwrap_or_default()),
+                    format!(
+                        "the message is illegal: {}",
+                        result.remark.unwrap_or_default()
+                    ),
                 ))
             }
             PutMessageStatus::ServiceNotAvailable => {
                 return Err(ProcessorError::new(
                     ResponseCode::SERVICE_NOT_AVAILABLE,
-                    format!("service not available now: {}", result.remark.unwrap_or_default()),
+                    format!(
+                        "service not available now: {}",
+                        result.remark.unwrap_or_default()
+                    ),
                 ))
             }
             PutMessageStatus::CreateMappedFileFailed => {
@@ -307,10 +377,15 @@ impl SendProcessor {
                 )))
             }
             PutMessageStatus::OsPageCacheBusy => {
-                return Err(ProcessorError::new(ResponseCode::SYSTEM_BUSY, busy_remark::PC_SYNCHRONIZED))
+                return Err(ProcessorError::new(
+                    ResponseCode::SYSTEM_BUSY,
+                    busy_remark::PC_SYNCHRONIZED,
+                ))
             }
             PutMessageStatus::UnknownError => {
-                return Err(ProcessorError::system(result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into())))
+                return Err(ProcessorError::system(
+                    result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into()),
+                ))
             }
         };
         let Some(append) = result.append else {
@@ -332,7 +407,9 @@ impl SendProcessor {
             trace_on: Some(self.identity.trace_on.to_string()),
         }
         .to_ext_fields();
-        Ok(Some(request.response_to(code, None).with_ext_fields(fields)))
+        Ok(Some(
+            request.response_to(code, None).with_ext_fields(fields),
+        ))
     }
 
     /// CONSUMER_SEND_MSG_BACK: a consumer gives a message back for a later retry.
@@ -347,16 +424,18 @@ impl SendProcessor {
         if !perm::is_writeable(self.config.read().broker_permission) || !self.identity.is_master() {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
-                format!("the broker[{}] sending message is forbidden", self.identity.broker_addr),
+                format!(
+                    "the broker[{}] sending message is forbidden",
+                    self.identity.broker_addr
+                ),
             ));
         }
         if group.retry_queue_nums <= 0 {
             return Ok(Some(request.success_to()));
         }
-        let raw = self
-            .store
-            .look_message_by_offset(h.offset)
-            .ok_or_else(|| ProcessorError::system(format!("look message by offset failed, {}", h.offset)))?;
+        let raw = self.store.look_message_by_offset(h.offset).ok_or_else(|| {
+            ProcessorError::system(format!("look message by offset failed, {}", h.offset))
+        })?;
         let (original, _) = MessageRecord::decode(&raw, false)?;
         let mut props = original.properties.clone();
         if !props.contains(property::RETRY_TOPIC) {
@@ -376,13 +455,22 @@ impl SendProcessor {
             (dlq, 0, 0)
         } else {
             let retry = topic::retry_topic(&h.group);
-            let config = self.topics.ensure_topic(&retry, group.retry_queue_nums, perm::READ | perm::WRITE);
+            let config =
+                self.topics
+                    .ensure_topic(&retry, group.retry_queue_nums, perm::READ | perm::WRITE);
             let queue_id = rand::thread_rng().gen_range(0..config.write_queue_nums.max(1));
-            let delay = if h.delay_level == 0 { 3 + reconsume } else { h.delay_level };
+            let delay = if h.delay_level == 0 {
+                3 + reconsume
+            } else {
+                h.delay_level
+            };
             (retry, queue_id, delay)
         };
         if !props.contains(property::ORIGIN_MESSAGE_ID) {
-            props.insert(property::ORIGIN_MESSAGE_ID, h.origin_msg_id.clone().unwrap_or_else(|| original.msg_id()));
+            props.insert(
+                property::ORIGIN_MESSAGE_ID,
+                h.origin_msg_id.clone().unwrap_or_else(|| original.msg_id()),
+            );
         }
         props.insert(property::WAIT, "false");
         props.remove(property::DELAY);
@@ -423,7 +511,9 @@ impl RequestProcessor for SendProcessorHandle {
         let processor = self.0.clone();
         Box::pin(async move {
             match request.request_code_typed() {
-                Some(RequestCode::CONSUMER_SEND_MSG_BACK) => processor.send_back(ctx, request).await,
+                Some(RequestCode::CONSUMER_SEND_MSG_BACK) => {
+                    processor.send_back(ctx, request).await
+                }
                 _ => processor.send(ctx, request).await,
             }
         })

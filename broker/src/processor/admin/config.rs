@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use stellmq_remoting::config::{format_properties, parse_properties};
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
 use stellmq_remoting::protocol::headers::{CommandHeader, GetBrokerConfigResponseHeader};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageStoreConfig;
@@ -20,12 +22,18 @@ pub struct ConfigAdminProcessor {
 
 impl ConfigAdminProcessor {
     fn update(&self, request: &RemotingCommand) -> ProcessResult {
-        let text = std::str::from_utf8(&request.body).map_err(|_| ProcessorError::system("config body is not UTF-8"))?;
+        let text = std::str::from_utf8(&request.body)
+            .map_err(|_| ProcessorError::system("config body is not UTF-8"))?;
         let changes = parse_properties(text);
         if changes.is_empty() {
-            return Err(ProcessorError::system("config body holds no key=value pair"));
+            return Err(ProcessorError::system(
+                "config body holds no key=value pair",
+            ));
         }
-        if let Some(key) = changes.keys().find(|k| CONFIG_BLACK_LIST.contains(&k.as_str())) {
+        if let Some(key) = changes
+            .keys()
+            .find(|k| CONFIG_BLACK_LIST.contains(&k.as_str()))
+        {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
                 format!("Can not update config in black list: {key}"),
@@ -33,11 +41,15 @@ impl ConfigAdminProcessor {
         }
         let mut updated = self.broker.read().clone();
         for (key, value) in &changes {
-            let known = updated.set(key, value).map_err(|e| ProcessorError::system(e.to_string()))?;
+            let known = updated
+                .set(key, value)
+                .map_err(|e| ProcessorError::system(e.to_string()))?;
             if !known {
                 let store_key = MessageStoreConfig::KEYS.contains(&key.as_str());
                 return Err(ProcessorError::system(if store_key {
-                    format!("store key '{key}' cannot change at runtime; edit broker.conf and restart")
+                    format!(
+                        "store key '{key}' cannot change at runtime; edit broker.conf and restart"
+                    )
                 } else {
                     format!("unknown config key '{key}'")
                 }));
@@ -57,7 +69,12 @@ impl ConfigAdminProcessor {
         entries.extend(self.store.entries());
         let version = serde_json::to_string(&self.topics.data_version()).unwrap_or_default();
         let fields = GetBrokerConfigResponseHeader { version }.to_ext_fields();
-        Ok(Some(request.success_to().with_ext_fields(fields).with_body(format_properties(entries).into_bytes())))
+        Ok(Some(
+            request
+                .success_to()
+                .with_ext_fields(fields)
+                .with_body(format_properties(entries).into_bytes()),
+        ))
     }
 }
 

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
 use stellmq_remoting::protocol::body::{fastjson, SubscriptionGroupConfig};
 use stellmq_remoting::protocol::headers::DeleteSubscriptionGroupRequestHeader;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
@@ -42,9 +44,11 @@ impl RequestProcessor for GroupAdminProcessor {
         let result = match request.request_code_typed() {
             Some(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) => self.update(&request),
             Some(RequestCode::DELETE_SUBSCRIPTIONGROUP) => self.delete(&request),
-            Some(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG) => {
-                Ok(Some(request.success_to().with_body(fastjson::encode(&self.groups.wrapper()))))
-            }
+            Some(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG) => Ok(Some(
+                request
+                    .success_to()
+                    .with_body(fastjson::encode(&self.groups.wrapper())),
+            )),
             _ => Ok(Some(request.not_supported_to())),
         };
         Box::pin(std::future::ready(result))

@@ -3,12 +3,16 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumeStats, GroupList, MessageQueue, OffsetWrapper, ResetOffsetBody, ResetOffsetBodyForC,
+    fastjson, ConsumeStats, GroupList, MessageQueue, OffsetWrapper, ResetOffsetBody,
+    ResetOffsetBodyForC,
 };
 use stellmq_remoting::protocol::headers::{
-    CommandHeader, GetConsumeStatsRequestHeader, QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader,
+    CommandHeader, GetConsumeStatsRequestHeader, QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
 };
 use stellmq_remoting::protocol::{LanguageCode, RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageStore;
@@ -31,28 +35,43 @@ pub struct OffsetAdminProcessor {
 
 impl OffsetAdminProcessor {
     fn mq(&self, topic: &str, queue_id: i32) -> MessageQueue {
-        MessageQueue { broker_name: self.identity.broker_name.clone(), queue_id, topic: topic.to_owned() }
+        MessageQueue {
+            broker_name: self.identity.broker_name.clone(),
+            queue_id,
+            topic: topic.to_owned(),
+        }
     }
 
     fn consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
         let h: GetConsumeStatsRequestHeader = header(request)?;
         let topics: Vec<String> = match h.topic.as_deref() {
             Some(t) => vec![t.to_owned()],
-            None => self.offsets.topics_of_group(&h.consumer_group).into_iter().collect(),
+            None => self
+                .offsets
+                .topics_of_group(&h.consumer_group)
+                .into_iter()
+                .collect(),
         };
         let online = self.consumers.group(&h.consumer_group);
         let mut stats = ConsumeStats::default();
         for topic in topics {
-            let Some(config) = self.topics.get(&topic) else { continue };
+            let Some(config) = self.topics.get(&topic) else {
+                continue;
+            };
             // Topics the online group does not subscribe to are skipped, as in RocketMQ.
-            if online.as_ref().is_some_and(|g| !g.subscriptions.contains_key(&topic)) {
+            if online
+                .as_ref()
+                .is_some_and(|g| !g.subscriptions.contains_key(&topic))
+            {
                 continue;
             }
             let committed = self.offsets.queue_offsets(&h.consumer_group, &topic);
             for queue_id in 0..config.read_queue_nums {
                 let consumer_offset = committed.get(&queue_id).copied().unwrap_or(0).max(0);
                 let last_timestamp = if consumer_offset > 0 {
-                    self.store.message_store_timestamp(&topic, queue_id, consumer_offset - 1).unwrap_or(0)
+                    self.store
+                        .message_store_timestamp(&topic, queue_id, consumer_offset - 1)
+                        .unwrap_or(0)
                 } else {
                     0
                 };
@@ -67,28 +86,42 @@ impl OffsetAdminProcessor {
                 );
             }
         }
-        Ok(Some(request.success_to().with_body(fastjson::encode(&stats))))
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&stats)),
+        ))
     }
 
     /// Computes new offsets by time, stores them, and tells the online clients (spec 2.7).
     fn reset_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let h: ResetOffsetRequestHeader = header(request)?;
-        let config = self
-            .topics
-            .get(&h.topic)
-            .ok_or_else(|| ProcessorError::new(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist", h.topic)))?;
+        let config = self.topics.get(&h.topic).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("topic[{}] not exist", h.topic),
+            )
+        })?;
         let force = h.is_force.unwrap_or(true);
         let mut body = ResetOffsetBody::default();
         for queue_id in 0..config.read_queue_nums {
             let target = if h.timestamp == -1 {
                 self.store.max_offset_in_queue(&h.topic, queue_id)
             } else {
-                self.store.offset_in_queue_by_time(&h.topic, queue_id, h.timestamp)
+                self.store
+                    .offset_in_queue_by_time(&h.topic, queue_id, h.timestamp)
             };
-            let current = self.offsets.query(&h.group, &h.topic, queue_id).unwrap_or(-1);
-            let offset = if force || current < 0 || target < current { target } else { current };
+            let current = self
+                .offsets
+                .query(&h.group, &h.topic, queue_id)
+                .unwrap_or(-1);
+            let offset = if force || current < 0 || target < current {
+                target
+            } else {
+                current
+            };
             self.offsets.commit(&h.group, &h.topic, queue_id, offset);
-            body.offset_table.0.insert(self.mq(&h.topic, queue_id), offset);
+            body.offset_table
+                .0
+                .insert(self.mq(&h.topic, queue_id), offset);
         }
         let clients = self.consumers.channels(&h.group);
         if clients.is_empty() {
@@ -100,8 +133,16 @@ impl OffsetAdminProcessor {
         let for_java = fastjson::encode(&body);
         let for_cpp = fastjson::encode(&ResetOffsetBodyForC::from(&body));
         for client in clients {
-            let payload = if client.language == "CPP" || request.language == LanguageCode::Cpp { for_cpp.clone() } else { for_java.clone() };
-            let mut notice = RemotingCommand::request(RequestCode::RESET_CONSUMER_CLIENT_OFFSET, h.to_ext_fields()).with_body(payload);
+            let payload = if client.language == "CPP" || request.language == LanguageCode::Cpp {
+                for_cpp.clone()
+            } else {
+                for_java.clone()
+            };
+            let mut notice = RemotingCommand::request(
+                RequestCode::RESET_CONSUMER_CLIENT_OFFSET,
+                h.to_ext_fields(),
+            )
+            .with_body(payload);
             notice.mark_oneway();
             client.channel.try_send(notice);
         }
@@ -115,19 +156,25 @@ impl OffsetAdminProcessor {
         groups.extend(self.consumers.groups_subscribing(&h.topic));
         groups.sort();
         groups.dedup();
-        Ok(Some(request.success_to().with_body(fastjson::encode(&GroupList { group_list: groups }))))
+        Ok(Some(request.success_to().with_body(fastjson::encode(
+            &GroupList { group_list: groups },
+        ))))
     }
 }
 
 impl RequestProcessor for OffsetAdminProcessor {
     fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         let result = match request.request_code_typed() {
-            Some(RequestCode::GET_ALL_CONSUMER_OFFSET) => {
-                Ok(Some(request.success_to().with_body(fastjson::encode(&self.offsets.wrapper()))))
-            }
-            Some(RequestCode::GET_ALL_DELAY_OFFSET) => {
-                Ok(Some(request.success_to().with_body(fastjson::encode(&self.schedule.wrapper()))))
-            }
+            Some(RequestCode::GET_ALL_CONSUMER_OFFSET) => Ok(Some(
+                request
+                    .success_to()
+                    .with_body(fastjson::encode(&self.offsets.wrapper())),
+            )),
+            Some(RequestCode::GET_ALL_DELAY_OFFSET) => Ok(Some(
+                request
+                    .success_to()
+                    .with_body(fastjson::encode(&self.schedule.wrapper())),
+            )),
             Some(RequestCode::GET_CONSUME_STATS) => self.consume_stats(&request),
             Some(RequestCode::INVOKE_BROKER_TO_RESET_OFFSET) => self.reset_offset(&request),
             Some(RequestCode::QUERY_TOPIC_CONSUME_BY_WHO) => self.consumed_by(&request),

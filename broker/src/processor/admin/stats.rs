@@ -5,10 +5,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
 use stellmq_remoting::protocol::body::{fastjson, KvTable, ProducerConnection};
 use stellmq_remoting::protocol::headers::{
-    GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader, GetProducerConnectionListRequestHeader,
+    GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader,
+    GetProducerConnectionListRequestHeader,
 };
 use stellmq_remoting::protocol::version::{CURRENT_VERSION, CURRENT_VERSION_DESC};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -62,49 +65,106 @@ impl StatsAdminProcessor {
         }
         put("msgGetTotalTodayNow", gets.to_string());
         for key in [
-            "sendThreadPoolQueueSize", "pullThreadPoolQueueSize", "queryThreadPoolQueueSize",
-            "sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills",
-            "queryThreadPoolQueueHeadWaitTimeMills", "pageCacheLockTimeMills", "remainTransientStoreBufferNumbs",
+            "sendThreadPoolQueueSize",
+            "pullThreadPoolQueueSize",
+            "queryThreadPoolQueueSize",
+            "sendThreadPoolQueueHeadWaitTimeMills",
+            "pullThreadPoolQueueHeadWaitTimeMills",
+            "queryThreadPoolQueueHeadWaitTimeMills",
+            "pageCacheLockTimeMills",
+            "remainTransientStoreBufferNumbs",
             "remainHowManyDataToCommit",
         ] {
             put(key, "0".into());
         }
         put("sendThreadPoolQueueCapacity", "10000".into());
         put("pullThreadPoolQueueCapacity", "100000".into());
-        put("dispatchBehindBytes", store.dispatch_behind_bytes().to_string());
-        put("earliestMessageTimeStamp", store.earliest_message_time_overall().unwrap_or(0).to_string());
+        put(
+            "dispatchBehindBytes",
+            store.dispatch_behind_bytes().to_string(),
+        );
+        put(
+            "earliestMessageTimeStamp",
+            store
+                .earliest_message_time_overall()
+                .unwrap_or(0)
+                .to_string(),
+        );
         put("startAcceptSendRequestTimeStamp", "0".into());
         put("commitLogDirCapacity", capacity);
         put("bootTimestamp", self.boot_timestamp.to_string());
-        let (d, h, m, s) = (uptime / 86400, uptime / 3600 % 24, uptime / 60 % 60, uptime % 60);
-        put("runtime", format!("[ {d} days, {h} hours, {m} minutes, {s} seconds ]"));
-        put("putMessageEntireTimeMax", (stats.put_entire_time_max_us.load(Ordering::Relaxed) / 1000).to_string());
+        let (d, h, m, s) = (
+            uptime / 86400,
+            uptime / 3600 % 24,
+            uptime / 60 % 60,
+            uptime % 60,
+        );
+        put(
+            "runtime",
+            format!("[ {d} days, {h} hours, {m} minutes, {s} seconds ]"),
+        );
+        put(
+            "putMessageEntireTimeMax",
+            (stats.put_entire_time_max_us.load(Ordering::Relaxed) / 1000).to_string(),
+        );
         put("putMessageTimesTotal", puts.to_string());
-        put("putMessageFailedTimes", stats.put_failed_times.load(Ordering::Relaxed).to_string());
-        put("putMessageSizeTotal", stats.put_size_total.load(Ordering::Relaxed).to_string());
+        put(
+            "putMessageFailedTimes",
+            stats.put_failed_times.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "putMessageSizeTotal",
+            stats.put_size_total.load(Ordering::Relaxed).to_string(),
+        );
         put("putTps", format!("{put_tps:.2} {put_tps:.2} {put_tps:.2}"));
-        put("getFoundTps", format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"));
+        put(
+            "getFoundTps",
+            format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"),
+        );
         put("getMissTps", "0.00 0.00 0.00".into());
-        put("getTotalTps", format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"));
-        put("getTransferedTps", format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"));
+        put(
+            "getTotalTps",
+            format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"),
+        );
+        put(
+            "getTransferedTps",
+            format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"),
+        );
         put("putLatency99", "0.00".into());
         put("putLatency999", "0.00".into());
         put("commitLogDiskRatio", format!("{usage:.4}"));
         put("consumeQueueDiskRatio", format!("{usage:.4}"));
-        put("commitLogMinOffset", store.commit_log_min_offset().to_string());
-        put("commitLogMaxOffset", store.commit_log_max_offset().to_string());
+        put(
+            "commitLogMinOffset",
+            store.commit_log_min_offset().to_string(),
+        );
+        put(
+            "commitLogMaxOffset",
+            store.commit_log_max_offset().to_string(),
+        );
         put("remainHowManyDataToFlush", "0 B".into());
         Ok(Some(request.success_to().with_body(fastjson::encode(&t))))
     }
 
-    async fn running_info(consumers: Arc<ConsumerManager>, request: RemotingCommand) -> ProcessResult {
+    async fn running_info(
+        consumers: Arc<ConsumerManager>,
+        request: RemotingCommand,
+    ) -> ProcessResult {
         let h: GetConsumerRunningInfoRequestHeader = header(&request)?;
         let client = consumers
             .channels(&h.consumer_group)
             .into_iter()
             .find(|c| c.client_id == h.client_id)
-            .ok_or_else(|| ProcessorError::system(format!("The Consumer <{}> <{}> not online", h.consumer_group, h.client_id)))?;
-        let mut relay = RemotingCommand::request(RequestCode::GET_CONSUMER_RUNNING_INFO, request.ext_fields.clone());
+            .ok_or_else(|| {
+                ProcessorError::system(format!(
+                    "The Consumer <{}> <{}> not online",
+                    h.consumer_group, h.client_id
+                ))
+            })?;
+        let mut relay = RemotingCommand::request(
+            RequestCode::GET_CONSUMER_RUNNING_INFO,
+            request.ext_fields.clone(),
+        );
         relay.body = request.body.clone();
         match client.channel.invoke(relay, Duration::from_secs(5)).await {
             Ok(answer) => {
@@ -136,8 +196,8 @@ impl RequestProcessor for StatsAdminProcessor {
     fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         let result = match request.request_code_typed() {
             Some(RequestCode::GET_BROKER_RUNTIME_INFO) => self.runtime_info(&request),
-            Some(RequestCode::GET_CONSUMER_CONNECTION_LIST) => header::<GetConsumerConnectionListRequestHeader>(&request)
-                .and_then(|h| {
+            Some(RequestCode::GET_CONSUMER_CONNECTION_LIST) => {
+                header::<GetConsumerConnectionListRequestHeader>(&request).and_then(|h| {
                     self.consumers
                         .connection(&h.consumer_group)
                         .map(|c| Some(request.success_to().with_body(fastjson::encode(&c))))
@@ -147,14 +207,25 @@ impl RequestProcessor for StatsAdminProcessor {
                                 format!("the consumer group[{}] not online", h.consumer_group),
                             )
                         })
-                }),
-            Some(RequestCode::GET_PRODUCER_CONNECTION_LIST) => header::<GetProducerConnectionListRequestHeader>(&request)
-                .and_then(|h| {
+                })
+            }
+            Some(RequestCode::GET_PRODUCER_CONNECTION_LIST) => {
+                header::<GetProducerConnectionListRequestHeader>(&request).and_then(|h| {
                     self.producers
                         .connections(&h.producer_group)
-                        .map(|c| Some(request.success_to().with_body(fastjson::encode(&ProducerConnection { connection_set: c }))))
-                        .ok_or_else(|| ProcessorError::system(format!("the producer group[{}] not exist", h.producer_group)))
-                }),
+                        .map(|c| {
+                            Some(request.success_to().with_body(fastjson::encode(
+                                &ProducerConnection { connection_set: c },
+                            )))
+                        })
+                        .ok_or_else(|| {
+                            ProcessorError::system(format!(
+                                "the producer group[{}] not exist",
+                                h.producer_group
+                            ))
+                        })
+                })
+            }
             Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
                 return Box::pin(Self::running_info(self.consumers.clone(), request));
             }

@@ -3,9 +3,15 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor};
-use stellmq_remoting::protocol::body::{fastjson, MessageQueue, TopicConfig, TopicList, TopicOffset, TopicStatsTable};
-use stellmq_remoting::protocol::headers::{CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicStatsInfoRequestHeader};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
+use stellmq_remoting::protocol::body::{
+    fastjson, MessageQueue, TopicConfig, TopicList, TopicOffset, TopicStatsTable,
+};
+use stellmq_remoting::protocol::headers::{
+    CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicStatsInfoRequestHeader,
+};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageStore;
 
@@ -31,15 +37,28 @@ impl TopicAdminProcessor {
             return Err(ProcessorError::system(reason));
         }
         if self.topics.is_system_topic(&h.topic) {
-            return Err(ProcessorError::system(format!("The topic[{}] is conflict with system topic.", h.topic)));
+            return Err(ProcessorError::system(format!(
+                "The topic[{}] is conflict with system topic.",
+                h.topic
+            )));
         }
-        if h.read_queue_nums <= 0 || h.write_queue_nums <= 0 || h.read_queue_nums > 1024 || h.write_queue_nums > 1024 {
-            return Err(ProcessorError::system("readQueueNums and writeQueueNums must be within 1..1024"));
+        if h.read_queue_nums <= 0
+            || h.write_queue_nums <= 0
+            || h.read_queue_nums > 1024
+            || h.write_queue_nums > 1024
+        {
+            return Err(ProcessorError::system(
+                "readQueueNums and writeQueueNums must be within 1..1024",
+            ));
         }
         if h.topic_filter_type != "SINGLE_TAG" && h.topic_filter_type != "MULTI_TAG" {
-            return Err(ProcessorError::system(format!("unknown topicFilterType {}", h.topic_filter_type)));
+            return Err(ProcessorError::system(format!(
+                "unknown topicFilterType {}",
+                h.topic_filter_type
+            )));
         }
-        let mut config = TopicConfig::with_queues(&h.topic, h.read_queue_nums, h.write_queue_nums, h.perm);
+        let mut config =
+            TopicConfig::with_queues(&h.topic, h.read_queue_nums, h.write_queue_nums, h.perm);
         config.topic_filter_type = h.topic_filter_type;
         config.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
         config.order = h.order.unwrap_or(false);
@@ -50,37 +69,69 @@ impl TopicAdminProcessor {
     fn delete(&self, request: &RemotingCommand) -> ProcessResult {
         let h: DeleteTopicRequestHeader = header(request)?;
         if self.topics.is_system_topic(&h.topic) {
-            return Err(ProcessorError::system(format!("The topic[{}] is conflict with system topic.", h.topic)));
+            return Err(ProcessorError::system(format!(
+                "The topic[{}] is conflict with system topic.",
+                h.topic
+            )));
         }
         self.topics.delete(&h.topic);
         self.offsets.remove_topic(&h.topic);
-        self.store
-            .delete_topic(&h.topic)
-            .map_err(|e| ProcessorError::system(format!("cannot delete the topic's queues: {e}")))?;
+        self.store.delete_topic(&h.topic).map_err(|e| {
+            ProcessorError::system(format!("cannot delete the topic's queues: {e}"))
+        })?;
         Ok(Some(request.success_to()))
     }
 
     fn stats(&self, request: &RemotingCommand) -> ProcessResult {
         let h: GetTopicStatsInfoRequestHeader = header(request)?;
         let config = self.topics.get(&h.topic).ok_or_else(|| {
-            ProcessorError::new(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist", h.topic))
+            ProcessorError::new(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("topic[{}] not exist", h.topic),
+            )
         })?;
         let mut table = TopicStatsTable::default();
         for queue_id in 0..config.write_queue_nums {
             let max = self.store.max_offset_in_queue(&h.topic, queue_id);
-            let last = if max > 0 { self.store.message_store_timestamp(&h.topic, queue_id, max - 1).unwrap_or(0) } else { 0 };
+            let last = if max > 0 {
+                self.store
+                    .message_store_timestamp(&h.topic, queue_id, max - 1)
+                    .unwrap_or(0)
+            } else {
+                0
+            };
             table.offset_table.0.insert(
-                MessageQueue { broker_name: self.identity.broker_name.clone(), queue_id, topic: h.topic.clone() },
-                TopicOffset { min_offset: self.store.min_offset_in_queue(&h.topic, queue_id), max_offset: max, last_update_timestamp: last },
+                MessageQueue {
+                    broker_name: self.identity.broker_name.clone(),
+                    queue_id,
+                    topic: h.topic.clone(),
+                },
+                TopicOffset {
+                    min_offset: self.store.min_offset_in_queue(&h.topic, queue_id),
+                    max_offset: max,
+                    last_update_timestamp: last,
+                },
             );
         }
-        Ok(Some(request.success_to().with_body(fastjson::encode(&table))))
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&table)),
+        ))
     }
 
     fn system_topics(&self, request: &RemotingCommand) -> ProcessResult {
-        let topics = self.topics.all().into_keys().filter(|t| self.topics.is_system_topic(t)).collect();
-        let list = TopicList { topic_list: topics, broker_addr: None };
-        Ok(Some(request.success_to().with_body(fastjson::encode(&list))))
+        let topics = self
+            .topics
+            .all()
+            .into_keys()
+            .filter(|t| self.topics.is_system_topic(t))
+            .collect();
+        let list = TopicList {
+            topic_list: topics,
+            broker_addr: None,
+        };
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&list)),
+        ))
     }
 }
 
@@ -89,9 +140,11 @@ impl RequestProcessor for TopicAdminProcessor {
         let result = match request.request_code_typed() {
             Some(RequestCode::UPDATE_AND_CREATE_TOPIC) => self.create(&request),
             Some(RequestCode::DELETE_TOPIC_IN_BROKER) => self.delete(&request),
-            Some(RequestCode::GET_ALL_TOPIC_CONFIG) => {
-                Ok(Some(request.success_to().with_body(fastjson::encode(&self.topics.wrapper(None)))))
-            }
+            Some(RequestCode::GET_ALL_TOPIC_CONFIG) => Ok(Some(
+                request
+                    .success_to()
+                    .with_body(fastjson::encode(&self.topics.wrapper(None))),
+            )),
             Some(RequestCode::GET_TOPIC_STATS_INFO) => self.stats(&request),
             Some(RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER) => self.system_topics(&request),
             _ => Ok(Some(request.not_supported_to())),
