@@ -279,6 +279,7 @@ async fn consumer_offsets_survive_a_restart() {
         .await;
     assert_eq!(max.ext_fields.get("offset"), Some("1"));
     assert_eq!(stack.send("Offsets", 0, "after restart", &[]).await.code, 0);
+    assert!(stack.broker().store().wait_dispatched(T));
     let max = stack
         .call(request(
             RequestCode::GET_MAX_OFFSET,
@@ -384,7 +385,7 @@ async fn queries_by_key_unique_key_and_id() {
         )
         .await;
     let h = SendMessageResponseHeader::from_ext_fields(&r.ext_fields).expect("header");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(stack.broker().store().wait_dispatched(T));
     let by_key = |key: &str, unique: bool| {
         let mut q = request(
             RequestCode::QUERY_MESSAGE,

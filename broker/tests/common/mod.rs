@@ -125,6 +125,7 @@ impl Stack {
             .await
     }
 
+    #[allow(clippy::too_many_arguments)] // mirrors the pull header fields tests vary
     pub async fn pull(
         &self,
         group: &str,
