@@ -81,7 +81,10 @@ impl ScheduleMessageService {
         }
         let now = now_ms();
         let mut delivered = 0;
-        while let Some(entry) = self.store.consume_queue_entry(SCHEDULE_TOPIC, queue_id, offset) {
+        while let Some(entry) = self
+            .store
+            .consume_queue_entry(SCHEDULE_TOPIC, queue_id, offset)
+        {
             if !entry.is_blank() && entry.tags_code > now {
                 break;
             }

@@ -19,15 +19,30 @@ fn print_options_show_rocketmq_keys() {
     let dir = tempfile::tempdir().expect("tempdir");
     let conf = dir.path().join("broker.conf");
     std::fs::write(&conf, "brokerName=broker-b\nmapedFileSizeCommitLog=10485760\nflushDiskType=SYNC_FLUSH\nunknownKey=1\n").expect("write");
-    let out = Command::new(BIN).args(["-c"]).arg(&conf).args(["-n", "10.9.9.9:9876", "-p"]).output().expect("runs");
+    let out = Command::new(BIN)
+        .args(["-c"])
+        .arg(&conf)
+        .args(["-n", "127.0.0.9:9876", "-p"])
+        .output()
+        .expect("runs");
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).expect("utf8");
-    for line in ["brokerName=broker-b\n", "mappedFileSizeCommitLog=10485760\n", "flushDiskType=SYNC_FLUSH\n", "namesrvAddr=10.9.9.9:9876\n", "brokerClusterName=DefaultCluster\n", "listenPort=10911\n"] {
+    for line in [
+        "brokerName=broker-b\n",
+        "mappedFileSizeCommitLog=10485760\n",
+        "flushDiskType=SYNC_FLUSH\n",
+        "namesrvAddr=127.0.0.9:9876\n",
+        "brokerClusterName=DefaultCluster\n",
+        "listenPort=10911\n",
+    ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
     let important = Command::new(BIN).arg("-m").output().expect("runs");
     let text = String::from_utf8(important.stdout).expect("utf8");
-    assert!(text.contains("brokerClusterName=") && !text.contains("traceOn="), "{text}");
+    assert!(
+        text.contains("brokerClusterName=") && !text.contains("traceOn="),
+        "{text}"
+    );
 }
 
 #[test]
@@ -35,11 +50,19 @@ fn bad_configuration_is_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let conf = dir.path().join("broker.conf");
     std::fs::write(&conf, "brokerRole=SLAVE\nbrokerId=0\n").expect("write");
-    let out = Command::new(BIN).arg("-c").arg(&conf).output().expect("runs");
+    let out = Command::new(BIN)
+        .arg("-c")
+        .arg(&conf)
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("brokerId"));
     std::fs::write(&conf, "listenPort=eighty\n").expect("write");
-    let out = Command::new(BIN).arg("-c").arg(&conf).output().expect("runs");
+    let out = Command::new(BIN)
+        .arg("-c")
+        .arg(&conf)
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("listenPort"));
 }
@@ -90,15 +113,49 @@ async fn serves_registers_and_stops_gracefully_on_sigterm() {
     .expect("join");
 
     let client = RemotingClient::new(ClientConfig::default());
-    assert_eq!(client.invoke(&addr, send_request("ProcTopic", 0, b"hi", &[]), T).await.expect("send").code, 0);
-    let route = || client.invoke(&ns_addr, request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &[("topic", "ProcTopic")]), T);
-    assert_eq!(route().await.expect("route").code, 0, "registered with the name server");
+    assert_eq!(
+        client
+            .invoke(&addr, send_request("ProcTopic", 0, b"hi", &[]), T)
+            .await
+            .expect("send")
+            .code,
+        0
+    );
+    let route = || {
+        client.invoke(
+            &ns_addr,
+            request(
+                RequestCode::GET_ROUTEINFO_BY_TOPIC,
+                &[("topic", "ProcTopic")],
+            ),
+            T,
+        )
+    };
+    assert_eq!(
+        route().await.expect("route").code,
+        0,
+        "registered with the name server"
+    );
 
-    let status = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().expect("kill");
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill");
     assert!(status.success());
-    let exit = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
+    let exit = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
     assert!(exit.success(), "clean exit on SIGTERM: {exit}");
-    assert!(!dir.path().join("store/abort").exists(), "clean store shutdown");
-    assert_eq!(route().await.expect("route").code, 17, "unregistered on shutdown");
+    assert!(
+        !dir.path().join("store/abort").exists(),
+        "clean store shutdown"
+    );
+    assert_eq!(
+        route().await.expect("route").code,
+        17,
+        "unregistered on shutdown"
+    );
     ns.shutdown().await;
 }
