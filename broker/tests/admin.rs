@@ -125,7 +125,7 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
     let c1 = consumer(&r1);
     let hb = |id: &str| heartbeat(id, "cg", &[("Group", "*")], MessageModel::Clustering);
     assert_eq!(
-        c1.invoke(&stack.addr, hb("10.0.0.1@1"), T)
+        c1.invoke(&stack.addr, hb("127.0.1.1@1"), T)
             .await
             .expect("hb")
             .code,
@@ -134,7 +134,7 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
     let r2 = Arc::new(Recorder::default());
     let c2 = consumer(&r2);
     assert_eq!(
-        c2.invoke(&stack.addr, hb("10.0.0.2@2"), T)
+        c2.invoke(&stack.addr, hb("127.0.1.2@2"), T)
             .await
             .expect("hb")
             .code,
@@ -152,7 +152,7 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
         ))
         .await;
     let ids: ConsumerIdList = fastjson::decode(&list.body).expect("ids");
-    assert_eq!(ids.consumer_id_list, ["10.0.0.1@1", "10.0.0.2@2"]);
+    assert_eq!(ids.consumer_id_list, ["127.0.1.1@1", "127.0.1.2@2"]);
 
     let conn = stack
         .call(request(
@@ -176,7 +176,7 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
     let info = stack
         .call(request(
             RequestCode::GET_CONSUMER_RUNNING_INFO,
-            &[("consumerGroup", "cg"), ("clientId", "10.0.0.2@2")],
+            &[("consumerGroup", "cg"), ("clientId", "127.0.1.2@2")],
         ))
         .await;
     assert_eq!(info.code, 0, "{}", info.remark_str());
@@ -212,7 +212,7 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
     let unregister = request(
         RequestCode::UNREGISTER_CLIENT,
         &[
-            ("clientID", "10.0.0.1@1"),
+            ("clientID", "127.0.1.1@1"),
             ("consumerGroup", "cg"),
             ("producerGroup", ""),
         ],
@@ -360,7 +360,7 @@ async fn consume_stats_reset_offsets_and_who_consumes() {
     c.invoke(
         &stack.addr,
         heartbeat(
-            "10.0.0.9@9",
+            "127.0.1.9@9",
             "sg",
             &[("Stats", "*")],
             MessageModel::Clustering,

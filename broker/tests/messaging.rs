@@ -95,17 +95,19 @@ async fn sync_oneway_and_batch_sends_are_stored_and_routed() {
         [0, 1, 2]
     );
 
-    // The auto-created topic reaches the name server at once.
-    let route = stack
-        .client
-        .invoke(
+    // The auto-created topic reaches the name server right away (asynchronously).
+    let ask = || {
+        stack.client.invoke(
             &stack.ns_addr,
             request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &[("topic", "Orders")]),
             T,
         )
-        .await
-        .expect("route");
-    assert_eq!(route.code, 0, "{}", route.remark_str());
+    };
+    eventually("the route is registered", || async {
+        ask().await.expect("route").code == 0
+    })
+    .await;
+    let route = ask().await.expect("route");
     let route: TopicRouteData = fastjson::decode(&route.body).expect("route body");
     assert_eq!(
         route.queue_datas[0].write_queue_nums, 4,
@@ -185,7 +187,7 @@ async fn pull_statuses_and_heartbeat_subscriptions_with_tags() {
     // A heartbeat registers 'TagA || TagB'; pulls without the flag use it.
     let hb = stack
         .call(heartbeat(
-            "10.0.0.1@1",
+            "127.0.1.1@1",
             "tg",
             &[("Tagged", "TagA || TagB")],
             MessageModel::Clustering,

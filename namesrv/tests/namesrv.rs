@@ -150,7 +150,7 @@ async fn routes_are_assembled_across_brokers_and_clusters() {
             cluster: "C1",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T1", "TBW102"],
             version: 1,
         },
@@ -163,7 +163,7 @@ async fn routes_are_assembled_across_brokers_and_clusters() {
             cluster: "C1",
             name: "a",
             id: 1,
-            addr: "10.0.0.2:10911",
+            addr: "127.0.1.2:10911",
             topics: &["T1"],
             version: 1,
         },
@@ -176,7 +176,7 @@ async fn routes_are_assembled_across_brokers_and_clusters() {
             cluster: "C1",
             name: "b",
             id: 0,
-            addr: "10.0.0.3:10911",
+            addr: "127.0.1.3:10911",
             topics: &["T1"],
             version: 1,
         },
@@ -189,7 +189,7 @@ async fn routes_are_assembled_across_brokers_and_clusters() {
             cluster: "C2",
             name: "c",
             id: 0,
-            addr: "10.0.0.4:10911",
+            addr: "127.0.1.4:10911",
             topics: &["T2"],
             version: 1,
         },
@@ -208,10 +208,10 @@ async fn routes_are_assembled_across_brokers_and_clusters() {
         .iter()
         .find(|b| b.broker_name == "a")
         .expect("a");
-    assert_eq!(a.master_addr(), Some("10.0.0.1:10911"));
+    assert_eq!(a.master_addr(), Some("127.0.1.1:10911"));
     assert_eq!(
         a.broker_addrs.0.get(&1).map(String::as_str),
-        Some("10.0.0.2:10911")
+        Some("127.0.1.2:10911")
     );
     assert_eq!(a.cluster, "C1");
     assert_eq!(t1.queue_datas[0].write_queue_nums, 4);
@@ -291,7 +291,7 @@ async fn route_json_dialect_follows_the_request_version() {
             cluster: "C",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T"],
             version: 1,
         },
@@ -303,7 +303,7 @@ async fn route_json_dialect_follows_the_request_version() {
     let body = c.invoke_ok(&ns.addr, old, T).await.expect("route").body;
     let text = String::from_utf8(body.to_vec()).expect("utf8");
     assert!(
-        text.contains(r#""brokerAddrs":{0:"10.0.0.1:10911"}"#),
+        text.contains(r#""brokerAddrs":{0:"127.0.1.1:10911"}"#),
         "{text}"
     );
     assert!(!text.contains(' '), "compact, no whitespace");
@@ -319,7 +319,7 @@ async fn route_json_dialect_follows_the_request_version() {
     )
     .expect("utf8");
     assert!(
-        text.contains(r#""brokerAddrs":{"0":"10.0.0.1:10911"}"#),
+        text.contains(r#""brokerAddrs":{"0":"127.0.1.1:10911"}"#),
         "{text}"
     );
     serde_json::from_str::<serde_json::Value>(&text).expect("standard JSON");
@@ -352,7 +352,7 @@ async fn slave_registration_returns_its_master() {
             cluster: "C",
             name: "a",
             id: 1,
-            addr: "10.0.0.2:10911",
+            addr: "127.0.1.2:10911",
             topics: &[],
             version: 1,
         },
@@ -368,7 +368,7 @@ async fn slave_registration_returns_its_master() {
             cluster: "C",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T"],
             version: 1,
         },
@@ -381,15 +381,15 @@ async fn slave_registration_returns_its_master() {
             cluster: "C",
             name: "a",
             id: 1,
-            addr: "10.0.0.2:10911",
+            addr: "127.0.1.2:10911",
             topics: &[],
             version: 1,
         },
     )
     .await;
     let h = RegisterBrokerResponseHeader::from_ext_fields(&resp.ext_fields).expect("header");
-    assert_eq!(h.master_addr.as_deref(), Some("10.0.0.1:10911"));
-    assert_eq!(h.ha_server_addr.as_deref(), Some("10.0.0.1:10911-ha"));
+    assert_eq!(h.master_addr.as_deref(), Some("127.0.1.1:10911"));
+    assert_eq!(h.ha_server_addr.as_deref(), Some("127.0.1.1:10911-ha"));
     ns.handle.shutdown().await;
 }
 
@@ -408,7 +408,7 @@ async fn silent_brokers_expire() {
             cluster: "C",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T"],
             version: 1,
         },
@@ -431,7 +431,7 @@ async fn silent_brokers_expire() {
         cluster: "C",
         name: "b",
         id: 0,
-        addr: "10.0.0.2:10911",
+        addr: "127.0.1.2:10911",
         topics: &["U"],
         version: 1,
     };
@@ -454,7 +454,7 @@ async fn a_dropped_broker_connection_removes_the_broker_at_once() {
             cluster: "C",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T"],
             version: 1,
         },
@@ -479,7 +479,7 @@ async fn name_servers_are_independent() {
         cluster: "C",
         name: "a",
         id: 0,
-        addr: "10.0.0.1:10911",
+        addr: "127.0.1.1:10911",
         topics: &["T"],
         version: 1,
     };
@@ -496,7 +496,7 @@ async fn name_servers_are_independent() {
             RequestCode::UNREGISTER_BROKER,
             &[
                 ("brokerName", "a"),
-                ("brokerAddr", "10.0.0.1:10911"),
+                ("brokerAddr", "127.0.1.1:10911"),
                 ("clusterName", "C"),
                 ("brokerId", "0"),
             ],
@@ -519,7 +519,7 @@ async fn malformed_requests_get_errors_and_the_server_keeps_serving() {
         cluster: "C",
         name: "a",
         id: 0,
-        addr: "10.0.0.1:10911",
+        addr: "127.0.1.1:10911",
         topics: &["T"],
         version: 1,
     };
@@ -599,7 +599,7 @@ async fn compressed_and_cpp_style_registrations_work() {
         cluster: "C",
         name: "a",
         id: 0,
-        addr: "10.0.0.1:10911",
+        addr: "127.0.1.1:10911",
         topics: &["T"],
         version: 1,
     };
@@ -612,7 +612,7 @@ async fn compressed_and_cpp_style_registrations_work() {
     );
 
     // Numbers as JSON numbers and an empty body, as some clients send.
-    let raw = r#"{"brokerName":"z","brokerAddr":"10.0.0.9:10911","clusterName":"C","haServerAddr":"x","brokerId":0,"compressed":false,"bodyCrc32":0}"#;
+    let raw = r#"{"brokerName":"z","brokerAddr":"127.0.1.9:10911","clusterName":"C","haServerAddr":"x","brokerId":0,"compressed":false,"bodyCrc32":0}"#;
     let fields: ExtFields = serde_json::from_str(raw).expect("fields");
     c.invoke_ok(
         &ns.addr,
@@ -635,7 +635,7 @@ async fn data_version_queries_report_changes() {
             cluster: "C",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T"],
             version: 7,
         },
@@ -643,7 +643,7 @@ async fn data_version_queries_report_changes() {
     .await;
     let fields = [
         ("brokerName", "a"),
-        ("brokerAddr", "10.0.0.1:10911"),
+        ("brokerAddr", "127.0.1.1:10911"),
         ("clusterName", "C"),
         ("brokerId", "0"),
     ];
@@ -772,7 +772,7 @@ async fn order_topic_conf_is_served_when_enabled_at_runtime() {
             cluster: "C",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T"],
             version: 1,
         },
@@ -846,7 +846,7 @@ async fn write_permission_can_be_wiped_and_restored() {
             cluster: "C",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T", "U"],
             version: 1,
         },
@@ -898,7 +898,7 @@ async fn topics_can_be_deleted_everywhere_or_per_cluster() {
             cluster: "C1",
             name: "a",
             id: 0,
-            addr: "10.0.0.1:10911",
+            addr: "127.0.1.1:10911",
             topics: &["T", "U"],
             version: 1,
         },
@@ -911,7 +911,7 @@ async fn topics_can_be_deleted_everywhere_or_per_cluster() {
             cluster: "C2",
             name: "b",
             id: 0,
-            addr: "10.0.0.2:10911",
+            addr: "127.0.1.2:10911",
             topics: &["T"],
             version: 1,
         },
