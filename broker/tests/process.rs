@@ -131,11 +131,15 @@ async fn serves_registers_and_stops_gracefully_on_sigterm() {
             T,
         )
     };
-    assert_eq!(
-        route().await.expect("route").code,
-        0,
-        "registered with the name server"
-    );
+    // The auto-created topic is registered right after the send, asynchronously.
+    let deadline = std::time::Instant::now() + T;
+    while route().await.expect("route").code != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "registered with the name server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     let status = Command::new("kill")
         .arg("-TERM")
