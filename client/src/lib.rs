@@ -1,3 +1,11 @@
-//! StellMQ's Rust client: producer, push and lite pull consumers, admin API.
+//! StellMQ's Rust client for RocketMQ-compatible brokers.
 //!
-//! Not implemented yet (issue "Client SDK"); this crate is an empty library until then.
+//! So far: [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
+//! broker config and runtime info, offsets and consume progress, connections, message queries,
+//! offset resets, name server KV and config). Producer and consumers are still to come.
+
+pub mod admin;
+pub mod error;
+
+pub use admin::AdminClient;
+pub use error::ClientError;

@@ -1,3 +1,4 @@
-//! StellMQ's tools: benchmarks (`storebench`), and (to come) mqadmin and a store inspector.
+//! StellMQ's tools: `mqadmin` (RocketMQ's admin commands), `storebench` (store benchmark).
 
+pub mod admin;
 pub mod stats;

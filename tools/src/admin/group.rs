@@ -1,0 +1,282 @@
+//! Consumer and producer group commands.
+#![allow(clippy::print_stdout, clippy::print_literal)] // CLI output; header rows are literals
+
+use stellmq_client::{AdminClient, ClientError};
+use stellmq_remoting::protocol::body::SubscriptionGroupConfig;
+
+use super::Target;
+
+#[derive(clap::Args, Debug)]
+pub struct GroupArg {
+    #[arg(short = 'g', long = "consumerGroup")]
+    group: String,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UpdateSubGroup {
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    #[command(flatten)]
+    target: Target,
+    #[arg(short = 's', long = "consumeEnable", action = clap::ArgAction::Set)]
+    consume_enable: Option<bool>,
+    #[arg(short = 'm', long = "consumeFromMinEnable", action = clap::ArgAction::Set)]
+    consume_from_min_enable: Option<bool>,
+    #[arg(short = 'd', long = "consumeBroadcastEnable", action = clap::ArgAction::Set)]
+    consume_broadcast_enable: Option<bool>,
+    #[arg(short = 'q', long = "retryQueueNums")]
+    retry_queue_nums: Option<i32>,
+    #[arg(short = 'r', long = "retryMaxTimes")]
+    retry_max_times: Option<i32>,
+    #[arg(short = 'i', long = "brokerId")]
+    broker_id: Option<i64>,
+    #[arg(short = 'w', long = "whichBrokerWhenConsumeSlowly")]
+    which_broker: Option<i64>,
+    #[arg(short = 'a', long = "notifyConsumerIdsChanged", action = clap::ArgAction::Set)]
+    notify: Option<bool>,
+}
+
+pub async fn update_sub_group(admin: &AdminClient, a: UpdateSubGroup) -> Result<(), ClientError> {
+    let mut config = SubscriptionGroupConfig::new(&a.group);
+    config.consume_enable = a.consume_enable.unwrap_or(config.consume_enable);
+    config.consume_from_min_enable = a
+        .consume_from_min_enable
+        .unwrap_or(config.consume_from_min_enable);
+    config.consume_broadcast_enable = a
+        .consume_broadcast_enable
+        .unwrap_or(config.consume_broadcast_enable);
+    config.retry_queue_nums = a.retry_queue_nums.unwrap_or(config.retry_queue_nums);
+    config.retry_max_times = a.retry_max_times.unwrap_or(config.retry_max_times);
+    config.broker_id = a.broker_id.unwrap_or(config.broker_id);
+    config.which_broker_when_consume_slowly = a
+        .which_broker
+        .unwrap_or(config.which_broker_when_consume_slowly);
+    config.notify_consumer_ids_changed_enable = a
+        .notify
+        .unwrap_or(config.notify_consumer_ids_changed_enable);
+    for addr in a.target.addrs(admin).await? {
+        admin.create_group(&addr, &config).await?;
+        println!("create subscription group to {addr} success.");
+    }
+    println!("{config:?}");
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DeleteSubGroup {
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    #[command(flatten)]
+    target: Target,
+}
+
+pub async fn delete_sub_group(admin: &AdminClient, a: DeleteSubGroup) -> Result<(), ClientError> {
+    for addr in a.target.addrs(admin).await? {
+        admin.delete_group(&addr, &a.group).await?;
+        println!(
+            "delete subscription group [{}] from broker [{addr}] success.",
+            a.group
+        );
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ConsumerProgress {
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    #[arg(short = 't', long = "topicName")]
+    topic: Option<String>,
+}
+
+pub async fn consumer_progress(
+    admin: &AdminClient,
+    a: ConsumerProgress,
+) -> Result<(), ClientError> {
+    // Brokers hosting the group's retry topic know its offsets, like RocketMQ's lookup.
+    let route_topic = format!("%RETRY%{}", a.group);
+    let brokers: Vec<String> = match admin.topic_route(&route_topic).await {
+        Ok(route) => route
+            .broker_datas
+            .iter()
+            .filter_map(|b| b.master_addr().map(str::to_owned))
+            .collect(),
+        Err(_) => admin
+            .master_addrs(None)
+            .await?
+            .into_iter()
+            .map(|(_, a)| a)
+            .collect(),
+    };
+    println!(
+        "{:<32}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}",
+        "#Topic",
+        "#Broker Name",
+        "#QID",
+        "#Broker Offset",
+        "#Consumer Offset",
+        "#Diff",
+        "#LastTime"
+    );
+    let mut total_diff = 0;
+    let mut tps = 0.0;
+    for addr in brokers {
+        let stats = admin
+            .consume_stats(&addr, &a.group, a.topic.as_deref())
+            .await?;
+        tps += stats.consume_tps;
+        for (mq, w) in &stats.offset_table.0 {
+            let diff = w.broker_offset - w.consumer_offset;
+            total_diff += diff;
+            println!(
+                "{:<32}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}",
+                mq.topic,
+                mq.broker_name,
+                mq.queue_id,
+                w.broker_offset,
+                w.consumer_offset,
+                diff,
+                super::format_time(w.last_timestamp)
+            );
+        }
+    }
+    println!();
+    println!("Consume TPS: {tps:.2}");
+    println!("Diff Total: {total_diff}");
+    Ok(())
+}
+
+pub async fn consumer_connection(admin: &AdminClient, a: GroupArg) -> Result<(), ClientError> {
+    let route = admin.topic_route(&format!("%RETRY%{}", a.group)).await?;
+    let addr = route
+        .broker_datas
+        .iter()
+        .find_map(|b| b.master_addr().map(str::to_owned))
+        .ok_or_else(|| ClientError::Invalid("no broker hosts this group".into()))?;
+    let c = admin.consumer_connection(&addr, &a.group).await?;
+    println!(
+        "{:<4}  {:<40}  {:<24}  {:<12}  {}",
+        "#", "#ClientId", "#ClientAddr", "#Language", "#Version"
+    );
+    for (i, conn) in c.connection_set.iter().enumerate() {
+        println!(
+            "{:03}   {:<40}  {:<24}  {:<12}  {}",
+            i + 1,
+            conn.client_id,
+            conn.client_addr,
+            conn.language,
+            conn.version
+        );
+    }
+    println!("\nBelow is subscription:");
+    println!("{:<4}  {:<48}  {}", "#", "#Topic", "#SubExpression");
+    for (i, (topic, sub)) in c.subscription_table.iter().enumerate() {
+        println!("{:03}   {topic:<48}  {}", i + 1, sub.sub_string);
+    }
+    println!();
+    println!("ConsumeType: {}", c.consume_type.name());
+    println!("MessageModel: {}", c.message_model.name());
+    println!("ConsumeFromWhere: {}", c.consume_from_where.name());
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ProducerConnection {
+    #[arg(short = 'g', long = "producerGroup")]
+    group: String,
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+}
+
+pub async fn producer_connection(
+    admin: &AdminClient,
+    a: ProducerConnection,
+) -> Result<(), ClientError> {
+    let route = admin.topic_route(&a.topic).await?;
+    for addr in route.broker_datas.iter().filter_map(|b| b.master_addr()) {
+        let p = admin.producer_connection(addr, &a.group).await?;
+        for (i, conn) in p.connection_set.iter().enumerate() {
+            println!(
+                "{:04} {:<32} {:<22} {:<8} {}",
+                i + 1,
+                conn.client_id,
+                conn.client_addr,
+                conn.language,
+                conn.version
+            );
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ResetOffsetByTime {
+    #[arg(short = 'g', long = "group")]
+    group: String,
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// `now`, epoch milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS (UTC).
+    #[arg(short = 's', long = "timestamp")]
+    timestamp: String,
+    #[arg(short = 'f', long = "force", default_value_t = true, action = clap::ArgAction::Set)]
+    force: bool,
+}
+
+fn parse_timestamp(text: &str) -> Result<i64, ClientError> {
+    if text == "now" {
+        return Ok(stellmq_client::admin::now_ms());
+    }
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    Err(ClientError::Invalid(format!(
+        "cannot parse timestamp '{text}': use now or epoch milliseconds"
+    )))
+}
+
+pub async fn reset_offset_by_time(
+    admin: &AdminClient,
+    a: ResetOffsetByTime,
+) -> Result<(), ClientError> {
+    let timestamp = parse_timestamp(&a.timestamp)?;
+    let route = admin.topic_route(&a.topic).await?;
+    println!("{:<40}  {:<40}  {}", "#brokerName", "#queueId", "#offset");
+    for broker in &route.broker_datas {
+        let Some(addr) = broker.master_addr() else {
+            continue;
+        };
+        match admin
+            .reset_offset_by_time(addr, &a.group, &a.topic, timestamp, a.force)
+            .await?
+        {
+            Ok(body) => {
+                for (mq, offset) in &body.offset_table.0 {
+                    println!("{:<40}  {:<40}  {offset}", mq.broker_name, mq.queue_id);
+                }
+            }
+            // No consumer online: store the offsets directly, as RocketMQ's tool falls back to.
+            Err((206, _)) => {
+                let queues = route
+                    .queue_datas
+                    .iter()
+                    .find(|q| q.broker_name == broker.broker_name)
+                    .map_or(0, |q| q.read_queue_nums);
+                for queue_id in 0..queues {
+                    let offset = admin
+                        .search_offset(addr, &a.topic, queue_id, timestamp)
+                        .await?;
+                    admin
+                        .update_consumer_offset(addr, &a.group, &a.topic, queue_id, offset)
+                        .await?;
+                    println!("{:<40}  {:<40}  {offset}", broker.broker_name, queue_id);
+                }
+            }
+            Err((code, remark)) => {
+                return Err(ClientError::Invalid(format!(
+                    "reset failed on {addr}: {code} {remark}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}

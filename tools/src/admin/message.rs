@@ -1,0 +1,381 @@
+//! Message commands: queries, print, send and consume.
+#![allow(clippy::print_stdout, clippy::print_literal)] // CLI output; header rows are literals
+
+use bytes::Bytes;
+use stellmq_client::{AdminClient, ClientError};
+use stellmq_remoting::protocol::headers::QueryMessageRequestHeader;
+use stellmq_remoting::protocol::message::{id, property, MessageRecord, Properties};
+
+#[derive(clap::Args, Debug)]
+pub struct QueryByKey {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[arg(short = 'k', long = "msgKey")]
+    key: String,
+    #[arg(short = 'b', long = "beginTimestamp", default_value_t = 0)]
+    begin: i64,
+    #[arg(short = 'e', long = "endTimestamp", default_value_t = i64::MAX)]
+    end: i64,
+    #[arg(short = 'm', long = "maxNum", default_value_t = 64)]
+    max: i32,
+}
+
+fn key_query(
+    topic: &str,
+    key: &str,
+    max: i32,
+    begin: i64,
+    end: i64,
+    unique: bool,
+) -> QueryMessageRequestHeader {
+    QueryMessageRequestHeader {
+        topic: topic.to_owned(),
+        key: key.to_owned(),
+        max_num: max,
+        begin_timestamp: begin,
+        end_timestamp: end,
+        unique_key_query: unique.then_some(true),
+    }
+}
+
+async fn masters_of(admin: &AdminClient, topic: &str) -> Result<Vec<String>, ClientError> {
+    let route = admin.topic_route(topic).await?;
+    Ok(route
+        .broker_datas
+        .iter()
+        .filter_map(|b| b.master_addr().map(str::to_owned))
+        .collect())
+}
+
+pub async fn query_by_key(admin: &AdminClient, a: QueryByKey) -> Result<(), ClientError> {
+    println!("{:<50} {:>4} {:>40}", "#Message ID", "#QID", "#Offset");
+    for addr in masters_of(admin, &a.topic).await? {
+        let found = admin
+            .query_message(
+                &addr,
+                &key_query(&a.topic, &a.key, a.max, a.begin, a.end, false),
+            )
+            .await?;
+        // The index can collide: keep messages whose KEYS really hold the key.
+        for m in found
+            .iter()
+            .filter(|m| m.properties.keys().any(|k| k == a.key))
+        {
+            println!(
+                "{:<50} {:>4} {:>40}",
+                m.msg_id(),
+                m.head.queue_id,
+                m.head.queue_offset
+            );
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct QueryById {
+    /// offsetMsgId(s), comma separated.
+    #[arg(short = 'i', long = "msgId")]
+    ids: String,
+}
+
+pub fn print_message(m: &MessageRecord) {
+    let p = &m.properties;
+    println!("{:<20} {}", "OffsetID:", m.offset_msg_id());
+    println!("{:<20} {}", "Topic:", m.topic);
+    println!("{:<20} [{}]", "Tags:", p.tags().unwrap_or(""));
+    println!("{:<20} [{}]", "Keys:", p.get(property::KEYS).unwrap_or(""));
+    println!("{:<20} {}", "Queue ID:", m.head.queue_id);
+    println!("{:<20} {}", "Queue Offset:", m.head.queue_offset);
+    println!("{:<20} {}", "CommitLog Offset:", m.head.physical_offset);
+    println!("{:<20} {}", "Reconsume Times:", m.head.reconsume_times);
+    println!(
+        "{:<20} {}",
+        "Born Timestamp:",
+        super::format_time(m.head.born_timestamp)
+    );
+    println!(
+        "{:<20} {}",
+        "Store Timestamp:",
+        super::format_time(m.head.store_timestamp)
+    );
+    println!("{:<20} {}", "Born Host:", m.head.born_host);
+    println!("{:<20} {}", "Store Host:", m.head.store_host);
+    println!("{:<20} {}", "System Flag:", m.head.sys_flag);
+    let props: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!("{:<20} {{{}}}", "Properties:", props.join(", "));
+    let body = m
+        .uncompressed_body(64 << 20)
+        .unwrap_or_else(|_| m.body.clone());
+    println!("{:<20} {}", "Message Body:", String::from_utf8_lossy(&body));
+}
+
+pub async fn query_by_id(admin: &AdminClient, a: QueryById) -> Result<(), ClientError> {
+    for msg_id in a.ids.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (addr, offset) =
+            id::decode_offset_msg_id(msg_id).map_err(|e| ClientError::Invalid(e.to_string()))?;
+        let m = admin.view_message(&addr.to_string(), offset).await?;
+        print_message(&m);
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct QueryByUniqueKey {
+    #[arg(short = 'i', long = "msgId")]
+    id: String,
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+}
+
+pub async fn query_by_unique_key(
+    admin: &AdminClient,
+    a: QueryByUniqueKey,
+) -> Result<(), ClientError> {
+    let mut found = Vec::new();
+    for addr in masters_of(admin, &a.topic).await? {
+        let hits = admin
+            .query_message(&addr, &key_query(&a.topic, &a.id, 32, 0, i64::MAX, true))
+            .await?;
+        found.extend(
+            hits.into_iter()
+                .filter(|m| m.properties.get(property::UNIQ_KEY) == Some(a.id.as_str())),
+        );
+    }
+    match found.first() {
+        Some(m) => {
+            print_message(m);
+            Ok(())
+        }
+        None => Err(ClientError::Invalid(format!(
+            "message {} not found in topic {}",
+            a.id, a.topic
+        ))),
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct QueryByOffset {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: String,
+    #[arg(short = 'i', long = "queueId")]
+    queue_id: i32,
+    #[arg(short = 'o', long = "offset")]
+    offset: i64,
+}
+
+async fn addr_of(
+    admin: &AdminClient,
+    topic: &str,
+    broker_name: &str,
+) -> Result<String, ClientError> {
+    let route = admin.topic_route(topic).await?;
+    route
+        .broker_datas
+        .iter()
+        .find(|b| b.broker_name == broker_name)
+        .and_then(|b| b.master_addr().map(str::to_owned))
+        .ok_or_else(|| {
+            ClientError::Invalid(format!("broker {broker_name} does not serve topic {topic}"))
+        })
+}
+
+pub async fn query_by_offset(admin: &AdminClient, a: QueryByOffset) -> Result<(), ClientError> {
+    let addr = addr_of(admin, &a.topic, &a.broker_name).await?;
+    let (_, _, records) = admin
+        .pull(&addr, "TOOLS_CONSUMER", &a.topic, a.queue_id, a.offset)
+        .await?;
+    match records
+        .into_iter()
+        .find(|m| m.head.queue_offset == a.offset)
+    {
+        Some(m) => {
+            print_message(&m);
+            Ok(())
+        }
+        None => Err(ClientError::Invalid(format!(
+            "no message at offset {} of queue {}",
+            a.offset, a.queue_id
+        ))),
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PrintMsg {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[arg(short = 'b', long = "beginTimestamp")]
+    begin: Option<i64>,
+    #[arg(short = 'e', long = "endTimestamp")]
+    end: Option<i64>,
+}
+
+pub async fn print_msg(admin: &AdminClient, a: PrintMsg) -> Result<(), ClientError> {
+    let route = admin.topic_route(&a.topic).await?;
+    for broker in &route.broker_datas {
+        let Some(addr) = broker.master_addr() else {
+            continue;
+        };
+        let queues = route
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == broker.broker_name)
+            .map_or(0, |q| q.read_queue_nums);
+        for queue_id in 0..queues {
+            let mut offset = match a.begin {
+                Some(ts) => admin.search_offset(addr, &a.topic, queue_id, ts).await?,
+                None => admin.min_offset(addr, &a.topic, queue_id).await?,
+            };
+            let end = match a.end {
+                Some(ts) => admin.search_offset(addr, &a.topic, queue_id, ts).await?,
+                None => admin.max_offset(addr, &a.topic, queue_id).await?,
+            };
+            while offset < end {
+                let (code, next, records) = admin
+                    .pull(addr, "TOOLS_CONSUMER", &a.topic, queue_id, offset)
+                    .await?;
+                if code != 0 || next <= offset {
+                    break;
+                }
+                for m in records.iter().filter(|m| m.head.queue_offset < end) {
+                    let body = m
+                        .uncompressed_body(64 << 20)
+                        .unwrap_or_else(|_| m.body.clone());
+                    println!(
+                        "MSGID: {} {} BODY: {}",
+                        m.msg_id(),
+                        m.offset_msg_id(),
+                        String::from_utf8_lossy(&body)
+                    );
+                }
+                offset = next;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SendMessage {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[arg(short = 'p', long = "body")]
+    body: String,
+    #[arg(short = 'k', long = "key")]
+    key: Option<String>,
+    #[arg(short = 'c', long = "tags")]
+    tags: Option<String>,
+    #[arg(short = 'b', long = "broker")]
+    broker_name: Option<String>,
+    #[arg(short = 'i', long = "qid")]
+    queue_id: Option<i32>,
+}
+
+pub async fn send_message(admin: &AdminClient, a: SendMessage) -> Result<(), ClientError> {
+    let route = match admin.topic_route(&a.topic).await {
+        Ok(route) => route,
+        // Not created yet: send through the auto-create template's route.
+        Err(ClientError::TopicNotExist(_)) => admin.topic_route("TBW102").await?,
+        Err(e) => return Err(e),
+    };
+    let broker = route
+        .broker_datas
+        .iter()
+        .find(|b| {
+            a.broker_name.as_ref().is_none_or(|n| *n == b.broker_name) && b.master_addr().is_some()
+        })
+        .ok_or_else(|| ClientError::Invalid("no writable broker for this topic".into()))?;
+    let addr = broker.master_addr().unwrap_or_default().to_owned();
+    let mut props = Properties::new();
+    if let Some(k) = &a.key {
+        props.insert(property::KEYS, k.clone());
+    }
+    if let Some(t) = &a.tags {
+        props.insert(property::TAGS, t.clone());
+    }
+    let queue_id = a.queue_id.unwrap_or(-1);
+    let result = admin
+        .send(
+            &addr,
+            &a.topic,
+            queue_id,
+            Bytes::from(a.body.into_bytes()),
+            props.encode(),
+        )
+        .await?;
+    println!(
+        "{:<32}  {:<4}  {:<20}  {}",
+        "#Broker Name", "#QID", "#Send Result", "#MsgId"
+    );
+    println!(
+        "{:<32}  {:<4}  {:<20}  {}",
+        broker.broker_name, result.queue_id, "SEND_OK", result.msg_id
+    );
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ConsumeMessage {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: Option<String>,
+    #[arg(short = 'i', long = "queueId")]
+    queue_id: Option<i32>,
+    #[arg(short = 'o', long = "offset")]
+    offset: Option<i64>,
+    #[arg(short = 'g', long = "consumerGroup", default_value = "TOOLS_CONSUMER")]
+    group: String,
+    #[arg(short = 'c', long = "MessageNumber", default_value_t = 128)]
+    count: usize,
+}
+
+pub async fn consume_message(admin: &AdminClient, a: ConsumeMessage) -> Result<(), ClientError> {
+    let route = admin.topic_route(&a.topic).await?;
+    let mut printed = 0;
+    for broker in route
+        .broker_datas
+        .iter()
+        .filter(|b| a.broker_name.as_ref().is_none_or(|n| *n == b.broker_name))
+    {
+        let Some(addr) = broker.master_addr() else {
+            continue;
+        };
+        let queues = route
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == broker.broker_name)
+            .map_or(0, |q| q.read_queue_nums);
+        for queue_id in (0..queues).filter(|q| a.queue_id.is_none_or(|want| want == *q)) {
+            let mut offset = match a.offset {
+                Some(o) => o,
+                None => admin.min_offset(addr, &a.topic, queue_id).await?,
+            };
+            while printed < a.count {
+                let (code, next, records) = admin
+                    .pull(addr, &a.group, &a.topic, queue_id, offset)
+                    .await?;
+                if code != 0 || next <= offset {
+                    break;
+                }
+                for m in records.iter().take(a.count - printed) {
+                    let body = m
+                        .uncompressed_body(64 << 20)
+                        .unwrap_or_else(|_| m.body.clone());
+                    println!(
+                        "Consume ok, msgId: {}, queueId: {}, queueOffset: {}, body: {}",
+                        m.msg_id(),
+                        m.head.queue_id,
+                        m.head.queue_offset,
+                        String::from_utf8_lossy(&body)
+                    );
+                    printed += 1;
+                }
+                offset = next;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,222 @@
+//! `mqadmin`: RocketMQ's subcommands, options and output layout (spec 11), over
+//! [`stellmq_client::AdminClient`].
+
+mod broker;
+mod group;
+mod message;
+mod namesrv;
+mod topic;
+
+use clap::{Parser, Subcommand};
+use stellmq_client::{AdminClient, ClientError};
+
+/// `-b broker` or `-c cluster`: the brokers a command acts on.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Target {
+    /// Broker address ip:port.
+    #[arg(short = 'b', long = "brokerAddr")]
+    pub broker: Option<String>,
+    /// Cluster name: every master of the cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    pub cluster: Option<String>,
+}
+
+impl Target {
+    /// Broker addresses named by `-b`, or the masters of `-c`.
+    pub async fn addrs(&self, admin: &AdminClient) -> Result<Vec<String>, ClientError> {
+        if let Some(b) = &self.broker {
+            return Ok(vec![b.clone()]);
+        }
+        let Some(cluster) = &self.cluster else {
+            return Err(ClientError::Invalid(
+                "give -b brokerAddr or -c clusterName".into(),
+            ));
+        };
+        let masters = admin.master_addrs(Some(cluster)).await?;
+        if masters.is_empty() {
+            return Err(ClientError::Invalid(format!(
+                "no master broker in cluster {cluster}"
+            )));
+        }
+        Ok(masters.into_iter().map(|(_, addr)| addr).collect())
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mqadmin",
+    about = "StellMQ admin tool (RocketMQ's mqadmin commands)",
+    version
+)]
+pub struct Cli {
+    /// Name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876 (default: NAMESRV_ADDR).
+    #[arg(short = 'n', long = "namesrvAddr", global = true)]
+    pub namesrv: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+#[allow(non_camel_case_types, clippy::enum_variant_names)]
+pub enum Command {
+    #[command(name = "updateTopic", about = "Update or create topic")]
+    UpdateTopic(topic::UpdateTopic),
+    #[command(
+        name = "deleteTopic",
+        about = "Delete topic from brokers and name servers"
+    )]
+    DeleteTopic(topic::DeleteTopic),
+    #[command(name = "topicList", about = "Fetch all topics from the name server")]
+    TopicList(topic::TopicListArgs),
+    #[command(name = "topicRoute", about = "Examine topic route info")]
+    TopicRoute(topic::TopicArg),
+    #[command(name = "topicStatus", about = "Examine topic status info")]
+    TopicStatus(topic::TopicArg),
+    #[command(name = "topicClusterList", about = "Get the clusters a topic is on")]
+    TopicClusterList(topic::TopicArg),
+    #[command(name = "updateTopicPerm", about = "Update topic perm")]
+    UpdateTopicPerm(topic::UpdateTopicPerm),
+    #[command(
+        name = "updateOrderConf",
+        about = "Create, get or delete an order topic config"
+    )]
+    UpdateOrderConf(topic::UpdateOrderConf),
+    #[command(name = "clusterList", about = "List the brokers of each cluster")]
+    ClusterList,
+    #[command(name = "brokerStatus", about = "Fetch broker runtime status data")]
+    BrokerStatus(Target),
+    #[command(name = "getBrokerConfig", about = "Get broker config")]
+    GetBrokerConfig(Target),
+    #[command(name = "updateBrokerConfig", about = "Update broker's config")]
+    UpdateBrokerConfig(broker::UpdateBrokerConfig),
+    #[command(name = "updateSubGroup", about = "Update or create subscription group")]
+    UpdateSubGroup(group::UpdateSubGroup),
+    #[command(
+        name = "deleteSubGroup",
+        about = "Delete subscription group from brokers"
+    )]
+    DeleteSubGroup(group::DeleteSubGroup),
+    #[command(name = "consumerProgress", about = "Query consumer's progress")]
+    ConsumerProgress(group::ConsumerProgress),
+    #[command(
+        name = "consumerConnection",
+        about = "Query consumer's socket connections and subscriptions"
+    )]
+    ConsumerConnection(group::GroupArg),
+    #[command(
+        name = "producerConnection",
+        about = "Query producer's socket connections"
+    )]
+    ProducerConnection(group::ProducerConnection),
+    #[command(
+        name = "resetOffsetByTime",
+        about = "Reset consumer offsets by timestamp"
+    )]
+    ResetOffsetByTime(group::ResetOffsetByTime),
+    #[command(name = "queryMsgByKey", about = "Query message by key")]
+    QueryMsgByKey(message::QueryByKey),
+    #[command(name = "queryMsgById", about = "Query message by offset message id")]
+    QueryMsgById(message::QueryById),
+    #[command(name = "queryMsgByUniqueKey", about = "Query message by unique key")]
+    QueryMsgByUniqueKey(message::QueryByUniqueKey),
+    #[command(name = "queryMsgByOffset", about = "Query message by queue offset")]
+    QueryMsgByOffset(message::QueryByOffset),
+    #[command(name = "printMsg", about = "Print the messages of a topic")]
+    PrintMsg(message::PrintMsg),
+    #[command(name = "sendMessage", about = "Send a message")]
+    SendMessage(message::SendMessage),
+    #[command(name = "consumeMessage", about = "Pull and print messages")]
+    ConsumeMessage(message::ConsumeMessage),
+    #[command(
+        name = "wipeWritePerm",
+        about = "Wipe write perm of a broker in every name server"
+    )]
+    WipeWritePerm(namesrv::BrokerNameArg),
+    #[command(
+        name = "addWritePerm",
+        about = "Add write perm of a broker in every name server"
+    )]
+    AddWritePerm(namesrv::BrokerNameArg),
+    #[command(name = "getNamesrvConfig", about = "Get configs of name servers")]
+    GetNamesrvConfig,
+    #[command(name = "updateNamesrvConfig", about = "Update configs of name servers")]
+    UpdateNamesrvConfig(namesrv::KeyValue),
+    #[command(name = "updateKvConfig", about = "Create or update a KV config")]
+    UpdateKvConfig(namesrv::KvArgs),
+    #[command(name = "deleteKvConfig", about = "Delete a KV config")]
+    DeleteKvConfig(namesrv::KvKey),
+}
+
+/// Runs one command; errors come back for `main` to print.
+pub async fn run(cli: Cli) -> Result<(), ClientError> {
+    let namesrv = cli
+        .namesrv
+        .or_else(|| std::env::var("NAMESRV_ADDR").ok())
+        .ok_or(ClientError::NoNameServer)?;
+    let admin = AdminClient::new(&namesrv)?;
+    let result = dispatch(&admin, cli.command).await;
+    admin.shutdown().await;
+    result
+}
+
+async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientError> {
+    use Command::*;
+    match command {
+        UpdateTopic(a) => topic::update_topic(admin, a).await,
+        DeleteTopic(a) => topic::delete_topic(admin, a).await,
+        TopicList(a) => topic::topic_list(admin, a).await,
+        TopicRoute(a) => topic::topic_route(admin, a).await,
+        TopicStatus(a) => topic::topic_status(admin, a).await,
+        TopicClusterList(a) => topic::topic_cluster_list(admin, a).await,
+        UpdateTopicPerm(a) => topic::update_topic_perm(admin, a).await,
+        UpdateOrderConf(a) => topic::update_order_conf(admin, a).await,
+        ClusterList => broker::cluster_list(admin).await,
+        BrokerStatus(t) => broker::broker_status(admin, t).await,
+        GetBrokerConfig(t) => broker::get_broker_config(admin, t).await,
+        UpdateBrokerConfig(a) => broker::update_broker_config(admin, a).await,
+        UpdateSubGroup(a) => group::update_sub_group(admin, a).await,
+        DeleteSubGroup(a) => group::delete_sub_group(admin, a).await,
+        ConsumerProgress(a) => group::consumer_progress(admin, a).await,
+        ConsumerConnection(a) => group::consumer_connection(admin, a).await,
+        ProducerConnection(a) => group::producer_connection(admin, a).await,
+        ResetOffsetByTime(a) => group::reset_offset_by_time(admin, a).await,
+        QueryMsgByKey(a) => message::query_by_key(admin, a).await,
+        QueryMsgById(a) => message::query_by_id(admin, a).await,
+        QueryMsgByUniqueKey(a) => message::query_by_unique_key(admin, a).await,
+        QueryMsgByOffset(a) => message::query_by_offset(admin, a).await,
+        PrintMsg(a) => message::print_msg(admin, a).await,
+        SendMessage(a) => message::send_message(admin, a).await,
+        ConsumeMessage(a) => message::consume_message(admin, a).await,
+        WipeWritePerm(a) => namesrv::wipe_write_perm(admin, a).await,
+        AddWritePerm(a) => namesrv::add_write_perm(admin, a).await,
+        GetNamesrvConfig => namesrv::get_namesrv_config(admin).await,
+        UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, a).await,
+        UpdateKvConfig(a) => namesrv::update_kv_config(admin, a).await,
+        DeleteKvConfig(a) => namesrv::delete_kv_config(admin, a).await,
+    }
+}
+
+/// `yyyy-MM-dd HH:mm:ss,SSS` (UTC) of a millisecond timestamp, as RocketMQ prints times.
+pub fn format_time(ms: i64) -> String {
+    if ms <= 0 {
+        return "-".into();
+    }
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02},{:03}",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}

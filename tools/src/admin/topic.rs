@@ -1,0 +1,251 @@
+//! Topic commands.
+#![allow(clippy::print_stdout, clippy::print_literal)] // CLI output; header rows are literals
+
+use stellmq_client::{AdminClient, ClientError};
+use stellmq_remoting::protocol::body::{fastjson, perm, TopicConfig};
+
+use super::Target;
+
+#[derive(clap::Args, Debug)]
+pub struct TopicArg {
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UpdateTopic {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[command(flatten)]
+    target: Target,
+    #[arg(short = 'r', long = "readQueueNums", default_value_t = 8)]
+    read: i32,
+    #[arg(short = 'w', long = "writeQueueNums", default_value_t = 8)]
+    write: i32,
+    #[arg(short = 'p', long = "perm", default_value_t = 6)]
+    perm: i32,
+    #[arg(short = 'o', long = "order", default_value_t = false, action = clap::ArgAction::Set)]
+    order: bool,
+}
+
+pub async fn update_topic(admin: &AdminClient, a: UpdateTopic) -> Result<(), ClientError> {
+    let mut config = TopicConfig::with_queues(&a.topic, a.read, a.write, a.perm);
+    config.order = a.order;
+    let mut order_conf = Vec::new();
+    for addr in a.target.addrs(admin).await? {
+        admin.create_topic(&addr, &config).await?;
+        println!("create topic to {addr} success.");
+        if a.order {
+            if let Some(name) = broker_name_of(admin, &addr).await? {
+                order_conf.push(format!("{name}:{}", a.write));
+            }
+        }
+    }
+    if a.order && !order_conf.is_empty() {
+        let value = order_conf.join(";");
+        admin.put_kv("ORDER_TOPIC_CONFIG", &a.topic, &value).await?;
+        println!(
+            "set cluster orderConf. isOrder={}, orderConf=[{value}]",
+            a.order
+        );
+    }
+    println!(
+        "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, topicFilterType=SINGLE_TAG, topicSysFlag=0, order={}]",
+        a.topic,
+        a.read,
+        a.write,
+        perm::to_display(a.perm),
+        a.order
+    );
+    Ok(())
+}
+
+async fn broker_name_of(admin: &AdminClient, addr: &str) -> Result<Option<String>, ClientError> {
+    let info = admin.cluster_info().await?;
+    Ok(info
+        .broker_addr_table
+        .values()
+        .find(|b| b.broker_addrs.0.values().any(|a| a == addr))
+        .map(|b| b.broker_name.clone()))
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DeleteTopic {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: String,
+}
+
+pub async fn delete_topic(admin: &AdminClient, a: DeleteTopic) -> Result<(), ClientError> {
+    for (_, addr) in admin.master_addrs(Some(&a.cluster)).await? {
+        admin.delete_topic_in_broker(&addr, &a.topic).await?;
+    }
+    println!(
+        "delete topic [{}] from cluster [{}] success.",
+        a.topic, a.cluster
+    );
+    admin.delete_topic_in_namesrv(&a.topic, None).await?;
+    println!("delete topic [{}] from NameServer success.", a.topic);
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TopicListArgs {
+    /// Print cluster, topic and consumer groups.
+    #[arg(short = 'c', long = "clusterModel")]
+    cluster_model: bool,
+}
+
+pub async fn topic_list(admin: &AdminClient, a: TopicListArgs) -> Result<(), ClientError> {
+    let topics = admin.topic_list().await?;
+    if !a.cluster_model {
+        for t in topics {
+            println!("{t}");
+        }
+        return Ok(());
+    }
+    println!(
+        "{:<20}  {:<48}  {:<48}",
+        "#Cluster Name", "#Topic", "#Consumer Group"
+    );
+    for t in topics {
+        let cluster = match admin.topic_route(&t).await {
+            Ok(route) => route
+                .broker_datas
+                .first()
+                .map(|b| b.cluster.clone())
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        println!("{cluster:<20}  {t:<48}  {:<48}", "");
+    }
+    Ok(())
+}
+
+pub async fn topic_route(admin: &AdminClient, a: TopicArg) -> Result<(), ClientError> {
+    let route = admin.topic_route(&a.topic).await?;
+    println!(
+        "{}",
+        fastjson::encode_with(&route, fastjson::Style::FastjsonPretty)
+    );
+    Ok(())
+}
+
+pub async fn topic_status(admin: &AdminClient, a: TopicArg) -> Result<(), ClientError> {
+    let route = admin.topic_route(&a.topic).await?;
+    println!(
+        "{:<32}  {:<4}  {:<20}  {:<20}  {}",
+        "#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"
+    );
+    for broker in &route.broker_datas {
+        let Some(addr) = broker.master_addr() else {
+            continue;
+        };
+        let stats = admin.topic_stats(addr, &a.topic).await?;
+        for (mq, offsets) in &stats.offset_table.0 {
+            println!(
+                "{:<32}  {:<4}  {:<20}  {:<20}  {}",
+                mq.broker_name,
+                mq.queue_id,
+                offsets.min_offset,
+                offsets.max_offset,
+                super::format_time(offsets.last_update_timestamp)
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn topic_cluster_list(admin: &AdminClient, a: TopicArg) -> Result<(), ClientError> {
+    let route = admin.topic_route(&a.topic).await?;
+    let mut clusters: Vec<String> = route
+        .broker_datas
+        .iter()
+        .map(|b| b.cluster.clone())
+        .collect();
+    clusters.sort();
+    clusters.dedup();
+    for c in clusters {
+        println!("{c}");
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UpdateTopicPerm {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[command(flatten)]
+    target: Target,
+    #[arg(short = 'p', long = "perm")]
+    perm: i32,
+}
+
+pub async fn update_topic_perm(admin: &AdminClient, a: UpdateTopicPerm) -> Result<(), ClientError> {
+    if ![2, 4, 6].contains(&a.perm) {
+        return Err(ClientError::Invalid(
+            "perm must be 2 (W), 4 (R) or 6 (RW)".into(),
+        ));
+    }
+    for addr in a.target.addrs(admin).await? {
+        let all = admin.all_topic_config(&addr).await?;
+        let mut config = all
+            .topic_config_table
+            .get(&a.topic)
+            .cloned()
+            .ok_or_else(|| ClientError::TopicNotExist(a.topic.clone()))?;
+        let old = config.perm;
+        config.perm = a.perm;
+        admin.create_topic(&addr, &config).await?;
+        println!(
+            "update topic perm from {old} to {} in {addr} success.",
+            a.perm
+        );
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UpdateOrderConf {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Order conf value, e.g. broker-a:4;broker-b:4.
+    #[arg(short = 'v', long = "orderConf")]
+    value: Option<String>,
+    /// put, get or delete.
+    #[arg(short = 'm', long = "method")]
+    method: String,
+}
+
+pub async fn update_order_conf(admin: &AdminClient, a: UpdateOrderConf) -> Result<(), ClientError> {
+    match a.method.as_str() {
+        "get" => match admin.get_kv("ORDER_TOPIC_CONFIG", &a.topic).await? {
+            Some(v) => println!(
+                "get orderConf success. topic=[{}], orderConf=[{v}] ",
+                a.topic
+            ),
+            None => println!("get orderConf success. topic=[{}], orderConf=[] ", a.topic),
+        },
+        "put" => {
+            let value = a
+                .value
+                .ok_or_else(|| ClientError::Invalid("put needs -v orderConf".into()))?;
+            admin.put_kv("ORDER_TOPIC_CONFIG", &a.topic, &value).await?;
+            println!(
+                "update orderConf success. topic=[{}], orderConf=[{value}]",
+                a.topic
+            );
+        }
+        "delete" => {
+            admin.delete_kv("ORDER_TOPIC_CONFIG", &a.topic).await?;
+            println!("delete orderConf success. topic=[{}]", a.topic);
+        }
+        other => {
+            return Err(ClientError::Invalid(format!(
+                "unknown method {other}: use put, get or delete"
+            )))
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,317 @@
+//! `mqadmin` as users run it, against an in-process name server and broker.
+
+use std::process::Command;
+
+use stellmq_broker::BrokerStartConfig;
+use stellmq_namesrv::NamesrvConfig;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mqadmin");
+
+struct Stack {
+    ns: String,
+    namesrv: stellmq_namesrv::NamesrvHandle,
+    broker: stellmq_broker::BrokerHandle,
+    _dir: tempfile::TempDir,
+}
+
+async fn start() -> Stack {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let namesrv = stellmq_namesrv::start(NamesrvConfig {
+        listen_port: 0,
+        bind_address: "127.0.0.1".into(),
+        kv_config_path: dir.path().join("kv.json"),
+        config_store_path: dir.path().join("namesrv.properties"),
+        ..Default::default()
+    })
+    .await
+    .expect("name server");
+    let ns = namesrv.local_addr().to_string();
+    let mut c = BrokerStartConfig::default();
+    c.broker.listen_port = 0;
+    c.broker.bind_address = "127.0.0.1".into();
+    c.broker.namesrv_addr = ns.clone();
+    c.store.store_path_root_dir = dir.path().join("store");
+    c.store.mapped_file_size_commit_log = 8 << 20;
+    c.store.max_message_size = 1 << 20;
+    c.store.max_hash_slot_num = 1000;
+    c.store.max_index_num = 4000;
+    c.store.disk_space_warning_level_ratio = 100;
+    let broker = stellmq_broker::start(c).await.expect("broker");
+    broker.register_now().await;
+    Stack {
+        ns,
+        namesrv,
+        broker,
+        _dir: dir,
+    }
+}
+
+/// Runs mqadmin; returns (success, stdout, stderr).
+async fn mqadmin(ns: &str, args: &[&str]) -> (bool, String, String) {
+    let mut all: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    if !ns.is_empty() {
+        all.extend(["-n".to_owned(), ns.to_owned()]);
+    }
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(&all)
+            .env_remove("NAMESRV_ADDR")
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn ok(ns: &str, args: &[&str]) -> String {
+    let (success, out, err) = mqadmin(ns, args).await;
+    assert!(success, "mqadmin {args:?} failed: {err}\n{out}");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_messages_and_queries() {
+    let s = start().await;
+    let ns = s.ns.as_str();
+    let out = ok(
+        ns,
+        &[
+            "updateTopic",
+            "-t",
+            "AdminTopic",
+            "-c",
+            "DefaultCluster",
+            "-r",
+            "2",
+            "-w",
+            "2",
+        ],
+    )
+    .await;
+    assert!(
+        out.contains("create topic to") && out.contains("success"),
+        "{out}"
+    );
+    assert!(ok(ns, &["topicList"])
+        .await
+        .lines()
+        .any(|l| l == "AdminTopic"));
+    let route = ok(ns, &["topicRoute", "-t", "AdminTopic"]).await;
+    assert!(route.contains("\"writeQueueNums\":2"), "{route}");
+    assert_eq!(
+        ok(ns, &["topicClusterList", "-t", "AdminTopic"])
+            .await
+            .trim(),
+        "DefaultCluster"
+    );
+
+    let sent = ok(
+        ns,
+        &[
+            "sendMessage",
+            "-t",
+            "AdminTopic",
+            "-p",
+            "hello admin",
+            "-k",
+            "admin-key",
+            "-c",
+            "TagX",
+            "-i",
+            "1",
+        ],
+    )
+    .await;
+    assert!(sent.contains("SEND_OK"), "{sent}");
+    let msg_id = sent
+        .lines()
+        .last()
+        .and_then(|l| l.split_whitespace().last())
+        .expect("msg id")
+        .to_owned();
+    assert_eq!(msg_id.len(), 32);
+    s.broker
+        .store()
+        .wait_dispatched(std::time::Duration::from_secs(10));
+
+    let by_key = ok(
+        ns,
+        &["queryMsgByKey", "-t", "AdminTopic", "-k", "admin-key"],
+    )
+    .await;
+    assert!(by_key.contains(&msg_id), "{by_key}");
+    let by_id = ok(ns, &["queryMsgById", "-i", &msg_id]).await;
+    assert!(
+        by_id.contains("hello admin") && by_id.contains("[TagX]") && by_id.contains("[admin-key]"),
+        "{by_id}"
+    );
+    let by_offset = ok(
+        ns,
+        &[
+            "queryMsgByOffset",
+            "-t",
+            "AdminTopic",
+            "-b",
+            "broker-a",
+            "-i",
+            "1",
+            "-o",
+            "0",
+        ],
+    )
+    .await;
+    assert!(by_offset.contains("hello admin"), "{by_offset}");
+    let status = ok(ns, &["topicStatus", "-t", "AdminTopic"]).await;
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("broker-a") && l.contains("  1  ")),
+        "{status}"
+    );
+    let consumed = ok(ns, &["consumeMessage", "-t", "AdminTopic"]).await;
+    assert!(consumed.contains("body: hello admin"), "{consumed}");
+    let printed = ok(ns, &["printMsg", "-t", "AdminTopic"]).await;
+    assert!(printed.contains("BODY: hello admin"), "{printed}");
+
+    let missing = mqadmin(ns, &["queryMsgById", "-i", "nothex"]).await;
+    assert!(!missing.0 && missing.2.contains("nothex"), "{missing:?}");
+    let unknown = mqadmin(ns, &["topicRoute", "-t", "NoSuchTopic"]).await;
+    assert!(
+        !unknown.0 && unknown.2.contains("NoSuchTopic"),
+        "{unknown:?}"
+    );
+
+    ok(
+        ns,
+        &["deleteTopic", "-t", "AdminTopic", "-c", "DefaultCluster"],
+    )
+    .await;
+    assert!(!ok(ns, &["topicList"])
+        .await
+        .lines()
+        .any(|l| l == "AdminTopic"));
+    s.broker.shutdown().await;
+    s.namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokers_groups_and_name_servers() {
+    let s = start().await;
+    let ns = s.ns.as_str();
+    let addr = s.broker.broker_addr().to_owned();
+    let clusters = ok(ns, &["clusterList"]).await;
+    assert!(
+        clusters.contains("DefaultCluster")
+            && clusters.contains(&addr)
+            && clusters.contains("V4_9_4"),
+        "{clusters}"
+    );
+    assert!(ok(ns, &["brokerStatus", "-b", &addr])
+        .await
+        .contains("commitLogMaxOffset"));
+    ok(
+        ns,
+        &[
+            "updateBrokerConfig",
+            "-b",
+            &addr,
+            "-k",
+            "defaultQueryMaxNum",
+            "-v",
+            "16",
+        ],
+    )
+    .await;
+    assert!(ok(ns, &["getBrokerConfig", "-c", "DefaultCluster"])
+        .await
+        .contains("defaultQueryMaxNum"));
+
+    ok(
+        ns,
+        &[
+            "updateSubGroup",
+            "-g",
+            "adminGroup",
+            "-c",
+            "DefaultCluster",
+            "-r",
+            "3",
+        ],
+    )
+    .await;
+    ok(ns, &["updateTopic", "-t", "Progress", "-b", &addr]).await;
+    ok(ns, &["sendMessage", "-t", "Progress", "-p", "x", "-i", "0"]).await;
+    s.broker.register_now().await;
+    s.broker
+        .store()
+        .wait_dispatched(std::time::Duration::from_secs(10));
+    let progress = ok(
+        ns,
+        &["consumerProgress", "-g", "adminGroup", "-t", "Progress"],
+    )
+    .await;
+    assert!(progress.contains("Diff Total:"), "{progress}");
+    ok(ns, &["deleteSubGroup", "-g", "adminGroup", "-b", &addr]).await;
+
+    let wiped = ok(ns, &["wipeWritePerm", "-b", "broker-a"]).await;
+    assert!(
+        wiped.contains("wipe write perm of broker[broker-a]"),
+        "{wiped}"
+    );
+    ok(ns, &["addWritePerm", "-b", "broker-a"]).await;
+    ok(ns, &["updateKvConfig", "-s", "ns1", "-k", "k1", "-v", "v1"]).await;
+    ok(
+        ns,
+        &[
+            "updateOrderConf",
+            "-t",
+            "Progress",
+            "-m",
+            "put",
+            "-v",
+            "broker-a:8",
+        ],
+    )
+    .await;
+    assert!(ok(ns, &["updateOrderConf", "-t", "Progress", "-m", "get"])
+        .await
+        .contains("broker-a:8"));
+    ok(ns, &["deleteKvConfig", "-s", "ns1", "-k", "k1"]).await;
+    ok(
+        ns,
+        &[
+            "updateNamesrvConfig",
+            "-k",
+            "orderMessageEnable",
+            "-v",
+            "true",
+        ],
+    )
+    .await;
+    assert!(ok(ns, &["getNamesrvConfig"])
+        .await
+        .contains("orderMessageEnable"));
+    s.broker.shutdown().await;
+    s.namesrv.shutdown().await;
+}
+
+#[tokio::test]
+async fn usage_errors_are_clear() {
+    let (success, _, err) = mqadmin("", &["topicList"]).await;
+    assert!(!success);
+    assert!(err.contains("name server"), "{err}");
+    let (success, out, _) = mqadmin("", &["help", "updateTopic"]).await;
+    assert!(success);
+    assert!(
+        out.contains("--readQueueNums") && out.contains("-t"),
+        "{out}"
+    );
+    let (success, _, err) = mqadmin("127.0.0.1:1", &["clusterList"]).await;
+    assert!(!success);
+    assert!(err.contains("no name server answered"), "{err}");
+}
