@@ -74,9 +74,12 @@ pub async fn query_by_key(admin: &AdminClient, a: QueryByKey) -> Result<(), Clie
 
 #[derive(clap::Args, Debug)]
 pub struct QueryById {
-    /// offsetMsgId(s), comma separated.
+    /// Message id(s), comma separated: offsetMsgIds, or client ids (UNIQ_KEY) with -t.
     #[arg(short = 'i', long = "msgId")]
     ids: String,
+    /// Topic, to look client-generated ids (UNIQ_KEY) up by unique key.
+    #[arg(short = 't', long = "topic")]
+    topic: Option<String>,
 }
 
 pub fn print_message(m: &MessageRecord) {
@@ -111,13 +114,55 @@ pub fn print_message(m: &MessageRecord) {
 }
 
 pub async fn query_by_id(admin: &AdminClient, a: QueryById) -> Result<(), ClientError> {
+    // Only dial brokers the name server knows: a client id decodes to an arbitrary address.
+    let known: Vec<String> = admin
+        .cluster_info()
+        .await?
+        .broker_addr_table
+        .values()
+        .flat_map(|b| b.broker_addrs.0.values().cloned())
+        .collect();
     for msg_id in a.ids.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (addr, offset) =
-            id::decode_offset_msg_id(msg_id).map_err(|e| ClientError::Invalid(e.to_string()))?;
-        let m = admin.view_message(&addr.to_string(), offset).await?;
-        print_message(&m);
+        let decoded = id::decode_offset_msg_id(msg_id)
+            .ok()
+            .filter(|(addr, _)| known.contains(&addr.to_string()));
+        let viewed = match decoded {
+            Some((addr, offset)) => admin.view_message(&addr.to_string(), offset).await.ok(),
+            None => None,
+        };
+        let message = match (viewed, &a.topic) {
+            (Some(m), _) => m,
+            (None, Some(topic)) => find_unique(admin, topic, msg_id)
+                .await?
+                .ok_or_else(|| ClientError::Invalid(format!("message {msg_id} not found in topic {topic}")))?,
+            (None, None) => {
+                return Err(ClientError::Invalid(format!(
+                    "message {msg_id} is not an offset id of a known broker; give -t topic to look it up as a unique key"
+                )))
+            }
+        };
+        print_message(&message);
     }
     Ok(())
+}
+
+async fn find_unique(
+    admin: &AdminClient,
+    topic: &str,
+    uniq: &str,
+) -> Result<Option<MessageRecord>, ClientError> {
+    for addr in masters_of(admin, topic).await? {
+        let hits = admin
+            .query_message(&addr, &key_query(topic, uniq, 32, 0, i64::MAX, true))
+            .await?;
+        if let Some(m) = hits
+            .into_iter()
+            .find(|m| m.properties.get(property::UNIQ_KEY) == Some(uniq))
+        {
+            return Ok(Some(m));
+        }
+    }
+    Ok(None)
 }
 
 #[derive(clap::Args, Debug)]
@@ -132,19 +177,9 @@ pub async fn query_by_unique_key(
     admin: &AdminClient,
     a: QueryByUniqueKey,
 ) -> Result<(), ClientError> {
-    let mut found = Vec::new();
-    for addr in masters_of(admin, &a.topic).await? {
-        let hits = admin
-            .query_message(&addr, &key_query(&a.topic, &a.id, 32, 0, i64::MAX, true))
-            .await?;
-        found.extend(
-            hits.into_iter()
-                .filter(|m| m.properties.get(property::UNIQ_KEY) == Some(a.id.as_str())),
-        );
-    }
-    match found.first() {
+    match find_unique(admin, &a.topic, &a.id).await? {
         Some(m) => {
-            print_message(m);
+            print_message(&m);
             Ok(())
         }
         None => Err(ClientError::Invalid(format!(
