@@ -6,6 +6,11 @@
 
 pub mod admin;
 pub mod error;
+pub mod message;
+pub mod producer;
+pub mod route;
 
 pub use admin::AdminClient;
 pub use error::ClientError;
+pub use message::{Message, SendResult, SendStatus};
+pub use producer::{Producer, ProducerConfig};
