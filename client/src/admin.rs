@@ -434,7 +434,8 @@ impl AdminClient {
             .offset)
     }
 
-    /// Pulls up to 32 messages of a queue (no subscription filtering, no offset commit).
+    /// Pulls up to 32 messages of a queue (no subscription filtering, no offset commit); with
+    /// `suspend_ms` > 0 the broker holds the pull until a message arrives (long polling).
     pub async fn pull(
         &self,
         broker: &str,
@@ -442,6 +443,7 @@ impl AdminClient {
         topic: &str,
         queue_id: i32,
         offset: i64,
+        suspend_ms: i64,
     ) -> Result<(i32, i64, Vec<MessageRecord>), ClientError> {
         let header = PullMessageRequestHeader {
             consumer_group: group.to_owned(),
@@ -449,16 +451,21 @@ impl AdminClient {
             queue_id,
             queue_offset: offset,
             max_msg_nums: 32,
-            sys_flag: 0x4,
+            sys_flag: if suspend_ms > 0 { 0x2 | 0x4 } else { 0x4 },
             commit_offset: 0,
-            suspend_timeout_millis: 0,
+            suspend_timeout_millis: suspend_ms,
             subscription: Some("*".into()),
             sub_version: 0,
             expression_type: Some("TAG".into()),
             max_msg_bytes: None,
         };
         let response = self
-            .call_any(broker, req(RequestCode::PULL_MESSAGE, &header))
+            .remoting
+            .invoke(
+                broker,
+                req(RequestCode::PULL_MESSAGE, &header),
+                self.timeout + Duration::from_millis(suspend_ms.max(0) as u64),
+            )
             .await?;
         let next = response
             .ext_fields

@@ -49,7 +49,7 @@ async fn read_all(admin: &AdminClient, addr: &str, topic: &str) -> Vec<MessageRe
         let mut offset = 0;
         loop {
             let Ok((code, next, records)) =
-                admin.pull(addr, "reader", topic, queue_id, offset).await
+                admin.pull(addr, "reader", topic, queue_id, offset, 0).await
             else {
                 break;
             };

@@ -2,3 +2,15 @@
 
 pub mod admin;
 pub mod stats;
+
+/// `println!` for command-line output that ends the process quietly when the reader goes
+/// away (`mqadmin topicList | head`), instead of panicking on a broken pipe.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}

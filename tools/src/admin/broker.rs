@@ -7,7 +7,7 @@ use super::Target;
 
 pub async fn cluster_list(admin: &AdminClient) -> Result<(), ClientError> {
     let info = admin.cluster_info().await?;
-    println!(
+    crate::outln!(
         "{:<22}  {:<22}  {:<4}  {:<22}  {:<11}  {:<20}  {:<19}  {:<16}  {:<12}  {}",
         "#Cluster Name",
         "#Broker Name",
@@ -42,7 +42,7 @@ pub async fn cluster_list(admin: &AdminClient) -> Result<(), ClientError> {
                 } else {
                     0.0
                 };
-                println!(
+                crate::outln!(
                     "{:<22}  {:<22}  {:<4}  {:<22}  {:<11}  {:<20}  {:<19}  {:<16}  {:<12.2}  {}",
                     cluster,
                     name,
@@ -66,7 +66,7 @@ pub async fn cluster_list(admin: &AdminClient) -> Result<(), ClientError> {
 pub async fn broker_status(admin: &AdminClient, t: Target) -> Result<(), ClientError> {
     for addr in t.addrs(admin).await? {
         for (k, v) in admin.broker_runtime_info(&addr).await? {
-            println!("{k:<32}: {v}");
+            crate::outln!("{k:<32}: {v}");
         }
     }
     Ok(())
@@ -74,10 +74,10 @@ pub async fn broker_status(admin: &AdminClient, t: Target) -> Result<(), ClientE
 
 pub async fn get_broker_config(admin: &AdminClient, t: Target) -> Result<(), ClientError> {
     for addr in t.addrs(admin).await? {
-        println!("============{addr}============");
+        crate::outln!("============{addr}============");
         for line in admin.broker_config(&addr).await?.lines() {
             if let Some((k, v)) = line.split_once('=') {
-                println!("{k:<50}=  {v}");
+                crate::outln!("{k:<50}=  {v}");
             }
         }
     }
@@ -100,7 +100,7 @@ pub async fn update_broker_config(
 ) -> Result<(), ClientError> {
     for addr in a.target.addrs(admin).await? {
         admin.update_broker_config(&addr, &a.key, &a.value).await?;
-        println!("update broker config success, {addr}");
+        crate::outln!("update broker config success, {addr}");
     }
     Ok(())
 }

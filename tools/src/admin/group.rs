@@ -56,9 +56,9 @@ pub async fn update_sub_group(admin: &AdminClient, a: UpdateSubGroup) -> Result<
         .unwrap_or(config.notify_consumer_ids_changed_enable);
     for addr in a.target.addrs(admin).await? {
         admin.create_group(&addr, &config).await?;
-        println!("create subscription group to {addr} success.");
+        crate::outln!("create subscription group to {addr} success.");
     }
-    println!("{config:?}");
+    crate::outln!("{config:?}");
     Ok(())
 }
 
@@ -73,7 +73,7 @@ pub struct DeleteSubGroup {
 pub async fn delete_sub_group(admin: &AdminClient, a: DeleteSubGroup) -> Result<(), ClientError> {
     for addr in a.target.addrs(admin).await? {
         admin.delete_group(&addr, &a.group).await?;
-        println!(
+        crate::outln!(
             "delete subscription group [{}] from broker [{addr}] success.",
             a.group
         );
@@ -108,7 +108,7 @@ pub async fn consumer_progress(
             .map(|(_, a)| a)
             .collect(),
     };
-    println!(
+    crate::outln!(
         "{:<32}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}",
         "#Topic",
         "#Broker Name",
@@ -128,7 +128,7 @@ pub async fn consumer_progress(
         for (mq, w) in &stats.offset_table.0 {
             let diff = w.broker_offset - w.consumer_offset;
             total_diff += diff;
-            println!(
+            crate::outln!(
                 "{:<32}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}",
                 mq.topic,
                 mq.broker_name,
@@ -140,9 +140,9 @@ pub async fn consumer_progress(
             );
         }
     }
-    println!();
-    println!("Consume TPS: {tps:.2}");
-    println!("Diff Total: {total_diff}");
+    crate::outln!();
+    crate::outln!("Consume TPS: {tps:.2}");
+    crate::outln!("Diff Total: {total_diff}");
     Ok(())
 }
 
@@ -154,12 +154,16 @@ pub async fn consumer_connection(admin: &AdminClient, a: GroupArg) -> Result<(),
         .find_map(|b| b.master_addr().map(str::to_owned))
         .ok_or_else(|| ClientError::Invalid("no broker hosts this group".into()))?;
     let c = admin.consumer_connection(&addr, &a.group).await?;
-    println!(
+    crate::outln!(
         "{:<4}  {:<40}  {:<24}  {:<12}  {}",
-        "#", "#ClientId", "#ClientAddr", "#Language", "#Version"
+        "#",
+        "#ClientId",
+        "#ClientAddr",
+        "#Language",
+        "#Version"
     );
     for (i, conn) in c.connection_set.iter().enumerate() {
-        println!(
+        crate::outln!(
             "{:03}   {:<40}  {:<24}  {:<12}  {}",
             i + 1,
             conn.client_id,
@@ -168,15 +172,15 @@ pub async fn consumer_connection(admin: &AdminClient, a: GroupArg) -> Result<(),
             conn.version
         );
     }
-    println!("\nBelow is subscription:");
-    println!("{:<4}  {:<48}  {}", "#", "#Topic", "#SubExpression");
+    crate::outln!("\nBelow is subscription:");
+    crate::outln!("{:<4}  {:<48}  {}", "#", "#Topic", "#SubExpression");
     for (i, (topic, sub)) in c.subscription_table.iter().enumerate() {
-        println!("{:03}   {topic:<48}  {}", i + 1, sub.sub_string);
+        crate::outln!("{:03}   {topic:<48}  {}", i + 1, sub.sub_string);
     }
-    println!();
-    println!("ConsumeType: {}", c.consume_type.name());
-    println!("MessageModel: {}", c.message_model.name());
-    println!("ConsumeFromWhere: {}", c.consume_from_where.name());
+    crate::outln!();
+    crate::outln!("ConsumeType: {}", c.consume_type.name());
+    crate::outln!("MessageModel: {}", c.message_model.name());
+    crate::outln!("ConsumeFromWhere: {}", c.consume_from_where.name());
     Ok(())
 }
 
@@ -196,7 +200,7 @@ pub async fn producer_connection(
     for addr in route.broker_datas.iter().filter_map(|b| b.master_addr()) {
         let p = admin.producer_connection(addr, &a.group).await?;
         for (i, conn) in p.connection_set.iter().enumerate() {
-            println!(
+            crate::outln!(
                 "{:04} {:<32} {:<22} {:<8} {}",
                 i + 1,
                 conn.client_id,
@@ -240,7 +244,7 @@ pub async fn reset_offset_by_time(
 ) -> Result<(), ClientError> {
     let timestamp = parse_timestamp(&a.timestamp)?;
     let route = admin.topic_route(&a.topic).await?;
-    println!("{:<40}  {:<40}  {}", "#brokerName", "#queueId", "#offset");
+    crate::outln!("{:<40}  {:<40}  {}", "#brokerName", "#queueId", "#offset");
     for broker in &route.broker_datas {
         let Some(addr) = broker.master_addr() else {
             continue;
@@ -251,7 +255,7 @@ pub async fn reset_offset_by_time(
         {
             Ok(body) => {
                 for (mq, offset) in &body.offset_table.0 {
-                    println!("{:<40}  {:<40}  {offset}", mq.broker_name, mq.queue_id);
+                    crate::outln!("{:<40}  {:<40}  {offset}", mq.broker_name, mq.queue_id);
                 }
             }
             // No consumer online: store the offsets directly, as RocketMQ's tool falls back to.
@@ -268,7 +272,7 @@ pub async fn reset_offset_by_time(
                     admin
                         .update_consumer_offset(addr, &a.group, &a.topic, queue_id, offset)
                         .await?;
-                    println!("{:<40}  {:<40}  {offset}", broker.broker_name, queue_id);
+                    crate::outln!("{:<40}  {:<40}  {offset}", broker.broker_name, queue_id);
                 }
             }
             Err((code, remark)) => {

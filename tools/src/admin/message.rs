@@ -48,7 +48,7 @@ async fn masters_of(admin: &AdminClient, topic: &str) -> Result<Vec<String>, Cli
 }
 
 pub async fn query_by_key(admin: &AdminClient, a: QueryByKey) -> Result<(), ClientError> {
-    println!("{:<50} {:>4} {:>40}", "#Message ID", "#QID", "#Offset");
+    crate::outln!("{:<50} {:>4} {:>40}", "#Message ID", "#QID", "#Offset");
     for addr in masters_of(admin, &a.topic).await? {
         let found = admin
             .query_message(
@@ -61,7 +61,7 @@ pub async fn query_by_key(admin: &AdminClient, a: QueryByKey) -> Result<(), Clie
             .iter()
             .filter(|m| m.properties.keys().any(|k| k == a.key))
         {
-            println!(
+            crate::outln!(
                 "{:<50} {:>4} {:>40}",
                 m.msg_id(),
                 m.head.queue_id,
@@ -84,33 +84,33 @@ pub struct QueryById {
 
 pub fn print_message(m: &MessageRecord) {
     let p = &m.properties;
-    println!("{:<20} {}", "OffsetID:", m.offset_msg_id());
-    println!("{:<20} {}", "Topic:", m.topic);
-    println!("{:<20} [{}]", "Tags:", p.tags().unwrap_or(""));
-    println!("{:<20} [{}]", "Keys:", p.get(property::KEYS).unwrap_or(""));
-    println!("{:<20} {}", "Queue ID:", m.head.queue_id);
-    println!("{:<20} {}", "Queue Offset:", m.head.queue_offset);
-    println!("{:<20} {}", "CommitLog Offset:", m.head.physical_offset);
-    println!("{:<20} {}", "Reconsume Times:", m.head.reconsume_times);
-    println!(
+    crate::outln!("{:<20} {}", "OffsetID:", m.offset_msg_id());
+    crate::outln!("{:<20} {}", "Topic:", m.topic);
+    crate::outln!("{:<20} [{}]", "Tags:", p.tags().unwrap_or(""));
+    crate::outln!("{:<20} [{}]", "Keys:", p.get(property::KEYS).unwrap_or(""));
+    crate::outln!("{:<20} {}", "Queue ID:", m.head.queue_id);
+    crate::outln!("{:<20} {}", "Queue Offset:", m.head.queue_offset);
+    crate::outln!("{:<20} {}", "CommitLog Offset:", m.head.physical_offset);
+    crate::outln!("{:<20} {}", "Reconsume Times:", m.head.reconsume_times);
+    crate::outln!(
         "{:<20} {}",
         "Born Timestamp:",
         super::format_time(m.head.born_timestamp)
     );
-    println!(
+    crate::outln!(
         "{:<20} {}",
         "Store Timestamp:",
         super::format_time(m.head.store_timestamp)
     );
-    println!("{:<20} {}", "Born Host:", m.head.born_host);
-    println!("{:<20} {}", "Store Host:", m.head.store_host);
-    println!("{:<20} {}", "System Flag:", m.head.sys_flag);
+    crate::outln!("{:<20} {}", "Born Host:", m.head.born_host);
+    crate::outln!("{:<20} {}", "Store Host:", m.head.store_host);
+    crate::outln!("{:<20} {}", "System Flag:", m.head.sys_flag);
     let props: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    println!("{:<20} {{{}}}", "Properties:", props.join(", "));
+    crate::outln!("{:<20} {{{}}}", "Properties:", props.join(", "));
     let body = m
         .uncompressed_body(64 << 20)
         .unwrap_or_else(|_| m.body.clone());
-    println!("{:<20} {}", "Message Body:", String::from_utf8_lossy(&body));
+    crate::outln!("{:<20} {}", "Message Body:", String::from_utf8_lossy(&body));
 }
 
 pub async fn query_by_id(admin: &AdminClient, a: QueryById) -> Result<(), ClientError> {
@@ -220,7 +220,7 @@ async fn addr_of(
 pub async fn query_by_offset(admin: &AdminClient, a: QueryByOffset) -> Result<(), ClientError> {
     let addr = addr_of(admin, &a.topic, &a.broker_name).await?;
     let (_, _, records) = admin
-        .pull(&addr, "TOOLS_CONSUMER", &a.topic, a.queue_id, a.offset)
+        .pull(&addr, "TOOLS_CONSUMER", &a.topic, a.queue_id, a.offset, 0)
         .await?;
     match records
         .into_iter()
@@ -269,7 +269,7 @@ pub async fn print_msg(admin: &AdminClient, a: PrintMsg) -> Result<(), ClientErr
             };
             while offset < end {
                 let (code, next, records) = admin
-                    .pull(addr, "TOOLS_CONSUMER", &a.topic, queue_id, offset)
+                    .pull(addr, "TOOLS_CONSUMER", &a.topic, queue_id, offset, 0)
                     .await?;
                 if code != 0 || next <= offset {
                     break;
@@ -278,7 +278,7 @@ pub async fn print_msg(admin: &AdminClient, a: PrintMsg) -> Result<(), ClientErr
                     let body = m
                         .uncompressed_body(64 << 20)
                         .unwrap_or_else(|_| m.body.clone());
-                    println!(
+                    crate::outln!(
                         "MSGID: {} {} BODY: {}",
                         m.msg_id(),
                         m.offset_msg_id(),
@@ -340,13 +340,19 @@ pub async fn send_message(admin: &AdminClient, a: SendMessage) -> Result<(), Cli
             props.encode(),
         )
         .await?;
-    println!(
+    crate::outln!(
         "{:<32}  {:<4}  {:<20}  {}",
-        "#Broker Name", "#QID", "#Send Result", "#MsgId"
+        "#Broker Name",
+        "#QID",
+        "#Send Result",
+        "#MsgId"
     );
-    println!(
+    crate::outln!(
         "{:<32}  {:<4}  {:<20}  {}",
-        broker.broker_name, result.queue_id, "SEND_OK", result.msg_id
+        broker.broker_name,
+        result.queue_id,
+        "SEND_OK",
+        result.msg_id
     );
     Ok(())
 }
@@ -390,7 +396,7 @@ pub async fn consume_message(admin: &AdminClient, a: ConsumeMessage) -> Result<(
             };
             while printed < a.count {
                 let (code, next, records) = admin
-                    .pull(addr, &a.group, &a.topic, queue_id, offset)
+                    .pull(addr, &a.group, &a.topic, queue_id, offset, 0)
                     .await?;
                 if code != 0 || next <= offset {
                     break;
@@ -399,7 +405,7 @@ pub async fn consume_message(admin: &AdminClient, a: ConsumeMessage) -> Result<(
                     let body = m
                         .uncompressed_body(64 << 20)
                         .unwrap_or_else(|_| m.body.clone());
-                    println!(
+                    crate::outln!(
                         "Consume ok, msgId: {}, queueId: {}, queueOffset: {}, body: {}",
                         m.msg_id(),
                         m.head.queue_id,

@@ -12,7 +12,7 @@ pub struct BrokerNameArg {
 pub async fn wipe_write_perm(admin: &AdminClient, a: BrokerNameArg) -> Result<(), ClientError> {
     for ns in admin.name_servers().to_vec() {
         let count = admin.wipe_write_perm(&ns, &a.broker_name).await?;
-        println!(
+        crate::outln!(
             "wipe write perm of broker[{}] in name server[{ns}] OK, {count}",
             a.broker_name
         );
@@ -23,7 +23,7 @@ pub async fn wipe_write_perm(admin: &AdminClient, a: BrokerNameArg) -> Result<()
 pub async fn add_write_perm(admin: &AdminClient, a: BrokerNameArg) -> Result<(), ClientError> {
     for ns in admin.name_servers().to_vec() {
         let count = admin.add_write_perm(&ns, &a.broker_name).await?;
-        println!(
+        crate::outln!(
             "add write perm of broker[{}] in name server[{ns}] OK, {count}",
             a.broker_name
         );
@@ -33,10 +33,10 @@ pub async fn add_write_perm(admin: &AdminClient, a: BrokerNameArg) -> Result<(),
 
 pub async fn get_namesrv_config(admin: &AdminClient) -> Result<(), ClientError> {
     for ns in admin.name_servers().to_vec() {
-        println!("============{ns}============");
+        crate::outln!("============{ns}============");
         for line in admin.namesrv_config(&ns).await?.lines() {
             if let Some((k, v)) = line.split_once('=') {
-                println!("{k:<50}=  {v}");
+                crate::outln!("{k:<50}=  {v}");
             }
         }
     }
@@ -55,7 +55,7 @@ pub async fn update_namesrv_config(admin: &AdminClient, a: KeyValue) -> Result<(
     for ns in admin.name_servers().to_vec() {
         admin.update_namesrv_config(&ns, &a.key, &a.value).await?;
     }
-    println!(
+    crate::outln!(
         "update name server config success!{:?}",
         admin.name_servers()
     );
@@ -74,7 +74,7 @@ pub struct KvArgs {
 
 pub async fn update_kv_config(admin: &AdminClient, a: KvArgs) -> Result<(), ClientError> {
     admin.put_kv(&a.namespace, &a.key, &a.value).await?;
-    println!("create or update kv config to namespace success.");
+    crate::outln!("create or update kv config to namespace success.");
     Ok(())
 }
 
@@ -88,6 +88,6 @@ pub struct KvKey {
 
 pub async fn delete_kv_config(admin: &AdminClient, a: KvKey) -> Result<(), ClientError> {
     admin.delete_kv(&a.namespace, &a.key).await?;
-    println!("delete kv config from namespace success.");
+    crate::outln!("delete kv config from namespace success.");
     Ok(())
 }

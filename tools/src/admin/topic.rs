@@ -34,7 +34,7 @@ pub async fn update_topic(admin: &AdminClient, a: UpdateTopic) -> Result<(), Cli
     let mut order_conf = Vec::new();
     for addr in a.target.addrs(admin).await? {
         admin.create_topic(&addr, &config).await?;
-        println!("create topic to {addr} success.");
+        crate::outln!("create topic to {addr} success.");
         if a.order {
             if let Some(name) = broker_name_of(admin, &addr).await? {
                 order_conf.push(format!("{name}:{}", a.write));
@@ -44,12 +44,12 @@ pub async fn update_topic(admin: &AdminClient, a: UpdateTopic) -> Result<(), Cli
     if a.order && !order_conf.is_empty() {
         let value = order_conf.join(";");
         admin.put_kv("ORDER_TOPIC_CONFIG", &a.topic, &value).await?;
-        println!(
+        crate::outln!(
             "set cluster orderConf. isOrder={}, orderConf=[{value}]",
             a.order
         );
     }
-    println!(
+    crate::outln!(
         "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, topicFilterType=SINGLE_TAG, topicSysFlag=0, order={}]",
         a.topic,
         a.read,
@@ -81,12 +81,13 @@ pub async fn delete_topic(admin: &AdminClient, a: DeleteTopic) -> Result<(), Cli
     for (_, addr) in admin.master_addrs(Some(&a.cluster)).await? {
         admin.delete_topic_in_broker(&addr, &a.topic).await?;
     }
-    println!(
+    crate::outln!(
         "delete topic [{}] from cluster [{}] success.",
-        a.topic, a.cluster
+        a.topic,
+        a.cluster
     );
     admin.delete_topic_in_namesrv(&a.topic, None).await?;
-    println!("delete topic [{}] from NameServer success.", a.topic);
+    crate::outln!("delete topic [{}] from NameServer success.", a.topic);
     Ok(())
 }
 
@@ -101,13 +102,15 @@ pub async fn topic_list(admin: &AdminClient, a: TopicListArgs) -> Result<(), Cli
     let topics = admin.topic_list().await?;
     if !a.cluster_model {
         for t in topics {
-            println!("{t}");
+            crate::outln!("{t}");
         }
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "{:<20}  {:<48}  {:<48}",
-        "#Cluster Name", "#Topic", "#Consumer Group"
+        "#Cluster Name",
+        "#Topic",
+        "#Consumer Group"
     );
     for t in topics {
         let cluster = match admin.topic_route(&t).await {
@@ -118,14 +121,14 @@ pub async fn topic_list(admin: &AdminClient, a: TopicListArgs) -> Result<(), Cli
                 .unwrap_or_default(),
             Err(_) => String::new(),
         };
-        println!("{cluster:<20}  {t:<48}  {:<48}", "");
+        crate::outln!("{cluster:<20}  {t:<48}  {:<48}", "");
     }
     Ok(())
 }
 
 pub async fn topic_route(admin: &AdminClient, a: TopicArg) -> Result<(), ClientError> {
     let route = admin.topic_route(&a.topic).await?;
-    println!(
+    crate::outln!(
         "{}",
         fastjson::encode_with(&route, fastjson::Style::FastjsonPretty)
     );
@@ -134,9 +137,13 @@ pub async fn topic_route(admin: &AdminClient, a: TopicArg) -> Result<(), ClientE
 
 pub async fn topic_status(admin: &AdminClient, a: TopicArg) -> Result<(), ClientError> {
     let route = admin.topic_route(&a.topic).await?;
-    println!(
+    crate::outln!(
         "{:<32}  {:<4}  {:<20}  {:<20}  {}",
-        "#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"
+        "#Broker Name",
+        "#QID",
+        "#Min Offset",
+        "#Max Offset",
+        "#Last Updated"
     );
     for broker in &route.broker_datas {
         let Some(addr) = broker.master_addr() else {
@@ -144,7 +151,7 @@ pub async fn topic_status(admin: &AdminClient, a: TopicArg) -> Result<(), Client
         };
         let stats = admin.topic_stats(addr, &a.topic).await?;
         for (mq, offsets) in &stats.offset_table.0 {
-            println!(
+            crate::outln!(
                 "{:<32}  {:<4}  {:<20}  {:<20}  {}",
                 mq.broker_name,
                 mq.queue_id,
@@ -167,7 +174,7 @@ pub async fn topic_cluster_list(admin: &AdminClient, a: TopicArg) -> Result<(), 
     clusters.sort();
     clusters.dedup();
     for c in clusters {
-        println!("{c}");
+        crate::outln!("{c}");
     }
     Ok(())
 }
@@ -198,7 +205,7 @@ pub async fn update_topic_perm(admin: &AdminClient, a: UpdateTopicPerm) -> Resul
         let old = config.perm;
         config.perm = a.perm;
         admin.create_topic(&addr, &config).await?;
-        println!(
+        crate::outln!(
             "update topic perm from {old} to {} in {addr} success.",
             a.perm
         );
@@ -221,25 +228,25 @@ pub struct UpdateOrderConf {
 pub async fn update_order_conf(admin: &AdminClient, a: UpdateOrderConf) -> Result<(), ClientError> {
     match a.method.as_str() {
         "get" => match admin.get_kv("ORDER_TOPIC_CONFIG", &a.topic).await? {
-            Some(v) => println!(
+            Some(v) => crate::outln!(
                 "get orderConf success. topic=[{}], orderConf=[{v}] ",
                 a.topic
             ),
-            None => println!("get orderConf success. topic=[{}], orderConf=[] ", a.topic),
+            None => crate::outln!("get orderConf success. topic=[{}], orderConf=[] ", a.topic),
         },
         "put" => {
             let value = a
                 .value
                 .ok_or_else(|| ClientError::Invalid("put needs -v orderConf".into()))?;
             admin.put_kv("ORDER_TOPIC_CONFIG", &a.topic, &value).await?;
-            println!(
+            crate::outln!(
                 "update orderConf success. topic=[{}], orderConf=[{value}]",
                 a.topic
             );
         }
         "delete" => {
             admin.delete_kv("ORDER_TOPIC_CONFIG", &a.topic).await?;
-            println!("delete orderConf success. topic=[{}]", a.topic);
+            crate::outln!("delete orderConf success. topic=[{}]", a.topic);
         }
         other => {
             return Err(ClientError::Invalid(format!(
