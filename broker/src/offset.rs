@@ -75,6 +75,15 @@ impl ConsumerOffsetManager {
             .collect()
     }
 
+    /// Every group with stored offsets.
+    pub fn groups(&self) -> BTreeSet<String> {
+        self.table
+            .read()
+            .keys()
+            .filter_map(|k| k.rsplit_once('@').map(|(_, g)| g.to_owned()))
+            .collect()
+    }
+
     /// Groups with offsets on a topic.
     pub fn groups_of_topic(&self, topic: &str) -> BTreeSet<String> {
         self.table

@@ -353,6 +353,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::GET_CONSUME_STATS,
                 RequestCode::INVOKE_BROKER_TO_RESET_OFFSET,
                 RequestCode::QUERY_TOPIC_CONSUME_BY_WHO,
+                RequestCode::GET_BROKER_CONSUME_STATS,
             ],
             Arc::new(OffsetAdminProcessor {
                 identity: identity.clone(),

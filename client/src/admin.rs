@@ -6,9 +6,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
 use stellmq_remoting::protocol::body::{
-    fastjson, ClusterInfo, ConsumeStats, ConsumerConnection, KvTable, ProducerConnection,
-    ResetOffsetBody, SubscriptionGroupConfig, TopicConfig, TopicConfigSerializeWrapper, TopicList,
-    TopicRouteData, TopicStatsTable,
+    fastjson, ClusterInfo, ConsumeStats, ConsumeStatsList, ConsumerConnection, KvTable,
+    ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig, TopicConfig,
+    TopicConfigSerializeWrapper, TopicList, TopicRouteData, TopicStatsTable,
 };
 use stellmq_remoting::protocol::headers::*;
 use stellmq_remoting::protocol::message::MessageRecord;
@@ -300,6 +300,20 @@ impl AdminClient {
         };
         let response = self
             .call(broker, req(RequestCode::GET_CONSUME_STATS, &header))
+            .await?;
+        Ok(fastjson::decode(&response.body)?)
+    }
+
+    pub async fn broker_consume_stats(
+        &self,
+        broker: &str,
+    ) -> Result<ConsumeStatsList, ClientError> {
+        let header = GetConsumeStatsInBrokerHeader {
+            is_order: Some(false),
+            timeout_millis: Some(5000),
+        };
+        let response = self
+            .call(broker, req(RequestCode::GET_BROKER_CONSUME_STATS, &header))
             .await?;
         Ok(fastjson::decode(&response.body)?)
     }

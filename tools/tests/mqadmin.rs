@@ -256,6 +256,15 @@ async fn brokers_groups_and_name_servers() {
     )
     .await;
     assert!(progress.contains("Diff Total:"), "{progress}");
+    let consume = ok(ns, &["brokerConsumeStats", "-b", &addr]).await;
+    assert!(consume.contains("Diff Total:"), "{consume}");
+    let rt = ok(ns, &["clusterRT", "-a", "5"]).await;
+    assert!(
+        rt.lines().any(|l| l.starts_with("DefaultCluster")
+            && l.contains("broker-a")
+            && l.contains(" 5 ")),
+        "{rt}"
+    );
     ok(ns, &["deleteSubGroup", "-g", "adminGroup", "-b", &addr]).await;
 
     let wiped = ok(ns, &["wipeWritePerm", "-b", "broker-a"]).await;

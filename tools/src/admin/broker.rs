@@ -104,3 +104,114 @@ pub async fn update_broker_config(
     }
     Ok(())
 }
+
+pub async fn broker_consume_stats(admin: &AdminClient, t: Target) -> Result<(), ClientError> {
+    crate::outln!(
+        "{:<32}  {:<32}  {:<24}  {:<4}  {:<16}  {:<16}  {:<12}  {}",
+        "#Topic",
+        "#Group",
+        "#Broker Name",
+        "#QID",
+        "#Broker Offset",
+        "#Consumer Offset",
+        "#Diff",
+        "#LastTime"
+    );
+    let mut total = 0;
+    for addr in t.addrs(admin).await? {
+        let list = admin.broker_consume_stats(&addr).await?;
+        total += list.total_diff;
+        for by_group in &list.consume_stats_list {
+            for (group, stats) in by_group {
+                for s in stats {
+                    for (mq, w) in &s.offset_table.0 {
+                        crate::outln!(
+                            "{:<32}  {:<32}  {:<24}  {:<4}  {:<16}  {:<16}  {:<12}  {}",
+                            mq.topic,
+                            group,
+                            mq.broker_name,
+                            mq.queue_id,
+                            w.broker_offset,
+                            w.consumer_offset,
+                            w.broker_offset - w.consumer_offset,
+                            super::format_time(w.last_timestamp)
+                        );
+                    }
+                }
+            }
+        }
+    }
+    crate::outln!("\nDiff Total: {total}");
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ClusterRt {
+    /// Messages per broker per round.
+    #[arg(short = 'a', long = "amount", default_value_t = 100)]
+    amount: u32,
+    /// Body size in bytes.
+    #[arg(short = 's', long = "size", default_value_t = 128)]
+    size: usize,
+    #[arg(short = 'c', long = "cluster")]
+    cluster: Option<String>,
+    /// Seconds between rounds.
+    #[arg(short = 'i', long = "interval", default_value_t = 10)]
+    interval: u64,
+    /// Rounds to run (RocketMQ runs until stopped; 0 does the same here).
+    #[arg(long = "rounds", default_value_t = 1)]
+    rounds: u64,
+}
+
+/// Send round trip per broker, through the topic named like the broker (a system topic).
+pub async fn cluster_rt(admin: &AdminClient, a: ClusterRt) -> Result<(), ClientError> {
+    let info = admin.cluster_info().await?;
+    let body = bytes::Bytes::from(vec![b'x'; a.size]);
+    crate::outln!(
+        "{:<24}  {:<24}  {:<8}  {:<16}  {}",
+        "#Cluster Name",
+        "#Broker Name",
+        "#RT",
+        "#successCount",
+        "#failCount"
+    );
+    let mut round = 0;
+    while a.rounds == 0 || round < a.rounds {
+        for (cluster, names) in &info.cluster_addr_table {
+            if a.cluster.as_ref().is_some_and(|c| c != cluster) {
+                continue;
+            }
+            for name in names {
+                let Some(addr) = info
+                    .broker_addr_table
+                    .get(name)
+                    .and_then(|b| b.master_addr())
+                else {
+                    continue;
+                };
+                let (mut ok, mut failed, mut total) = (0u32, 0u32, std::time::Duration::ZERO);
+                for _ in 0..a.amount {
+                    let started = std::time::Instant::now();
+                    match admin.send(addr, name, 0, body.clone(), String::new()).await {
+                        Ok(_) => {
+                            ok += 1;
+                            total += started.elapsed();
+                        }
+                        Err(_) => failed += 1,
+                    }
+                }
+                let rt = if ok > 0 {
+                    total.as_secs_f64() * 1000.0 / f64::from(ok)
+                } else {
+                    0.0
+                };
+                crate::outln!("{cluster:<24}  {name:<24}  {rt:<8.2}  {ok:<16}  {failed}");
+            }
+        }
+        round += 1;
+        if a.rounds == 0 || round < a.rounds {
+            tokio::time::sleep(std::time::Duration::from_secs(a.interval)).await;
+        }
+    }
+    Ok(())
+}

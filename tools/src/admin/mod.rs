@@ -83,6 +83,13 @@ pub enum Command {
     UpdateOrderConf(topic::UpdateOrderConf),
     #[command(name = "clusterList", about = "List the brokers of each cluster")]
     ClusterList,
+    #[command(
+        name = "brokerConsumeStats",
+        about = "Consume progress of every group on a broker"
+    )]
+    BrokerConsumeStats(Target),
+    #[command(name = "clusterRT", about = "Send round trip per broker of a cluster")]
+    ClusterRT(broker::ClusterRt),
     #[command(name = "brokerStatus", about = "Fetch broker runtime status data")]
     BrokerStatus(Target),
     #[command(name = "getBrokerConfig", about = "Get broker config")]
@@ -172,6 +179,8 @@ async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientErr
         UpdateOrderConf(a) => topic::update_order_conf(admin, a).await,
         ClusterList => broker::cluster_list(admin).await,
         BrokerStatus(t) => broker::broker_status(admin, t).await,
+        BrokerConsumeStats(t) => broker::broker_consume_stats(admin, t).await,
+        ClusterRT(a) => broker::cluster_rt(admin, a).await,
         GetBrokerConfig(t) => broker::get_broker_config(admin, t).await,
         UpdateBrokerConfig(a) => broker::update_broker_config(admin, a).await,
         UpdateSubGroup(a) => group::update_sub_group(admin, a).await,

@@ -7,8 +7,8 @@ use stellmq_remoting::net::{
     ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
 };
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumeStats, GroupList, MessageQueue, OffsetWrapper, ResetOffsetBody,
-    ResetOffsetBodyForC,
+    fastjson, ConsumeStats, ConsumeStatsList, GroupList, MessageQueue, OffsetWrapper,
+    ResetOffsetBody, ResetOffsetBodyForC,
 };
 use stellmq_remoting::protocol::headers::{
     CommandHeader, GetConsumeStatsRequestHeader, QueryTopicConsumeByWhoRequestHeader,
@@ -150,6 +150,46 @@ impl OffsetAdminProcessor {
         Ok(Some(request.success_to().with_body(for_java)))
     }
 
+    /// GET_BROKER_CONSUME_STATS: every group with offsets here, with its progress per topic.
+    fn broker_consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
+        let mut list = ConsumeStatsList {
+            broker_addr: self.identity.broker_addr.clone(),
+            ..Default::default()
+        };
+        for group in self.offsets.groups() {
+            let mut per_topic = Vec::new();
+            for topic in self.offsets.topics_of_group(&group) {
+                let header = GetConsumeStatsRequestHeader {
+                    consumer_group: group.clone(),
+                    topic: Some(topic),
+                };
+                let probe = RemotingCommand::request(
+                    RequestCode::GET_CONSUME_STATS,
+                    header.to_ext_fields(),
+                );
+                if let Ok(Some(response)) = self.consume_stats(&probe) {
+                    let stats: ConsumeStats = fastjson::decode(&response.body)?;
+                    list.total_diff += stats
+                        .offset_table
+                        .0
+                        .values()
+                        .map(|w| w.broker_offset - w.consumer_offset)
+                        .sum::<i64>();
+                    if !stats.offset_table.0.is_empty() {
+                        per_topic.push(stats);
+                    }
+                }
+            }
+            if !per_topic.is_empty() {
+                list.consume_stats_list
+                    .push([(group, per_topic)].into_iter().collect());
+            }
+        }
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&list)),
+        ))
+    }
+
     fn consumed_by(&self, request: &RemotingCommand) -> ProcessResult {
         let h: QueryTopicConsumeByWhoRequestHeader = header(request)?;
         let mut groups: Vec<String> = self.offsets.groups_of_topic(&h.topic).into_iter().collect();
@@ -178,6 +218,7 @@ impl RequestProcessor for OffsetAdminProcessor {
             Some(RequestCode::GET_CONSUME_STATS) => self.consume_stats(&request),
             Some(RequestCode::INVOKE_BROKER_TO_RESET_OFFSET) => self.reset_offset(&request),
             Some(RequestCode::QUERY_TOPIC_CONSUME_BY_WHO) => self.consumed_by(&request),
+            Some(RequestCode::GET_BROKER_CONSUME_STATS) => self.broker_consume_stats(&request),
             _ => Ok(Some(request.not_supported_to())),
         };
         Box::pin(std::future::ready(result))

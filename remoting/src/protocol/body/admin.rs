@@ -174,6 +174,18 @@ pub struct ResetOffsetBody {
     pub offset_table: MqKeyMap<i64>,
 }
 
+/// GET_BROKER_CONSUME_STATS body: per group, its ConsumeStats per topic.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumeStatsList {
+    #[serde(default)]
+    pub consume_stats_list: Vec<BTreeMap<String, Vec<ConsumeStats>>>,
+    #[serde(default)]
+    pub broker_addr: String,
+    #[serde(default)]
+    pub total_diff: i64,
+}
+
 /// One entry of [`ResetOffsetBodyForC`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

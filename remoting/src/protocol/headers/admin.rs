@@ -138,3 +138,11 @@ command_header! {
         optional offline: bool = "offline",
     }
 }
+
+command_header! {
+    /// GET_BROKER_CONSUME_STATS (317).
+    pub struct GetConsumeStatsInBrokerHeader {
+        optional is_order: bool = "isOrder",
+        optional timeout_millis: i64 = "timeoutMillis",
+    }
+}
