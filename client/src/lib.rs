@@ -1,16 +1,20 @@
 //! StellMQ's Rust client for RocketMQ-compatible brokers.
 //!
-//! So far: [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
+//! [`Producer`], [`PushConsumer`], [`LitePullConsumer`], and [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
 //! broker config and runtime info, offsets and consume progress, connections, message queries,
-//! offset resets, name server KV and config). Producer and consumers are still to come.
+//! offset resets, name server KV and config).
 
 pub mod admin;
+pub mod consumer;
 pub mod error;
 pub mod message;
 pub mod producer;
 pub mod route;
 
 pub use admin::AdminClient;
+pub use consumer::{
+    ConsumeResult, ConsumerConfig, LitePullConsumer, PushConsumer, ReceivedMessage,
+};
 pub use error::ClientError;
 pub use message::{Message, SendResult, SendStatus};
 pub use producer::{Producer, ProducerConfig};

@@ -1,0 +1,734 @@
+//! What push and lite pull consumers share: subscriptions, routes, heartbeats, rebalancing,
+//! one long-polling pull loop per assigned queue, and offsets.
+//!
+//! Each assigned queue has a [`QueueState`]: the next offset to pull, the offsets handed to
+//! the application and not yet finished, and a token that stops its pull loop when a
+//! rebalance takes the queue away. The consumed offset of a queue is the smallest unfinished
+//! offset (or the next pull offset when none is in flight), so a crash never skips a message.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
+use stellmq_remoting::protocol::body::{
+    fastjson, ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerIdList, HeartbeatData,
+    LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue, SubscriptionData,
+    TopicRouteData,
+};
+use stellmq_remoting::protocol::headers::*;
+use stellmq_remoting::protocol::message::{pull_sys_flag, MessageRecord};
+use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::offset_store::OffsetTable;
+use super::push::ConsumerConfig;
+use super::ReceivedMessage;
+use crate::error::ClientError;
+
+const PULL_SUSPEND_MS: i64 = 15_000;
+const PULL_TIMEOUT: Duration = Duration::from_secs(30);
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Progress of one assigned queue.
+pub(crate) struct QueueState {
+    pub mq: MessageQueue,
+    pub next_pull: AtomicI64,
+    in_flight: Mutex<BTreeSet<i64>>,
+    pub dropped: CancellationToken,
+    pub locked: AtomicBool,
+}
+
+impl QueueState {
+    pub fn in_flight_count(&self) -> usize {
+        self.in_flight.lock().len()
+    }
+
+    /// The offset to store: the smallest unfinished message, else the next pull offset.
+    pub fn consumed_offset(&self) -> i64 {
+        self.in_flight
+            .lock()
+            .first()
+            .copied()
+            .unwrap_or_else(|| self.next_pull.load(Ordering::Acquire))
+    }
+
+    pub fn begin(&self, offsets: impl IntoIterator<Item = i64>) {
+        self.in_flight.lock().extend(offsets);
+    }
+
+    pub fn finish(&self, offset: i64) {
+        self.in_flight.lock().remove(&offset);
+    }
+}
+
+/// Where pulled messages go.
+pub(crate) trait MessageSink: Send + Sync + 'static {
+    fn deliver(
+        &self,
+        core: Arc<ConsumerCore>,
+        state: Arc<QueueState>,
+        messages: Vec<ReceivedMessage>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+    /// Orderly consumption locks queues on the broker before pulling them.
+    fn orderly(&self) -> bool {
+        false
+    }
+}
+
+/// Answers the broker's calls to this client.
+struct ClientCalls {
+    rebalance: Arc<Notify>,
+}
+
+impl InboundHandler for ClientCalls {
+    fn on_request(&self, channel: Channel, request: RemotingCommand, _received_at: Instant) {
+        match request.request_code_typed() {
+            Some(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED) => self.rebalance.notify_one(),
+            Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
+                channel.try_send(request.success_to().with_body(&b"{\"properties\":{}}"[..]));
+            }
+            _ if !request.is_oneway() => {
+                channel.try_send(request.not_supported_to());
+            }
+            _ => {}
+        }
+    }
+}
+
+pub(crate) struct ConsumerCore {
+    pub config: ConsumerConfig,
+    pub client_id: String,
+    pub remoting: RemotingClient,
+    namesrv: Vec<String>,
+    pub subscriptions: RwLock<BTreeMap<String, SubscriptionData>>,
+    routes: RwLock<HashMap<String, TopicRouteData>>,
+    pub offsets: OffsetTable,
+    rebalance_now: Arc<Notify>,
+    pub stop: CancellationToken,
+    queues: Mutex<HashMap<MessageQueue, Arc<QueueState>>>,
+    sink: Arc<dyn MessageSink>,
+}
+
+impl ConsumerCore {
+    pub async fn new(
+        config: ConsumerConfig,
+        sink: Arc<dyn MessageSink>,
+    ) -> Result<Arc<Self>, ClientError> {
+        let namesrv: Vec<String> = config
+            .namesrv_addr
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let first = namesrv.first().ok_or(ClientError::NoNameServer)?.clone();
+        let rebalance_now = Arc::new(Notify::new());
+        let remoting = RemotingClient::with_handler(
+            ClientConfig::default(),
+            Arc::new(ClientCalls {
+                rebalance: rebalance_now.clone(),
+            }),
+        );
+        let local_ip = remoting
+            .channel(&first)
+            .await
+            .map_err(|e| ClientError::NameServerUnreachable(e.to_string()))?
+            .local()
+            .ip();
+        let client_id = format!("{local_ip}@{}", config.instance_name);
+        let offsets = match config.message_model {
+            MessageModel::Clustering => OffsetTable::remote(),
+            MessageModel::Broadcasting => OffsetTable::local(
+                config
+                    .offset_store_dir
+                    .join(&client_id)
+                    .join(&config.group)
+                    .join("offsets.json"),
+            ),
+        };
+        Ok(Arc::new(Self {
+            config,
+            client_id,
+            remoting,
+            namesrv,
+            subscriptions: RwLock::new(BTreeMap::new()),
+            routes: RwLock::new(HashMap::new()),
+            offsets,
+            rebalance_now,
+            stop: CancellationToken::new(),
+            queues: Mutex::new(HashMap::new()),
+            sink,
+        }))
+    }
+
+    pub fn subscribe(&self, topic: &str, expression: &str) {
+        let sub = build_subscription(topic, expression);
+        self.subscriptions.write().insert(topic.to_owned(), sub);
+        if self.config.message_model == MessageModel::Clustering {
+            let retry = format!("%RETRY%{}", self.config.group);
+            self.subscriptions
+                .write()
+                .entry(retry.clone())
+                .or_insert_with(|| build_subscription(&retry, "*"));
+        }
+    }
+
+    pub fn assigned(&self) -> Vec<MessageQueue> {
+        let mut v: Vec<MessageQueue> = self.queues.lock().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    pub fn queue_state(&self, mq: &MessageQueue) -> Option<Arc<QueueState>> {
+        self.queues.lock().get(mq).cloned()
+    }
+
+    async fn fetch_route(&self, topic: &str) -> Result<TopicRouteData, ClientError> {
+        let header = GetRouteInfoRequestHeader {
+            topic: topic.to_owned(),
+            accept_standard_json_only: None,
+        };
+        let mut last = String::new();
+        for ns in &self.namesrv {
+            match self
+                .remoting
+                .invoke(
+                    ns,
+                    RemotingCommand::request(
+                        RequestCode::GET_ROUTEINFO_BY_TOPIC,
+                        header.to_ext_fields(),
+                    ),
+                    CALL_TIMEOUT,
+                )
+                .await
+            {
+                Ok(r) if r.code == 0 => {
+                    let route: TopicRouteData = fastjson::decode(&r.body)?;
+                    self.routes.write().insert(topic.to_owned(), route.clone());
+                    return Ok(route);
+                }
+                Ok(r) if r.code == ResponseCode::TOPIC_NOT_EXIST.as_i32() => {
+                    return Err(ClientError::TopicNotExist(topic.to_owned()))
+                }
+                Ok(r) => last = format!("{ns}: {} {}", r.code, r.remark_str()),
+                Err(e) => last = format!("{ns}: {e}"),
+            }
+        }
+        Err(ClientError::NameServerUnreachable(last))
+    }
+
+    /// The master of a broker name (where pulls, offsets and locks go).
+    pub fn broker_addr(&self, broker_name: &str) -> Option<String> {
+        let routes = self.routes.read();
+        routes
+            .values()
+            .flat_map(|r| r.broker_datas.iter())
+            .find(|b| b.broker_name == broker_name)
+            .and_then(|b| {
+                b.master_addr()
+                    .map(str::to_owned)
+                    .or_else(|| b.broker_addrs.0.values().next().cloned())
+            })
+    }
+
+    fn all_broker_addrs(&self) -> BTreeSet<String> {
+        self.routes
+            .read()
+            .values()
+            .flat_map(|r| r.broker_datas.iter())
+            .flat_map(|b| b.broker_addrs.0.values().cloned())
+            .collect()
+    }
+
+    pub async fn heartbeat(&self) {
+        let data = HeartbeatData {
+            client_id: self.client_id.clone(),
+            producer_data_set: Vec::new(),
+            consumer_data_set: vec![ConsumerData {
+                group_name: self.config.group.clone(),
+                consume_type: ConsumeType::ConsumePassively,
+                message_model: self.config.message_model,
+                consume_from_where: self.config.consume_from_where,
+                subscription_data_set: self.subscriptions.read().values().cloned().collect(),
+                unit_mode: false,
+            }],
+        };
+        let body = fastjson::encode(&data);
+        for addr in self.all_broker_addrs() {
+            let request = RemotingCommand::request(RequestCode::HEART_BEAT, ExtFields::new())
+                .with_body(body.clone());
+            if let Err(e) = self.remoting.invoke(&addr, request, CALL_TIMEOUT).await {
+                tracing::debug!(broker = %addr, error = %e, "consumer heartbeat failed");
+            }
+        }
+    }
+
+    async fn members(&self, route: &TopicRouteData) -> Vec<String> {
+        let header = GetConsumerListByGroupRequestHeader {
+            consumer_group: self.config.group.clone(),
+        };
+        for b in &route.broker_datas {
+            for addr in b.broker_addrs.0.values() {
+                let request = RemotingCommand::request(
+                    RequestCode::GET_CONSUMER_LIST_BY_GROUP,
+                    header.to_ext_fields(),
+                );
+                if let Ok(r) = self.remoting.invoke(addr, request, CALL_TIMEOUT).await {
+                    if r.code == 0 {
+                        if let Ok(list) = fastjson::decode::<ConsumerIdList>(&r.body) {
+                            let mut ids = list.consumer_id_list;
+                            ids.sort();
+                            return ids;
+                        }
+                    }
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// Recomputes which queues this client owns and starts or stops their pull loops.
+    pub async fn rebalance(self: &Arc<Self>) {
+        let topics: Vec<String> = self.subscriptions.read().keys().cloned().collect();
+        let mut wanted: BTreeSet<MessageQueue> = BTreeSet::new();
+        for topic in topics {
+            let route = match self.fetch_route(&topic).await {
+                Ok(route) => route,
+                Err(e) => {
+                    tracing::debug!(%topic, error = %e, "no route yet");
+                    continue;
+                }
+            };
+            let queues = crate::route::subscribe_queues(&topic, &route);
+            let mine = match self.config.message_model {
+                MessageModel::Broadcasting => queues,
+                MessageModel::Clustering => {
+                    let members = self.members(&route).await;
+                    if members.is_empty() {
+                        continue;
+                    }
+                    self.config
+                        .allocate
+                        .allocate(&self.client_id, &queues, &members)
+                }
+            };
+            wanted.extend(mine);
+        }
+        let current: BTreeSet<MessageQueue> = self.queues.lock().keys().cloned().collect();
+        for gone in current.difference(&wanted) {
+            self.drop_queue(gone).await;
+        }
+        for new in wanted.difference(&current) {
+            match self.start_offset(new).await {
+                Ok(offset) => self.start_queue(new.clone(), offset),
+                Err(e) => tracing::warn!(queue = ?new, error = %e, "cannot find a start offset"),
+            }
+        }
+    }
+
+    fn start_queue(self: &Arc<Self>, mq: MessageQueue, offset: i64) {
+        let state = Arc::new(QueueState {
+            mq: mq.clone(),
+            next_pull: AtomicI64::new(offset),
+            in_flight: Mutex::new(BTreeSet::new()),
+            dropped: self.stop.child_token(),
+            locked: AtomicBool::new(false),
+        });
+        self.offsets.update(&mq, offset, true);
+        self.queues.lock().insert(mq, state.clone());
+        tokio::spawn(pull_loop(self.clone(), state));
+    }
+
+    async fn drop_queue(&self, mq: &MessageQueue) {
+        let Some(state) = self.queues.lock().remove(mq) else {
+            return;
+        };
+        state.dropped.cancel();
+        self.offsets.update(mq, state.consumed_offset(), false);
+        self.persist_one(mq).await;
+        if self.sink.orderly() && state.locked.load(Ordering::Acquire) {
+            self.lock_call(RequestCode::UNLOCK_BATCH_MQ, mq).await;
+        }
+        self.offsets.remove(mq);
+    }
+
+    /// Where a newly assigned queue starts: the stored offset, else consumeFromWhere.
+    async fn start_offset(&self, mq: &MessageQueue) -> Result<i64, ClientError> {
+        if self.offsets.is_local() {
+            if let Some(offset) = self.offsets.get(mq) {
+                return Ok(offset);
+            }
+        } else {
+            let addr = self
+                .broker_addr(&mq.broker_name)
+                .ok_or_else(|| ClientError::Invalid("no broker for queue".into()))?;
+            let header = QueryConsumerOffsetRequestHeader {
+                consumer_group: self.config.group.clone(),
+                topic: mq.topic.clone(),
+                queue_id: mq.queue_id,
+                set_zero_if_not_found: None,
+            };
+            let r = self
+                .remoting
+                .invoke(
+                    &addr,
+                    RemotingCommand::request(
+                        RequestCode::QUERY_CONSUMER_OFFSET,
+                        header.to_ext_fields(),
+                    ),
+                    CALL_TIMEOUT,
+                )
+                .await?;
+            if r.code == 0 {
+                return OffsetResponseHeader::from_ext_fields(&r.ext_fields)
+                    .map(|h| h.offset)
+                    .map_err(|e| ClientError::Invalid(e.to_string()));
+            }
+        }
+        let addr = self
+            .broker_addr(&mq.broker_name)
+            .ok_or_else(|| ClientError::Invalid("no broker for queue".into()))?;
+        let offset_call = |code, fields: ExtFields| async move {
+            let r = self
+                .remoting
+                .invoke(&addr, RemotingCommand::request(code, fields), CALL_TIMEOUT)
+                .await?;
+            Ok::<i64, ClientError>(
+                OffsetResponseHeader::from_ext_fields(&r.ext_fields)
+                    .map(|h| h.offset)
+                    .unwrap_or(0),
+            )
+        };
+        match self.config.consume_from_where {
+            ConsumeFromWhere::ConsumeFromFirstOffset | ConsumeFromWhere::ConsumeFromMinOffset => {
+                Ok(0)
+            }
+            ConsumeFromWhere::ConsumeFromTimestamp => {
+                let h = SearchOffsetRequestHeader {
+                    topic: mq.topic.clone(),
+                    queue_id: mq.queue_id,
+                    timestamp: self.config.consume_timestamp,
+                    boundary_type: None,
+                };
+                offset_call(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, h.to_ext_fields()).await
+            }
+            _ if mq.topic.starts_with("%RETRY%") => Ok(0),
+            _ => {
+                let h = GetMaxOffsetRequestHeader {
+                    topic: mq.topic.clone(),
+                    queue_id: mq.queue_id,
+                    committed: None,
+                };
+                offset_call(RequestCode::GET_MAX_OFFSET, h.to_ext_fields()).await
+            }
+        }
+    }
+
+    async fn persist_one(&self, mq: &MessageQueue) {
+        if self.offsets.is_local() {
+            let _ = self.offsets.persist_local();
+            return;
+        }
+        let (Some(offset), Some(addr)) = (self.offsets.get(mq), self.broker_addr(&mq.broker_name))
+        else {
+            return;
+        };
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: self.config.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            commit_offset: offset,
+        };
+        let _ = self
+            .remoting
+            .invoke(
+                &addr,
+                RemotingCommand::request(
+                    RequestCode::UPDATE_CONSUMER_OFFSET,
+                    header.to_ext_fields(),
+                ),
+                CALL_TIMEOUT,
+            )
+            .await;
+    }
+
+    /// Stores every owned queue's consumed offset (every 5 s and at shutdown).
+    pub async fn persist_offsets(&self) {
+        let states: Vec<Arc<QueueState>> = self.queues.lock().values().cloned().collect();
+        for state in &states {
+            self.offsets
+                .update(&state.mq, state.consumed_offset(), false);
+        }
+        if self.offsets.is_local() {
+            if let Err(e) = self.offsets.persist_local() {
+                tracing::warn!(error = %e, "cannot write the local offset file");
+            }
+            return;
+        }
+        for state in states {
+            self.persist_one(&state.mq).await;
+        }
+    }
+
+    async fn lock_call(&self, code: RequestCode, mq: &MessageQueue) -> bool {
+        let Some(addr) = self.broker_addr(&mq.broker_name) else {
+            return false;
+        };
+        let body = LockBatchRequestBody {
+            consumer_group: self.config.group.clone(),
+            client_id: self.client_id.clone(),
+            mq_set: vec![mq.clone()],
+            only_this_broker: false,
+        };
+        match self
+            .remoting
+            .invoke(
+                &addr,
+                RemotingCommand::request(code, ExtFields::new()).with_body(fastjson::encode(&body)),
+                CALL_TIMEOUT,
+            )
+            .await
+        {
+            Ok(r) if r.code == 0 && code == RequestCode::LOCK_BATCH_MQ => {
+                fastjson::decode::<LockBatchResponseBody>(&r.body)
+                    .is_ok_and(|b| b.lock_ok_mq_set.contains(mq))
+            }
+            Ok(r) => r.code == 0,
+            Err(_) => false,
+        }
+    }
+
+    /// Gives a failed message back to the broker for a later retry (CONSUMER_SEND_MSG_BACK).
+    pub async fn send_back(&self, msg: &ReceivedMessage) -> bool {
+        let Some(addr) = self.broker_addr(&msg.queue.broker_name) else {
+            return false;
+        };
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: msg.record.head.physical_offset,
+            group: self.config.group.clone(),
+            delay_level: 0,
+            origin_msg_id: Some(msg.msg_id()),
+            origin_topic: Some(msg.topic().to_owned()),
+            unit_mode: Some(false),
+            max_reconsume_times: Some(self.config.max_reconsume_times),
+        };
+        matches!(
+            self.remoting.invoke(&addr, RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK, header.to_ext_fields()), CALL_TIMEOUT).await,
+            Ok(r) if r.code == 0
+        )
+    }
+
+    /// Heartbeat and rebalance now, then keep them (and offset persistence) going.
+    pub async fn run_background(self: Arc<Self>) {
+        self.refresh_routes().await;
+        self.heartbeat().await;
+        self.rebalance().await;
+        let mut last_heartbeat = Instant::now();
+        let mut last_rebalance = Instant::now();
+        let mut last_persist = Instant::now();
+        loop {
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = self.rebalance_now.notified() => {
+                    self.rebalance().await;
+                    last_rebalance = Instant::now();
+                }
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+            if last_persist.elapsed() >= Duration::from_secs(5) {
+                self.persist_offsets().await;
+                last_persist = Instant::now();
+            }
+            if last_heartbeat.elapsed() >= Duration::from_secs(30) {
+                self.refresh_routes().await;
+                self.heartbeat().await;
+                last_heartbeat = Instant::now();
+            }
+            if last_rebalance.elapsed() >= self.config.rebalance_interval {
+                self.rebalance().await;
+                last_rebalance = Instant::now();
+            }
+        }
+    }
+
+    async fn refresh_routes(&self) {
+        let topics: Vec<String> = self.subscriptions.read().keys().cloned().collect();
+        for topic in topics {
+            let _ = self.fetch_route(&topic).await;
+        }
+    }
+
+    /// Stops pulling, stores offsets, unlocks and unregisters.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.persist_offsets().await;
+        let assigned = self.assigned();
+        if self.sink.orderly() {
+            for mq in &assigned {
+                self.lock_call(RequestCode::UNLOCK_BATCH_MQ, mq).await;
+            }
+        }
+        let header = UnregisterClientRequestHeader {
+            client_id: self.client_id.clone(),
+            producer_group: None,
+            consumer_group: Some(self.config.group.clone()),
+        };
+        for addr in self.all_broker_addrs() {
+            let _ = self
+                .remoting
+                .invoke(
+                    &addr,
+                    RemotingCommand::request(
+                        RequestCode::UNREGISTER_CLIENT,
+                        header.to_ext_fields(),
+                    ),
+                    CALL_TIMEOUT,
+                )
+                .await;
+        }
+        self.remoting.shutdown().await;
+    }
+}
+
+fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
+    let expression = expression.trim();
+    let sub_string = if expression.is_empty() {
+        "*".to_owned()
+    } else {
+        expression.to_owned()
+    };
+    let mut data = SubscriptionData {
+        topic: topic.to_owned(),
+        sub_string: sub_string.clone(),
+        sub_version: crate::admin::now_ms(),
+        expression_type: Some("TAG".into()),
+        ..Default::default()
+    };
+    if sub_string != "*" {
+        for tag in sub_string
+            .split("||")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            data.tags_set.insert(tag.to_owned());
+            data.code_set
+                .insert(stellmq_remoting::protocol::message::java_string_hash(tag));
+        }
+    }
+    data
+}
+
+/// Long-polls one queue until it is dropped, handing messages to the sink.
+async fn pull_loop(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
+    let mq = state.mq.clone();
+    loop {
+        if state.dropped.is_cancelled() {
+            return;
+        }
+        if state.in_flight_count() >= core.config.pull_threshold_for_queue {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        if core.sink.orderly()
+            && core.config.message_model == MessageModel::Clustering
+            && !state.locked.load(Ordering::Acquire)
+        {
+            if core.lock_call(RequestCode::LOCK_BATCH_MQ, &mq).await {
+                state.locked.store(true, Ordering::Release);
+            } else {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        }
+        let Some(addr) = core.broker_addr(&mq.broker_name) else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        let sub = core.subscriptions.read().get(&mq.topic).cloned();
+        let Some(sub) = sub else { return };
+        let offset = state.next_pull.load(Ordering::Acquire);
+        let commit = core
+            .offsets
+            .get(&mq)
+            .filter(|_| !core.offsets.is_local())
+            .unwrap_or(0);
+        let mut sys_flag = pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION;
+        if commit > 0 {
+            sys_flag |= pull_sys_flag::COMMIT_OFFSET;
+        }
+        let header = PullMessageRequestHeader {
+            consumer_group: core.config.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: offset,
+            max_msg_nums: core.config.pull_batch_size,
+            sys_flag,
+            commit_offset: commit,
+            suspend_timeout_millis: PULL_SUSPEND_MS,
+            subscription: Some(sub.sub_string.clone()),
+            sub_version: sub.sub_version,
+            expression_type: Some("TAG".into()),
+            max_msg_bytes: None,
+        };
+        let request = RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields());
+        let response = tokio::select! {
+            _ = state.dropped.cancelled() => return,
+            r = core.remoting.invoke(&addr, request, PULL_TIMEOUT) => r,
+        };
+        let response = match response {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(queue = ?mq, error = %e, "pull failed, retrying in 3 s");
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                continue;
+            }
+        };
+        let next = response
+            .ext_fields
+            .get("nextBeginOffset")
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(offset);
+        match response.response_code() {
+            Some(ResponseCode::SUCCESS) => {
+                let records =
+                    MessageRecord::decode_all(response.body.clone(), false).unwrap_or_default();
+                state.next_pull.store(next, Ordering::Release);
+                // The broker filters by tag hash; collisions are removed here by the real tag.
+                let wanted: Vec<ReceivedMessage> = records
+                    .into_iter()
+                    .filter(|r| {
+                        sub.tags_set.is_empty()
+                            || r.properties
+                                .tags()
+                                .is_some_and(|t| sub.tags_set.contains(t))
+                    })
+                    .map(|r| ReceivedMessage::new(r, mq.clone()))
+                    .collect();
+                if wanted.is_empty() {
+                    core.offsets.update(&mq, state.consumed_offset(), false);
+                } else {
+                    core.sink.deliver(core.clone(), state.clone(), wanted).await;
+                }
+            }
+            Some(ResponseCode::PULL_NOT_FOUND) | Some(ResponseCode::PULL_RETRY_IMMEDIATELY) => {
+                state.next_pull.store(next, Ordering::Release);
+                core.offsets.update(&mq, state.consumed_offset(), false);
+            }
+            Some(ResponseCode::PULL_OFFSET_MOVED) => {
+                tracing::warn!(queue = ?mq, from = offset, to = next, "offset moved by the broker");
+                state.next_pull.store(next, Ordering::Release);
+                core.offsets.update(&mq, next, true);
+            }
+            _ => {
+                tracing::debug!(queue = ?mq, code = response.code, remark = response.remark_str(), "pull refused, retrying in 3 s");
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The lite pull consumer: the application polls (RocketMQ's DefaultLitePullConsumer).
+//! `subscribe` lets the group rebalance queues; offsets are committed automatically after
+//! each poll, or by hand with `commit`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stellmq_remoting::protocol::body::MessageQueue;
+use tokio::sync::{mpsc, Mutex};
+
+use super::core::{ConsumerCore, MessageSink, QueueState};
+use super::push::ConsumerConfig;
+use super::ReceivedMessage;
+use crate::error::ClientError;
+
+struct Buffered {
+    state: Arc<QueueState>,
+    message: ReceivedMessage,
+}
+
+struct ChannelSink {
+    tx: mpsc::Sender<Buffered>,
+}
+
+impl MessageSink for ChannelSink {
+    fn deliver(
+        &self,
+        _core: Arc<ConsumerCore>,
+        state: Arc<QueueState>,
+        messages: Vec<ReceivedMessage>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let tx = self.tx.clone();
+        Box::pin(async move {
+            state.begin(messages.iter().map(ReceivedMessage::queue_offset));
+            for message in messages {
+                // A full buffer pauses this queue's pulling: flow control.
+                if tx
+                    .send(Buffered {
+                        state: state.clone(),
+                        message,
+                    })
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        })
+    }
+}
+
+/// A started lite pull consumer.
+pub struct LitePullConsumer {
+    core: Arc<ConsumerCore>,
+    rx: Mutex<mpsc::Receiver<Buffered>>,
+    auto_commit: bool,
+    /// Messages handed out by the last poll, finished at the next poll or commit.
+    outstanding: parking_lot::Mutex<Vec<(Arc<QueueState>, i64)>>,
+}
+
+impl LitePullConsumer {
+    /// Subscribes to topics; the group's members share the queues.
+    pub async fn subscribe(
+        config: ConsumerConfig,
+        subscriptions: &[(&str, &str)],
+        auto_commit: bool,
+    ) -> Result<Self, ClientError> {
+        let (tx, rx) = mpsc::channel(config.pull_threshold_for_queue.max(64));
+        let core = ConsumerCore::new(config, Arc::new(ChannelSink { tx })).await?;
+        for (topic, expression) in subscriptions {
+            core.subscribe(topic, expression);
+        }
+        tokio::spawn(core.clone().run_background());
+        Ok(Self {
+            core,
+            rx: Mutex::new(rx),
+            auto_commit,
+            outstanding: parking_lot::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Up to `max` messages, waiting at most `timeout` for the first.
+    pub async fn poll(&self, max: usize, timeout: Duration) -> Vec<ReceivedMessage> {
+        if self.auto_commit {
+            self.commit().await;
+        }
+        let deadline = Instant::now() + timeout;
+        let mut rx = self.rx.lock().await;
+        let mut out = Vec::new();
+        while out.len() < max.max(1) {
+            let wait = if out.is_empty() {
+                deadline.saturating_duration_since(Instant::now())
+            } else {
+                Duration::ZERO
+            };
+            let next = if wait.is_zero() {
+                rx.try_recv().ok()
+            } else {
+                tokio::time::timeout(wait, rx.recv()).await.ok().flatten()
+            };
+            let Some(b) = next else { break };
+            if b.state.dropped.is_cancelled() {
+                continue;
+            }
+            self.outstanding
+                .lock()
+                .push((b.state.clone(), b.message.queue_offset()));
+            out.push(b.message);
+        }
+        out
+    }
+
+    /// Marks everything polled so far as consumed and stores the offsets.
+    pub async fn commit(&self) {
+        let done: Vec<(Arc<QueueState>, i64)> = std::mem::take(&mut *self.outstanding.lock());
+        for (state, offset) in &done {
+            state.finish(*offset);
+            self.core
+                .offsets
+                .update(&state.mq, state.consumed_offset(), false);
+        }
+        if !done.is_empty() {
+            self.core.persist_offsets().await;
+        }
+    }
+
+    /// Moves a queue's next pull position (messages already buffered are still returned).
+    pub fn seek(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
+        let state = self
+            .core
+            .queue_state(mq)
+            .ok_or_else(|| ClientError::Invalid(format!("queue {mq:?} is not assigned")))?;
+        state
+            .next_pull
+            .store(offset, std::sync::atomic::Ordering::Release);
+        self.core.offsets.update(mq, offset, true);
+        Ok(())
+    }
+
+    pub fn assigned_queues(&self) -> Vec<MessageQueue> {
+        self.core.assigned()
+    }
+
+    pub async fn shutdown(self) {
+        if self.auto_commit {
+            self.commit().await;
+        }
+        self.core.shutdown().await;
+    }
+}
