@@ -88,11 +88,13 @@ type Seen = Arc<Mutex<Vec<(String, String)>>>;
 fn recorder(
     seen: &Seen,
     who: &str,
-) -> impl Fn(&stellmq_client::ReceivedMessage) -> ConsumeResult + Send + Sync + 'static {
+) -> impl Fn(&[stellmq_client::ReceivedMessage]) -> ConsumeResult + Send + Sync + 'static {
     let (seen, who) = (seen.clone(), who.to_owned());
-    move |m| {
-        seen.lock()
-            .push((who.clone(), String::from_utf8_lossy(&m.body).into_owned()));
+    move |msgs| {
+        for m in msgs {
+            seen.lock()
+                .push((who.clone(), String::from_utf8_lossy(&m.body).into_owned()));
+        }
         ConsumeResult::Success
     }
 }
@@ -305,9 +307,11 @@ async fn failed_messages_are_retried_then_dead_lettered() {
         max_reconsume_times: 2,
         ..consumer_config(&env, "failing", "f1")
     };
-    let c = PushConsumer::start_concurrently(config, &[("Fail", "*")], move |m| {
-        seen.lock().push(m.reconsume_times());
-        assert_eq!(m.topic(), "Fail", "retries show the original topic");
+    let c = PushConsumer::start_concurrently(config, &[("Fail", "*")], move |msgs| {
+        for m in msgs {
+            seen.lock().push(m.reconsume_times());
+            assert_eq!(m.topic(), "Fail", "retries show the original topic");
+        }
         ConsumeResult::ReconsumeLater
     })
     .await
@@ -450,6 +454,53 @@ async fn lite_pull_polls_commits_and_resumes() {
         (20..24).map(|i| format!("l-{i}")).collect::<BTreeSet<_>>(),
         "resumed after the committed offsets"
     );
+    lite.shutdown().await;
+    p.shutdown().await;
+    env.broker.shutdown().await;
+    env.ns.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lite_pull_assign_reads_chosen_queues() {
+    let env = env().await;
+    let p = producer(&env).await;
+    let mut expected = BTreeSet::new();
+    for i in 0..16 {
+        let r = p
+            .send(Message::new("Lite", format!("a-{i}")))
+            .await
+            .expect("send");
+        if r.queue.queue_id == 3 {
+            expected.insert(format!("a-{i}"));
+        }
+    }
+    let mq = stellmq_remoting::protocol::body::MessageQueue {
+        broker_name: "broker-a".into(),
+        queue_id: 3,
+        topic: "Lite".into(),
+    };
+    let lite = LitePullConsumer::assign(
+        consumer_config(&env, "assigned", "a1"),
+        std::slice::from_ref(&mq),
+        false,
+    )
+    .await
+    .expect("consumer");
+    assert_eq!(lite.assigned_queues(), vec![mq.clone()]);
+    let mut got = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < expected.len() && Instant::now() < deadline {
+        for m in lite.poll(32, Duration::from_millis(300)).await {
+            assert_eq!(m.queue.queue_id, 3);
+            got.insert(String::from_utf8_lossy(&m.body).into_owned());
+        }
+    }
+    assert_eq!(got, expected);
+    // Seeking back replays the queue.
+    lite.commit().await;
+    lite.seek(&mq, 0).expect("seek");
+    let replay = lite.poll(32, Duration::from_secs(5)).await;
+    assert!(!replay.is_empty(), "seek replays from offset 0");
     lite.shutdown().await;
     p.shutdown().await;
     env.broker.shutdown().await;

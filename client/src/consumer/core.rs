@@ -39,9 +39,12 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) struct QueueState {
     pub mq: MessageQueue,
     pub next_pull: AtomicI64,
-    in_flight: Mutex<BTreeSet<i64>>,
+    /// Unfinished offsets with their body sizes.
+    in_flight: Mutex<BTreeMap<i64, usize>>,
     pub dropped: CancellationToken,
     pub locked: AtomicBool,
+    /// Interrupts a parked pull so a new position (seek) takes effect at once.
+    pub repositioned: Notify,
 }
 
 impl QueueState {
@@ -49,16 +52,20 @@ impl QueueState {
         self.in_flight.lock().len()
     }
 
+    pub fn in_flight_bytes(&self) -> usize {
+        self.in_flight.lock().values().sum()
+    }
+
     /// The offset to store: the smallest unfinished message, else the next pull offset.
     pub fn consumed_offset(&self) -> i64 {
         self.in_flight
             .lock()
-            .first()
-            .copied()
+            .first_key_value()
+            .map(|(offset, _)| *offset)
             .unwrap_or_else(|| self.next_pull.load(Ordering::Acquire))
     }
 
-    pub fn begin(&self, offsets: impl IntoIterator<Item = i64>) {
+    pub fn begin(&self, offsets: impl IntoIterator<Item = (i64, usize)>) {
         self.in_flight.lock().extend(offsets);
     }
 
@@ -177,6 +184,13 @@ impl ConsumerCore {
                 .entry(retry.clone())
                 .or_insert_with(|| build_subscription(&retry, "*"));
         }
+    }
+
+    /// A subscription used only for pulling assigned queues (no retry topic).
+    pub fn subscribe_without_retry(&self, topic: &str, expression: &str) {
+        self.subscriptions
+            .write()
+            .insert(topic.to_owned(), build_subscription(topic, expression));
     }
 
     pub fn assigned(&self) -> Vec<MessageQueue> {
@@ -332,13 +346,27 @@ impl ConsumerCore {
         }
     }
 
+    /// Takes queues without a group rebalance (lite pull `assign`).
+    pub async fn assign(self: &Arc<Self>, queues: &[MessageQueue]) -> Result<(), ClientError> {
+        for mq in queues {
+            if self.queue_state(mq).is_some() {
+                continue;
+            }
+            self.fetch_route(&mq.topic).await?;
+            let offset = self.start_offset(mq).await?;
+            self.start_queue(mq.clone(), offset);
+        }
+        Ok(())
+    }
+
     fn start_queue(self: &Arc<Self>, mq: MessageQueue, offset: i64) {
         let state = Arc::new(QueueState {
             mq: mq.clone(),
             next_pull: AtomicI64::new(offset),
-            in_flight: Mutex::new(BTreeSet::new()),
+            in_flight: Mutex::new(BTreeMap::new()),
             dropped: self.stop.child_token(),
             locked: AtomicBool::new(false),
+            repositioned: Notify::new(),
         });
         self.offsets.update(&mq, offset, true);
         self.queues.lock().insert(mq, state.clone());
@@ -627,11 +655,20 @@ fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
 /// Long-polls one queue until it is dropped, handing messages to the sink.
 async fn pull_loop(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
     let mq = state.mq.clone();
+    let mut locked_at = Instant::now();
     loop {
         if state.dropped.is_cancelled() {
             return;
         }
-        if state.in_flight_count() >= core.config.pull_threshold_for_queue {
+        // Broker locks expire after 60 s: renew every 20 s, as Java clients do.
+        if state.locked.load(Ordering::Acquire) && locked_at.elapsed() >= Duration::from_secs(20) {
+            let renewed = core.lock_call(RequestCode::LOCK_BATCH_MQ, &mq).await;
+            state.locked.store(renewed, Ordering::Release);
+            locked_at = Instant::now();
+        }
+        if state.in_flight_count() >= core.config.pull_threshold_for_queue
+            || state.in_flight_bytes() >= core.config.pull_threshold_size_for_queue << 20
+        {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         }
@@ -641,6 +678,7 @@ async fn pull_loop(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
         {
             if core.lock_call(RequestCode::LOCK_BATCH_MQ, &mq).await {
                 state.locked.store(true, Ordering::Release);
+                locked_at = Instant::now();
             } else {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
@@ -679,8 +717,13 @@ async fn pull_loop(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
         let request = RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields());
         let response = tokio::select! {
             _ = state.dropped.cancelled() => return,
+            _ = state.repositioned.notified() => continue,
             r = core.remoting.invoke(&addr, request, PULL_TIMEOUT) => r,
         };
+        if state.next_pull.load(Ordering::Acquire) != offset {
+            // Repositioned while this pull was out: its answer is for the old position.
+            continue;
+        }
         let response = match response {
             Ok(r) => r,
             Err(e) => {

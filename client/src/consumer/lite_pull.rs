@@ -33,7 +33,7 @@ impl MessageSink for ChannelSink {
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let tx = self.tx.clone();
         Box::pin(async move {
-            state.begin(messages.iter().map(ReceivedMessage::queue_offset));
+            state.begin(messages.iter().map(|m| (m.queue_offset(), m.body.len())));
             for message in messages {
                 // A full buffer pauses this queue's pulling: flow control.
                 if tx
@@ -73,6 +73,35 @@ impl LitePullConsumer {
             core.subscribe(topic, expression);
         }
         tokio::spawn(core.clone().run_background());
+        Ok(Self {
+            core,
+            rx: Mutex::new(rx),
+            auto_commit,
+            outstanding: parking_lot::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Takes explicit queues instead of subscribing (no group rebalance).
+    pub async fn assign(
+        config: ConsumerConfig,
+        queues: &[MessageQueue],
+        auto_commit: bool,
+    ) -> Result<Self, ClientError> {
+        let (tx, rx) = mpsc::channel(config.pull_threshold_for_queue.max(64));
+        let core = ConsumerCore::new(config, Arc::new(ChannelSink { tx })).await?;
+        for mq in queues {
+            core.subscribe_without_retry(&mq.topic, "*");
+        }
+        core.assign(queues).await?;
+        let persist = core.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = persist.stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => persist.persist_offsets().await,
+                }
+            }
+        });
         Ok(Self {
             core,
             rx: Mutex::new(rx),
@@ -135,6 +164,7 @@ impl LitePullConsumer {
         state
             .next_pull
             .store(offset, std::sync::atomic::Ordering::Release);
+        state.repositioned.notify_one();
         self.core.offsets.update(mq, offset, true);
         Ok(())
     }

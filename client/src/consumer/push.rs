@@ -37,10 +37,14 @@ pub struct ConsumerConfig {
     pub allocate: AllocateStrategy,
     /// Concurrent listener calls at once (`consumeThreadMax`).
     pub consume_thread_count: usize,
+    /// Messages per listener call (`consumeMessageBatchMaxSize`).
+    pub consume_message_batch_max_size: usize,
     /// Messages per pull (`pullBatchSize`).
     pub pull_batch_size: i32,
     /// Pause pulling a queue with this many unfinished messages (`pullThresholdForQueue`).
     pub pull_threshold_for_queue: usize,
+    /// ... or this many MiB of unfinished bodies (`pullThresholdSizeForQueue`).
+    pub pull_threshold_size_for_queue: usize,
     /// Retries before the DLQ (`maxReconsumeTimes`).
     pub max_reconsume_times: i32,
     pub rebalance_interval: Duration,
@@ -59,8 +63,10 @@ impl Default for ConsumerConfig {
             consume_timestamp: 0,
             allocate: AllocateStrategy::Averagely,
             consume_thread_count: 20,
+            consume_message_batch_max_size: 1,
             pull_batch_size: 32,
             pull_threshold_for_queue: 1000,
+            pull_threshold_size_for_queue: 100,
             max_reconsume_times: 16,
             rebalance_interval: Duration::from_secs(20),
             offset_store_dir: std::env::var_os("HOME")
@@ -70,7 +76,7 @@ impl Default for ConsumerConfig {
     }
 }
 
-type Listener = Arc<dyn Fn(&ReceivedMessage) -> ConsumeResult + Send + Sync>;
+type Listener = Arc<dyn Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync>;
 
 /// Concurrent consumption: each message in its own task, at most `consume_thread_count` at once.
 struct Concurrent {
@@ -87,30 +93,44 @@ impl MessageSink for Concurrent {
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let (listener, permits) = (self.listener.clone(), self.permits.clone());
         Box::pin(async move {
-            state.begin(messages.iter().map(ReceivedMessage::queue_offset));
-            for msg in messages {
+            state.begin(messages.iter().map(|m| (m.queue_offset(), m.body.len())));
+            let batch = core.config.consume_message_batch_max_size.max(1);
+            for chunk in messages.chunks(batch) {
                 let Ok(permit) = permits.clone().acquire_owned().await else {
                     return;
                 };
-                let (listener, core, state) = (listener.clone(), core.clone(), state.clone());
+                let (listener, core, state, chunk) = (
+                    listener.clone(),
+                    core.clone(),
+                    state.clone(),
+                    chunk.to_vec(),
+                );
                 tokio::spawn(async move {
                     let _permit = permit;
-                    loop {
-                        let m = msg.clone();
-                        let l = listener.clone();
-                        let result = tokio::task::spawn_blocking(move || l(&m))
-                            .await
-                            .unwrap_or(ConsumeResult::ReconsumeLater);
-                        if result == ConsumeResult::Success || core.send_back(&msg).await {
-                            break;
+                    let (c, l) = (chunk.clone(), listener.clone());
+                    let result = tokio::task::spawn_blocking(move || l(&c))
+                        .await
+                        .unwrap_or(ConsumeResult::ReconsumeLater);
+                    for msg in &chunk {
+                        // A failed batch goes back message by message; one the broker will not
+                        // take is retried here shortly.
+                        while result == ConsumeResult::ReconsumeLater && !core.send_back(msg).await
+                        {
+                            if state.dropped.is_cancelled() {
+                                return;
+                            }
+                            tokio::time::sleep(Duration::from_secs(5)).await;
+                            let (m, l) = (vec![msg.clone()], listener.clone());
+                            if tokio::task::spawn_blocking(move || l(&m))
+                                .await
+                                .unwrap_or(ConsumeResult::ReconsumeLater)
+                                == ConsumeResult::Success
+                            {
+                                break;
+                            }
                         }
-                        // The broker would not take it back: retry here shortly.
-                        if state.dropped.is_cancelled() {
-                            return;
-                        }
-                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        state.finish(msg.queue_offset());
                     }
-                    state.finish(msg.queue_offset());
                     core.offsets
                         .update(&state.mq, state.consumed_offset(), false);
                 });
@@ -133,14 +153,14 @@ impl MessageSink for Orderly {
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let listener = self.listener.clone();
         Box::pin(async move {
-            state.begin(messages.iter().map(ReceivedMessage::queue_offset));
-            for msg in messages {
+            state.begin(messages.iter().map(|m| (m.queue_offset(), m.body.len())));
+            for chunk in messages.chunks(core.config.consume_message_batch_max_size.max(1)) {
                 loop {
                     if state.dropped.is_cancelled() {
                         return;
                     }
-                    let (m, l) = (msg.clone(), listener.clone());
-                    let result = tokio::task::spawn_blocking(move || l(&m))
+                    let (c, l) = (chunk.to_vec(), listener.clone());
+                    let result = tokio::task::spawn_blocking(move || l(&c))
                         .await
                         .unwrap_or(ConsumeResult::ReconsumeLater);
                     if result == ConsumeResult::Success {
@@ -148,7 +168,9 @@ impl MessageSink for Orderly {
                     }
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
-                state.finish(msg.queue_offset());
+                for msg in chunk {
+                    state.finish(msg.queue_offset());
+                }
                 core.offsets
                     .update(&state.mq, state.consumed_offset(), false);
             }
@@ -170,7 +192,7 @@ impl PushConsumer {
     pub async fn start_concurrently(
         config: ConsumerConfig,
         subscriptions: &[(&str, &str)],
-        listener: impl Fn(&ReceivedMessage) -> ConsumeResult + Send + Sync + 'static,
+        listener: impl Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync + 'static,
     ) -> Result<Self, ClientError> {
         let permits = Arc::new(Semaphore::new(config.consume_thread_count.max(1)));
         Self::start(
@@ -188,7 +210,7 @@ impl PushConsumer {
     pub async fn start_orderly(
         config: ConsumerConfig,
         subscriptions: &[(&str, &str)],
-        listener: impl Fn(&ReceivedMessage) -> ConsumeResult + Send + Sync + 'static,
+        listener: impl Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync + 'static,
     ) -> Result<Self, ClientError> {
         Self::start(
             config,
