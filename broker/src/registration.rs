@@ -113,8 +113,9 @@ impl Registrar {
         self.client.shutdown().await;
     }
 
-    /// Registers now, then periodically and whenever topics change, until `stop`.
-    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+    /// The first registration, done before the broker reports itself started, so clients
+    /// find its routes at once.
+    pub async fn register_initially(&self) {
         let servers = self.config.read().namesrv_list();
         if servers.is_empty() {
             tracing::warn!(
@@ -123,6 +124,10 @@ impl Registrar {
         }
         let registered = self.register_all().await;
         tracing::info!(event = "BROKER_REGISTERED", name_servers = registered, of = servers.len(), addr = %self.identity.broker_addr, "initial registration");
+    }
+
+    /// Registers periodically and whenever topics change, until `stop`.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         loop {
             let period = Duration::from_millis(
                 self.config

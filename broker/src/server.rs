@@ -411,6 +411,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         shared_config.clone(),
         topics.clone(),
     ));
+    registrar.register_initially().await;
     let mut tasks = vec![
         tokio::spawn(registrar.clone().run(stop.clone())),
         tokio::spawn(hold.clone().run(stop.clone())),

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod consumer;
 pub mod error;
 pub mod message;
+pub mod namespace;
 pub mod producer;
 pub mod route;
 

@@ -46,6 +46,8 @@ pub struct ProducerConfig {
     pub default_topic_queue_nums: i32,
     /// How long a broker that failed a send is avoided.
     pub fault_isolation: Duration,
+    /// Optional namespace: topics and the group become `<namespace>%<name>` on the broker.
+    pub namespace: Option<String>,
 }
 
 impl Default for ProducerConfig {
@@ -60,6 +62,7 @@ impl Default for ProducerConfig {
             max_message_size: 4 * 1024 * 1024,
             default_topic_queue_nums: 4,
             fault_isolation: Duration::from_secs(30),
+            namespace: None,
         }
     }
 }
@@ -111,6 +114,8 @@ impl Producer {
             Err(e) => return Err(ClientError::NameServerUnreachable(e.to_string())),
         };
         let client_id = format!("{local_ip}@{}", config.instance_name);
+        let mut config = config;
+        config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
         let inner = Arc::new(Inner {
             ids: UniqIdGenerator::new(local_ip),
             client_id,
@@ -157,7 +162,8 @@ impl Producer {
         msg: Message,
         selector: impl FnOnce(&[MessageQueue]) -> usize,
     ) -> Result<SendResult, ClientError> {
-        let info = self.inner.publish_info(&msg.topic).await?;
+        let topic = crate::namespace::wrap(self.inner.config.namespace.as_deref(), &msg.topic);
+        let info = self.inner.publish_info(&topic).await?;
         if info.queues.is_empty() {
             return Err(ClientError::Invalid(format!(
                 "topic {} has no writable queue",
@@ -303,6 +309,7 @@ impl Inner {
     }
 
     fn prepare(&self, msg: &mut Message) -> Result<i32, ClientError> {
+        msg.topic = crate::namespace::wrap(self.config.namespace.as_deref(), &msg.topic);
         if let Some(reason) = validate_topic(&msg.topic) {
             return Err(ClientError::Invalid(reason));
         }
@@ -447,6 +454,9 @@ impl Inner {
     }
 
     async fn send_batch(&self, mut msgs: Vec<Message>) -> Result<SendResult, ClientError> {
+        for m in &mut msgs {
+            m.topic = crate::namespace::wrap(self.config.namespace.as_deref(), &m.topic);
+        }
         let topic = msgs
             .first()
             .map(|m| m.topic.clone())

@@ -206,3 +206,29 @@ async fn no_name_server_is_a_clear_error() {
     .expect("fails");
     assert!(err.to_string().contains("name server"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaces_prefix_topics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = namesrv(dir.path()).await;
+    let ns_addr = ns.local_addr().to_string();
+    let b = broker(dir.path(), &ns_addr, "broker-a").await;
+    let producer = Producer::start(ProducerConfig {
+        namespace: Some("team1".into()),
+        ..config(&ns_addr)
+    })
+    .await
+    .expect("producer");
+    producer
+        .send(Message::new("Orders", "namespaced"))
+        .await
+        .expect("send");
+    b.store().wait_dispatched(Duration::from_secs(10));
+    let admin = AdminClient::new(&ns_addr).expect("admin");
+    let records = read_all(&admin, b.broker_addr(), "team1%Orders").await;
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].topic, "team1%Orders");
+    producer.shutdown().await;
+    b.shutdown().await;
+    ns.shutdown().await;
+}

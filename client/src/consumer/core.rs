@@ -124,9 +124,10 @@ pub(crate) struct ConsumerCore {
 
 impl ConsumerCore {
     pub async fn new(
-        config: ConsumerConfig,
+        mut config: ConsumerConfig,
         sink: Arc<dyn MessageSink>,
     ) -> Result<Arc<Self>, ClientError> {
+        config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
         let namesrv: Vec<String> = config
             .namesrv_addr
             .split(';')
@@ -175,6 +176,7 @@ impl ConsumerCore {
     }
 
     pub fn subscribe(&self, topic: &str, expression: &str) {
+        let topic = &crate::namespace::wrap(self.config.namespace.as_deref(), topic);
         let sub = build_subscription(topic, expression);
         self.subscriptions.write().insert(topic.to_owned(), sub);
         if self.config.message_model == MessageModel::Clustering {

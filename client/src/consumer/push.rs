@@ -50,6 +50,8 @@ pub struct ConsumerConfig {
     pub rebalance_interval: Duration,
     /// Broadcasting offsets live under `<dir>/<clientId>/<group>/offsets.json`.
     pub offset_store_dir: PathBuf,
+    /// Optional namespace: topics and the group become `<namespace>%<name>` on the broker.
+    pub namespace: Option<String>,
 }
 
 impl Default for ConsumerConfig {
@@ -69,6 +71,7 @@ impl Default for ConsumerConfig {
             pull_threshold_size_for_queue: 100,
             max_reconsume_times: 16,
             rebalance_interval: Duration::from_secs(20),
+            namespace: None,
             offset_store_dir: std::env::var_os("HOME")
                 .map_or_else(|| PathBuf::from("."), PathBuf::from)
                 .join(".rocketmq_offsets"),
