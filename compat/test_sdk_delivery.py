@@ -17,6 +17,22 @@ dll.SendMessageAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p, SEND_OK_CB, S
 dll.SendMessageAsync.restype = ctypes.c_int
 
 
+def wait_for_route(stack, topic, timeout=15):
+    """An auto-created topic reaches the name server asynchronously (as in RocketMQ);
+    consumers started before that cannot find it until their next route refresh (30 s)."""
+    import os
+    import subprocess
+    from conftest import BIN
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        out = subprocess.run([os.path.join(BIN, "mqadmin"), "topicRoute", "-t", topic, "-n", stack["namesrv"]],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode == 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError("no route for %s" % topic)
+
+
 def start_consumer(stack, topic, group, expression="*", orderly=False, model=MessageModel.CLUSTERING, callback=None):
     c = PushConsumer(group, orderly=orderly, message_model=model)
     c.set_namesrv_addr(stack["namesrv"])
@@ -67,6 +83,7 @@ def test_clustering_consumers_split_the_queues(stack):
     topic, group = unique("Cluster"), unique("CG")
     p = producer(stack)
     p.send_sync(message(topic, "create"))
+    wait_for_route(stack, topic)
     c1, col1 = start_consumer(stack, topic, group)
     c2, col2 = start_consumer(stack, topic, group)
     try:
@@ -94,6 +111,7 @@ def test_broadcasting_delivers_everything_to_each_consumer(stack):
     topic, group = unique("Broadcast"), unique("CG")
     p = producer(stack)
     p.send_sync(message(topic, "create"))
+    wait_for_route(stack, topic)
     c1, col1 = start_consumer(stack, topic, group, model=MessageModel.BROADCASTING)
     c2, col2 = start_consumer(stack, topic, group, model=MessageModel.BROADCASTING)
     try:
@@ -143,6 +161,7 @@ def test_delay_level_message_arrives_no_earlier_than_its_level(stack):
     p = producer(stack)
     try:
         p.send_sync(message(topic, "create"))
+        wait_for_route(stack, topic)
         c, collector = start_consumer(stack, topic, unique("CG"))
         try:
             collector.wait_for(1)
@@ -178,6 +197,7 @@ def test_reconsume_later_redelivers_with_growing_count(stack):
 
     try:
         p.send_sync(message(topic, "flaky"))
+        wait_for_route(stack, topic)
         c, _ = start_consumer(stack, topic, unique("CG"), callback=callback)
         try:
             deadline = time.time() + 60
