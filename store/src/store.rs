@@ -117,13 +117,21 @@ pub struct MessageStore {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Space below which the disk counts as full whatever the ratio says.
+const MIN_AVAILABLE_BYTES: u64 = 2 << 30;
+
 fn default_disk_usage(path: &Path) -> Option<f64> {
     let stat = rustix::fs::statvfs(path).ok()?;
     if stat.f_blocks == 0 {
         return None;
     }
-    // Count space reserved for root as used: what matters is what the broker can still write.
-    Some(stat.f_blocks.saturating_sub(stat.f_bavail) as f64 / stat.f_blocks as f64)
+    // RocketMQ's ratio (total - free) / total, so its thresholds mean what they mean there;
+    // but space only root may use does not help the broker, so nearly no available space
+    // is a full disk even when the ratio looks fine.
+    if stat.f_bavail.saturating_mul(stat.f_frsize) < MIN_AVAILABLE_BYTES {
+        return Some(1.0);
+    }
+    Some(stat.f_blocks.saturating_sub(stat.f_bfree) as f64 / stat.f_blocks as f64)
 }
 
 fn total_memory_bytes() -> u64 {
