@@ -364,6 +364,16 @@ async fn offsets_resume_after_a_consumer_restart() {
     )
     .await
     .expect("consumer");
+    let twin = PushConsumer::start_concurrently(
+        consumer_config(&env, "resume", "r1"),
+        &[("Resume", "*")],
+        recorder(&seen, "twin"),
+    )
+    .await;
+    assert!(
+        matches!(&twin, Err(e) if e.to_string().contains("instanceName")),
+        "a second consumer of the group with the same client id is refused"
+    );
     wait_for("first batch", Duration::from_secs(20), || {
         seen.lock().len() >= 30
     })

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::offset_store::OffsetTable;
 use super::push::ConsumerConfig;
+use super::registry::GroupClaim;
 use super::ReceivedMessage;
 use crate::error::ClientError;
 
@@ -120,6 +121,7 @@ pub(crate) struct ConsumerCore {
     pub stop: CancellationToken,
     queues: Mutex<HashMap<MessageQueue, Arc<QueueState>>>,
     sink: Arc<dyn MessageSink>,
+    claim: Mutex<Option<GroupClaim>>,
 }
 
 impl ConsumerCore {
@@ -150,6 +152,7 @@ impl ConsumerCore {
             .local()
             .ip();
         let client_id = format!("{local_ip}@{}", config.instance_name);
+        let claim = GroupClaim::take(&client_id, &config.group)?;
         let offsets = match config.message_model {
             MessageModel::Clustering => OffsetTable::remote(),
             MessageModel::Broadcasting => OffsetTable::local(
@@ -172,6 +175,7 @@ impl ConsumerCore {
             stop: CancellationToken::new(),
             queues: Mutex::new(HashMap::new()),
             sink,
+            claim: Mutex::new(Some(claim)),
         }))
     }
 
@@ -623,6 +627,7 @@ impl ConsumerCore {
                 .await;
         }
         self.remoting.shutdown().await;
+        self.claim.lock().take();
     }
 }
 

@@ -7,6 +7,7 @@ mod core;
 pub mod lite_pull;
 pub mod offset_store;
 pub mod push;
+mod registry;
 
 use bytes::Bytes;
 use stellmq_remoting::protocol::body::MessageQueue;
