@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod consumer;
 pub mod error;
+mod instance;
 pub mod message;
 pub mod namespace;
 pub mod producer;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::RwLock;
-use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
+use stellmq_remoting::net::RemotingError;
 use stellmq_remoting::protocol::body::{
     fastjson, HeartbeatData, MessageQueue, ProducerData, TopicRouteData,
 };
@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
+use crate::instance::ClientInstance;
 use crate::message::{Message, SendResult, SendStatus};
 use crate::route::PublishInfo;
 
@@ -77,7 +78,7 @@ enum QueueChoice<'a> {
 struct Inner {
     config: ProducerConfig,
     namesrv: Vec<String>,
-    remoting: RemotingClient,
+    instance: Arc<ClientInstance>,
     routes: RwLock<HashMap<String, PublishInfo>>,
     faults: RwLock<HashMap<String, Instant>>,
     next_queue: AtomicUsize,
@@ -106,21 +107,16 @@ impl Producer {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect();
-        let first = namesrv.first().ok_or(ClientError::NoNameServer)?.clone();
-        let remoting = RemotingClient::new(ClientConfig::default());
-        // The address this machine reaches the name server from identifies the client.
-        let local_ip = match remoting.channel(&first).await {
-            Ok(channel) => channel.local().ip(),
-            Err(e) => return Err(ClientError::NameServerUnreachable(e.to_string())),
-        };
-        let client_id = format!("{local_ip}@{}", config.instance_name);
+        let instance = ClientInstance::obtain(&namesrv, &config.instance_name).await?;
+        let local_ip = instance.local_ip;
+        let client_id = instance.client_id.clone();
         let mut config = config;
         config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
         let inner = Arc::new(Inner {
             ids: UniqIdGenerator::new(local_ip),
             client_id,
             namesrv,
-            remoting,
+            instance,
             routes: RwLock::new(HashMap::new()),
             faults: RwLock::new(HashMap::new()),
             next_queue: AtomicUsize::new(rand::random::<u16>() as usize),
@@ -221,6 +217,7 @@ impl Producer {
         for addr in masters {
             let _ = self
                 .inner
+                .instance
                 .remoting
                 .invoke(
                     &addr,
@@ -232,7 +229,7 @@ impl Producer {
                 )
                 .await;
         }
-        self.inner.remoting.shutdown().await;
+        self.inner.instance.release().await;
     }
 }
 
@@ -249,6 +246,7 @@ impl Inner {
                 header.to_ext_fields(),
             );
             match self
+                .instance
                 .remoting
                 .invoke(ns, request, self.config.send_msg_timeout)
                 .await
@@ -402,6 +400,7 @@ impl Inner {
             if oneway {
                 request.mark_oneway();
                 return self
+                    .instance
                     .remoting
                     .invoke_oneway(&addr, request)
                     .await
@@ -410,6 +409,7 @@ impl Inner {
             }
             let started = Instant::now();
             match self
+                .instance
                 .remoting
                 .invoke(&addr, request, self.config.send_msg_timeout)
                 .await
@@ -511,6 +511,7 @@ impl Inner {
                 RemotingCommand::request(RequestCode::SEND_BATCH_MESSAGE, header.to_ext_fields())
                     .with_body(body.clone());
             match self
+                .instance
                 .remoting
                 .invoke(&addr, request, self.config.send_msg_timeout)
                 .await
@@ -560,6 +561,7 @@ impl Inner {
             let request = RemotingCommand::request(RequestCode::HEART_BEAT, ExtFields::new())
                 .with_body(body.clone());
             if let Err(e) = self
+                .instance
                 .remoting
                 .invoke(&addr, request, Duration::from_secs(3))
                 .await

@@ -44,7 +44,9 @@ async fn env() -> Env {
     c.store.message_delay_level = "1s 1s 1s 1s 1s 1s 1s 1s".into();
     let broker = stellmq_broker::start(c).await.expect("broker");
     let admin = AdminClient::new(&addr).expect("admin");
-    for topic in ["Split", "Bcast", "Ordered", "Fail", "Resume", "Lite"] {
+    for topic in [
+        "Split", "Bcast", "Ordered", "Fail", "Resume", "Lite", "Shared",
+    ] {
         admin
             .create_topic(
                 broker.broker_addr(),
@@ -513,6 +515,74 @@ async fn lite_pull_assign_reads_chosen_queues() {
     assert!(!replay.is_empty(), "seek replays from offset 0");
     lite.shutdown().await;
     p.shutdown().await;
+    env.broker.shutdown().await;
+    env.ns.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_and_consumer_of_one_instance_share_a_connection() {
+    let env = env().await;
+    let shared = Producer::start(ProducerConfig {
+        namesrv_addr: env.addr.clone(),
+        group: "sharedP".into(),
+        instance_name: "shared".into(),
+        ..Default::default()
+    })
+    .await
+    .expect("producer");
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let c = PushConsumer::start_concurrently(
+        consumer_config(&env, "sharedC", "shared"),
+        &[("Shared", "*")],
+        recorder(&seen, "c"),
+    )
+    .await
+    .expect("consumer");
+    assert_eq!(shared.client_id(), c.client_id());
+    shared
+        .send(Message::new("Shared", "before"))
+        .await
+        .expect("send");
+    let admin = AdminClient::new(&env.addr).expect("admin");
+    let broker = env.broker.broker_addr().to_owned();
+    let mut producers = Vec::new();
+    // The producer's first heartbeat goes out about 2 s after it starts.
+    for _ in 0..100 {
+        producers = admin
+            .producer_connection(&broker, "sharedP")
+            .await
+            .map(|c| c.connection_set)
+            .unwrap_or_default();
+        if !producers.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let consumers = admin
+        .consumer_connection(&broker, "sharedC")
+        .await
+        .expect("consumer connections")
+        .connection_set;
+    assert_eq!(producers.len(), 1, "producer registered: {producers:?}");
+    assert_eq!(consumers.len(), 1, "consumer registered: {consumers:?}");
+    assert_eq!(
+        producers[0].client_addr, consumers[0].client_addr,
+        "one connection carries both groups"
+    );
+    // The producer leaving must not close the connection the consumer still uses.
+    shared.shutdown().await;
+    let other = producer(&env).await;
+    other
+        .send(Message::new("Shared", "after"))
+        .await
+        .expect("send");
+    wait_for("both messages", Duration::from_secs(20), || {
+        bodies(&seen).contains("after")
+    })
+    .await;
+    assert!(bodies(&seen).contains("before"));
+    other.shutdown().await;
+    c.shutdown().await;
     env.broker.shutdown().await;
     env.ns.shutdown().await;
 }

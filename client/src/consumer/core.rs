@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
-use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
 use stellmq_remoting::protocol::body::{
     fastjson, ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerIdList, HeartbeatData,
     LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue, SubscriptionData,
@@ -31,6 +30,7 @@ use super::push::ConsumerConfig;
 use super::registry::GroupClaim;
 use super::ReceivedMessage;
 use crate::error::ClientError;
+use crate::instance::ClientInstance;
 
 const PULL_SUSPEND_MS: i64 = 15_000;
 const PULL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -89,30 +89,10 @@ pub(crate) trait MessageSink: Send + Sync + 'static {
     }
 }
 
-/// Answers the broker's calls to this client.
-struct ClientCalls {
-    rebalance: Arc<Notify>,
-}
-
-impl InboundHandler for ClientCalls {
-    fn on_request(&self, channel: Channel, request: RemotingCommand, _received_at: Instant) {
-        match request.request_code_typed() {
-            Some(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED) => self.rebalance.notify_one(),
-            Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
-                channel.try_send(request.success_to().with_body(&b"{\"properties\":{}}"[..]));
-            }
-            _ if !request.is_oneway() => {
-                channel.try_send(request.not_supported_to());
-            }
-            _ => {}
-        }
-    }
-}
-
 pub(crate) struct ConsumerCore {
     pub config: ConsumerConfig,
     pub client_id: String,
-    pub remoting: RemotingClient,
+    pub instance: Arc<ClientInstance>,
     namesrv: Vec<String>,
     pub subscriptions: RwLock<BTreeMap<String, SubscriptionData>>,
     routes: RwLock<HashMap<String, TopicRouteData>>,
@@ -137,22 +117,17 @@ impl ConsumerCore {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect();
-        let first = namesrv.first().ok_or(ClientError::NoNameServer)?.clone();
+        let instance = ClientInstance::obtain(&namesrv, &config.instance_name).await?;
+        let client_id = instance.client_id.clone();
         let rebalance_now = Arc::new(Notify::new());
-        let remoting = RemotingClient::with_handler(
-            ClientConfig::default(),
-            Arc::new(ClientCalls {
-                rebalance: rebalance_now.clone(),
-            }),
-        );
-        let local_ip = remoting
-            .channel(&first)
-            .await
-            .map_err(|e| ClientError::NameServerUnreachable(e.to_string()))?
-            .local()
-            .ip();
-        let client_id = format!("{local_ip}@{}", config.instance_name);
-        let claim = GroupClaim::take(&client_id, &config.group)?;
+        let claim = match GroupClaim::take(&client_id, &config.group) {
+            Ok(claim) => claim,
+            Err(e) => {
+                instance.release().await;
+                return Err(e);
+            }
+        };
+        instance.register_consumer(&config.group, &rebalance_now);
         let offsets = match config.message_model {
             MessageModel::Clustering => OffsetTable::remote(),
             MessageModel::Broadcasting => OffsetTable::local(
@@ -166,7 +141,7 @@ impl ConsumerCore {
         Ok(Arc::new(Self {
             config,
             client_id,
-            remoting,
+            instance,
             namesrv,
             subscriptions: RwLock::new(BTreeMap::new()),
             routes: RwLock::new(HashMap::new()),
@@ -217,6 +192,7 @@ impl ConsumerCore {
         let mut last = String::new();
         for ns in &self.namesrv {
             match self
+                .instance
                 .remoting
                 .invoke(
                     ns,
@@ -283,7 +259,12 @@ impl ConsumerCore {
         for addr in self.all_broker_addrs() {
             let request = RemotingCommand::request(RequestCode::HEART_BEAT, ExtFields::new())
                 .with_body(body.clone());
-            if let Err(e) = self.remoting.invoke(&addr, request, CALL_TIMEOUT).await {
+            if let Err(e) = self
+                .instance
+                .remoting
+                .invoke(&addr, request, CALL_TIMEOUT)
+                .await
+            {
                 tracing::debug!(broker = %addr, error = %e, "consumer heartbeat failed");
             }
         }
@@ -299,7 +280,12 @@ impl ConsumerCore {
                     RequestCode::GET_CONSUMER_LIST_BY_GROUP,
                     header.to_ext_fields(),
                 );
-                if let Ok(r) = self.remoting.invoke(addr, request, CALL_TIMEOUT).await {
+                if let Ok(r) = self
+                    .instance
+                    .remoting
+                    .invoke(addr, request, CALL_TIMEOUT)
+                    .await
+                {
                     if r.code == 0 {
                         if let Ok(list) = fastjson::decode::<ConsumerIdList>(&r.body) {
                             let mut ids = list.consumer_id_list;
@@ -409,6 +395,7 @@ impl ConsumerCore {
                 set_zero_if_not_found: None,
             };
             let r = self
+                .instance
                 .remoting
                 .invoke(
                     &addr,
@@ -430,6 +417,7 @@ impl ConsumerCore {
             .ok_or_else(|| ClientError::Invalid("no broker for queue".into()))?;
         let offset_call = |code, fields: ExtFields| async move {
             let r = self
+                .instance
                 .remoting
                 .invoke(&addr, RemotingCommand::request(code, fields), CALL_TIMEOUT)
                 .await?;
@@ -480,6 +468,7 @@ impl ConsumerCore {
             commit_offset: offset,
         };
         let _ = self
+            .instance
             .remoting
             .invoke(
                 &addr,
@@ -521,6 +510,7 @@ impl ConsumerCore {
             only_this_broker: false,
         };
         match self
+            .instance
             .remoting
             .invoke(
                 &addr,
@@ -553,7 +543,7 @@ impl ConsumerCore {
             max_reconsume_times: Some(self.config.max_reconsume_times),
         };
         matches!(
-            self.remoting.invoke(&addr, RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK, header.to_ext_fields()), CALL_TIMEOUT).await,
+            self.instance.remoting.invoke(&addr, RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK, header.to_ext_fields()), CALL_TIMEOUT).await,
             Ok(r) if r.code == 0
         )
     }
@@ -615,6 +605,7 @@ impl ConsumerCore {
         };
         for addr in self.all_broker_addrs() {
             let _ = self
+                .instance
                 .remoting
                 .invoke(
                     &addr,
@@ -626,7 +617,8 @@ impl ConsumerCore {
                 )
                 .await;
         }
-        self.remoting.shutdown().await;
+        self.instance.unregister_consumer(&self.config.group);
+        self.instance.release().await;
         self.claim.lock().take();
     }
 }
@@ -725,7 +717,7 @@ async fn pull_loop(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
         let response = tokio::select! {
             _ = state.dropped.cancelled() => return,
             _ = state.repositioned.notified() => continue,
-            r = core.remoting.invoke(&addr, request, PULL_TIMEOUT) => r,
+            r = core.instance.remoting.invoke(&addr, request, PULL_TIMEOUT) => r,
         };
         if state.next_pull.load(Ordering::Acquire) != offset {
             // Repositioned while this pull was out: its answer is for the old position.

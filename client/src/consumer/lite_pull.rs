@@ -92,7 +92,10 @@ impl LitePullConsumer {
         for mq in queues {
             core.subscribe_without_retry(&mq.topic, "*");
         }
-        core.assign(queues).await?;
+        if let Err(e) = core.assign(queues).await {
+            core.shutdown().await;
+            return Err(e);
+        }
         let persist = core.clone();
         tokio::spawn(async move {
             loop {

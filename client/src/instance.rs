@@ -1,0 +1,133 @@
+//! One client instance per name-server list and instance name, shared by every producer and
+//! consumer started with them (RocketMQ's MQClientInstance): one connection to each broker and
+//! name server and one client id, however many groups a process runs.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use tokio::sync::Notify;
+
+use crate::error::ClientError;
+
+type Key = (String, String);
+
+static INSTANCES: Mutex<Option<HashMap<Key, Weak<ClientInstance>>>> = Mutex::new(None);
+
+/// Rebalance triggers of the consumer groups running on one instance.
+type Consumers = Arc<Mutex<HashMap<String, Weak<Notify>>>>;
+
+pub(crate) struct ClientInstance {
+    pub remoting: RemotingClient,
+    pub client_id: String,
+    pub local_ip: IpAddr,
+    consumers: Consumers,
+    users: AtomicUsize,
+    key: Key,
+}
+
+impl ClientInstance {
+    /// The running instance for `namesrv` and `instance_name`, or a new one connected to the
+    /// first name server (the local address it connects from names the client).
+    pub async fn obtain(namesrv: &[String], instance_name: &str) -> Result<Arc<Self>, ClientError> {
+        let first = namesrv.first().ok_or(ClientError::NoNameServer)?;
+        let key = (namesrv.join(";"), instance_name.to_owned());
+        if let Some(existing) = Self::registered(&key) {
+            existing.users.fetch_add(1, Ordering::SeqCst);
+            return Ok(existing);
+        }
+        let consumers: Consumers = Arc::default();
+        let remoting = RemotingClient::with_handler(
+            ClientConfig::default(),
+            Arc::new(ClientCalls {
+                consumers: consumers.clone(),
+            }),
+        );
+        let local_ip = remoting
+            .channel(first)
+            .await
+            .map_err(|e| ClientError::NameServerUnreachable(e.to_string()))?
+            .local()
+            .ip();
+        let instance = Arc::new(Self {
+            remoting,
+            client_id: format!("{local_ip}@{instance_name}"),
+            local_ip,
+            consumers,
+            users: AtomicUsize::new(1),
+            key: key.clone(),
+        });
+        let mut table = INSTANCES.lock();
+        let table = table.get_or_insert_with(HashMap::new);
+        // Two producers starting at once may both connect; the later one is simply not shared.
+        table
+            .entry(key)
+            .or_insert_with(|| Arc::downgrade(&instance));
+        Ok(instance)
+    }
+
+    fn registered(key: &Key) -> Option<Arc<Self>> {
+        INSTANCES.lock().as_ref()?.get(key)?.upgrade()
+    }
+
+    /// Routes NOTIFY_CONSUMER_IDS_CHANGED for `group` to `rebalance`.
+    pub fn register_consumer(&self, group: &str, rebalance: &Arc<Notify>) {
+        self.consumers
+            .lock()
+            .insert(group.to_owned(), Arc::downgrade(rebalance));
+    }
+
+    pub fn unregister_consumer(&self, group: &str) {
+        self.consumers.lock().remove(group);
+    }
+
+    /// Called once by each producer or consumer at shutdown; the last one closes connections.
+    pub async fn release(&self) {
+        if self.users.fetch_sub(1, Ordering::SeqCst) != 1 {
+            return;
+        }
+        if let Some(table) = INSTANCES.lock().as_mut() {
+            let ours = table
+                .get(&self.key)
+                .is_some_and(|w| std::ptr::eq(w.as_ptr(), self));
+            if ours {
+                table.remove(&self.key);
+            }
+        }
+        self.remoting.shutdown().await;
+    }
+}
+
+/// Answers the broker's calls to this client.
+struct ClientCalls {
+    consumers: Consumers,
+}
+
+impl InboundHandler for ClientCalls {
+    fn on_request(&self, channel: Channel, request: RemotingCommand, _received_at: Instant) {
+        match request.request_code_typed() {
+            Some(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED) => {
+                let group = request.ext_fields.get("consumerGroup");
+                for (name, notify) in self.consumers.lock().iter() {
+                    if group.is_none_or(|g| g == name) {
+                        if let Some(notify) = notify.upgrade() {
+                            notify.notify_one();
+                        }
+                    }
+                }
+            }
+            Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
+                channel.try_send(request.success_to().with_body(&b"{\"properties\":{}}"[..]));
+            }
+            _ if !request.is_oneway() => {
+                channel.try_send(request.not_supported_to());
+            }
+            _ => {}
+        }
+    }
+}
