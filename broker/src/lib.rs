@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 pub mod filter;
 pub mod group;
+pub mod ha;
 pub mod offset;
 mod persist;
 pub mod processor;

@@ -37,6 +37,19 @@ struct AppendState {
     queue_offsets: HashMap<String, i64>,
 }
 
+/// Why replicated bytes were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicaError {
+    #[error("master sent data at {offset} but this log ends at {local_max}: the logs diverged")]
+    Diverged { offset: i64, local_max: i64 },
+    #[error("an empty log can only start at a segment boundary, not at {offset}")]
+    Unaligned { offset: i64 },
+    #[error("{len} bytes at {offset} cross a segment boundary")]
+    CrossesSegment { offset: i64, len: usize },
+    #[error("cannot create a CommitLog segment: {0}")]
+    CreateFile(String),
+}
+
 /// What the record at an offset turned out to be, for the dispatcher.
 pub enum NextRecord {
     Record(Bytes),
@@ -253,6 +266,53 @@ impl CommitLog {
             file.fill_to_end();
         }
         create(file.end())
+    }
+
+    /// Appends bytes replicated from a master at `offset` (a slave's side of HA, spec 9.2).
+    /// The bytes may split records; they never cross a segment boundary. Refuses to diverge:
+    /// the offset must be this log's end, or a segment boundary when the log is empty.
+    pub fn append_replicated(&self, offset: i64, data: &[u8]) -> Result<i64, ReplicaError> {
+        let mut state = self.append.lock();
+        let file_size = self.file_size() as i64;
+        let file = match self.segments.last() {
+            None if offset % file_size == 0 => self.create_segment(offset)?,
+            None => return Err(ReplicaError::Unaligned { offset }),
+            Some(f) if offset != f.base() + f.wrote_position() as i64 => {
+                return Err(ReplicaError::Diverged {
+                    offset,
+                    local_max: f.base() + f.wrote_position() as i64,
+                })
+            }
+            Some(f) if f.is_full() => self.create_segment(f.end())?,
+            Some(f) => f,
+        };
+        if file.append_bytes(data).is_none() {
+            return Err(ReplicaError::CrossesSegment {
+                offset,
+                len: data.len(),
+            });
+        }
+        // Local queue offsets are recomputed from the ConsumeQueues if this store ever writes.
+        state.queue_offsets.clear();
+        Ok(offset + data.len() as i64)
+    }
+
+    fn create_segment(&self, base: i64) -> Result<Arc<MappedFile>, ReplicaError> {
+        self.segments
+            .create_next(base)
+            .map_err(|e| ReplicaError::CreateFile(e.to_string()))
+    }
+
+    /// Up to `max` published bytes from `offset`, never past the end of its segment (what a
+    /// master sends a slave in one frame).
+    pub fn replication_chunk(&self, offset: i64, max: usize) -> Option<Bytes> {
+        let file = self.segments.find(offset)?;
+        let pos = (offset - file.base()) as usize;
+        let len = file.wrote_position().saturating_sub(pos).min(max);
+        if len == 0 {
+            return None;
+        }
+        file.bytes(pos, len)
     }
 
     /// Forgets a queue's next offset (its topic was deleted).

@@ -665,6 +665,33 @@ impl MessageStore {
         self.inner.commit_log.min_offset()
     }
 
+    /// A slave's append of bytes streamed from its master; dispatch follows as for local
+    /// writes. Returns the new end of the log.
+    pub fn append_replicated(
+        &self,
+        offset: i64,
+        data: &[u8],
+    ) -> Result<i64, crate::commitlog::ReplicaError> {
+        let end = self.inner.commit_log.append_replicated(offset, data)?;
+        self.inner.wake_all();
+        Ok(end)
+    }
+
+    /// The next bytes to send a slave whose log ends at `offset` (at most `max`, one segment).
+    pub fn replication_chunk(&self, offset: i64, max: usize) -> Option<Bytes> {
+        self.inner.commit_log.replication_chunk(offset, max)
+    }
+
+    /// Where a slave that reported `slave_max` starts: its own end, or for an empty slave the
+    /// start of the master's last segment (spec 9.2).
+    pub fn replication_start(&self, slave_max: i64) -> i64 {
+        if slave_max > 0 {
+            return slave_max;
+        }
+        let max = self.commit_log_max_offset();
+        max - max % self.inner.commit_log.file_size() as i64
+    }
+
     pub fn commit_log_max_offset(&self) -> i64 {
         self.inner.commit_log.max_offset()
     }

@@ -524,3 +524,35 @@ async fn a_second_store_on_the_same_directory_is_refused() {
         .expect("locked");
     assert!(err.to_string().contains("lock"), "{err}");
 }
+
+#[tokio::test]
+async fn replicated_bytes_must_continue_the_log() {
+    use stellmq_store::commitlog::ReplicaError;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = small_config(dir.path());
+    let segment = config.mapped_file_size_commit_log as i64;
+    let store = MessageStore::open(config).expect("store");
+    assert!(matches!(
+        store.append_replicated(100, b"abc"),
+        Err(ReplicaError::Unaligned { offset: 100 })
+    ));
+    let end = store
+        .append_replicated(segment, b"abcd")
+        .expect("an empty log may start at a segment boundary");
+    assert_eq!(end, segment + 4);
+    assert_eq!(store.commit_log_min_offset(), segment);
+    assert!(matches!(
+        store.append_replicated(segment + 8, b"x"),
+        Err(ReplicaError::Diverged { local_max, .. }) if local_max == segment + 4
+    ));
+    let too_long = vec![0u8; segment as usize];
+    assert!(matches!(
+        store.append_replicated(segment + 4, &too_long),
+        Err(ReplicaError::CrossesSegment { .. })
+    ));
+    assert_eq!(
+        store.commit_log_max_offset(),
+        segment + 4,
+        "nothing partial was kept"
+    );
+}

@@ -1,0 +1,246 @@
+//! Master/slave CommitLog replication over the HA port, between two stores on loopback.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use stellmq_broker::ha::{HaMaster, HaSlave};
+use stellmq_remoting::protocol::message::{MessageRecord, Properties};
+use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, MessageStoreConfig, PutMessage};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+const SEGMENT: usize = 64 * 1024;
+
+fn config(root: &Path) -> MessageStoreConfig {
+    MessageStoreConfig {
+        store_path_root_dir: root.to_owned(),
+        mapped_file_size_commit_log: SEGMENT,
+        mapped_file_size_consume_queue: 20 * 50,
+        max_message_size: 16 * 1024,
+        max_hash_slot_num: 64,
+        max_index_num: 400,
+        disk_space_warning_level_ratio: 100,
+        disk_max_used_space_ratio: 100,
+        disk_space_clean_forcibly_ratio: 100,
+        delete_when: "99".into(),
+        ..Default::default()
+    }
+}
+
+fn message(queue_id: i32, i: usize) -> PutMessage {
+    let mut props = Properties::new();
+    props.insert("KEYS", format!("key-{i}"));
+    // Varying sizes so records split across frames and segments roll at odd places.
+    let body = format!("{i}:{}", "x".repeat(300 + (i * 37) % 900));
+    PutMessage {
+        topic: "HaTopic".to_owned(),
+        queue_id,
+        flag: 0,
+        body: Bytes::from(body),
+        properties: props.encode(),
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        born_host: "127.0.0.1:40000".parse().expect("addr"),
+        store_host: "127.0.0.1:10911".parse().expect("addr"),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+        wait_store_ok: true,
+    }
+}
+
+async fn put(store: &MessageStore, range: std::ops::Range<usize>) {
+    for i in range {
+        let r = store.put_message(message((i % 4) as i32, i)).await;
+        assert!(r.status.is_stored(), "put {i}: {:?}", r.status);
+    }
+}
+
+async fn caught_up(master: &MessageStore, slave: &MessageStore) {
+    let target = master.commit_log_max_offset();
+    for _ in 0..300 {
+        if slave.commit_log_max_offset() == target
+            && slave.wait_dispatched(Duration::from_millis(10))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "slave at {} never reached the master's {target}",
+        slave.commit_log_max_offset()
+    );
+}
+
+/// Every byte of the slave's log equals the master's.
+fn assert_same_log(master: &MessageStore, slave: &MessageStore) {
+    assert_eq!(
+        master.commit_log_max_offset(),
+        slave.commit_log_max_offset()
+    );
+    let mut offset = slave.commit_log_min_offset();
+    while offset < master.commit_log_max_offset() {
+        let a = master
+            .replication_chunk(offset, 4096)
+            .expect("master bytes");
+        let b = slave.replication_chunk(offset, 4096).expect("slave bytes");
+        assert_eq!(a, b, "logs differ at {offset}");
+        offset += a.len() as i64;
+    }
+}
+
+fn bodies_on(store: &MessageStore) -> Vec<String> {
+    let mut out = Vec::new();
+    for queue in 0..4 {
+        let mut offset = 0;
+        loop {
+            let r = store.get_messages("HaTopic", queue, offset, 32, &AcceptAll);
+            if r.status != GetMessageStatus::Found {
+                break;
+            }
+            for m in &r.messages {
+                let (record, _) = MessageRecord::decode(m, true).expect("record");
+                out.push(String::from_utf8_lossy(&record.body).into_owned());
+            }
+            offset = r.next_begin_offset;
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slave_replicates_exact_bytes_and_resumes_after_a_restart() {
+    let dirs = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let master = Arc::new(MessageStore::open(config(dirs.0.path())).expect("master store"));
+    let stop = CancellationToken::new();
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let ha_addr = listener.local_addr().expect("addr").to_string();
+    let ha = HaMaster::start(master.clone(), listener, stop.clone());
+
+    let slave_stop = CancellationToken::new();
+    let slave = Arc::new(MessageStore::open(config(dirs.1.path())).expect("slave store"));
+    let follower = HaSlave::start(
+        slave.clone(),
+        Duration::from_millis(200),
+        slave_stop.clone(),
+    );
+    follower.set_master(&ha_addr);
+    put(&master, 0..150).await;
+    caught_up(&master, &slave).await;
+    assert!(
+        master.commit_log_max_offset() > SEGMENT as i64,
+        "crosses a segment boundary: {}",
+        master.commit_log_max_offset()
+    );
+
+    // Live appends stream through, and SYNC_MASTER's wait sees the acknowledgement.
+    put(&master, 150..200).await;
+    ha.wake();
+    assert!(
+        ha.wait_for_slave(master.commit_log_max_offset(), Duration::from_secs(5))
+            .await,
+        "slave acknowledged the new end"
+    );
+    assert_eq!(ha.slaves().len(), 1);
+    caught_up(&master, &slave).await;
+    assert_same_log(&master, &slave);
+    assert_eq!(
+        (0..4)
+            .map(|q| slave.max_offset_in_queue("HaTopic", q))
+            .collect::<Vec<_>>(),
+        (0..4)
+            .map(|q| master.max_offset_in_queue("HaTopic", q))
+            .collect::<Vec<_>>(),
+        "ConsumeQueues dispatched on the slave"
+    );
+    assert_eq!(bodies_on(&slave).len(), 200);
+    assert!(bodies_on(&slave) == bodies_on(&master), "same messages");
+    let found = slave.query_message("HaTopic", "key-7", 8, 0, i64::MAX);
+    assert_eq!(found.messages.len(), 1, "slave indexes keys itself");
+
+    // Stop the slave, write more, reopen its store: it resumes from its own end.
+    slave_stop.cancel();
+    drop(follower);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    put(&master, 200..320).await;
+    slave.shutdown();
+    drop(slave);
+    let slave = Arc::new(MessageStore::open(config(dirs.1.path())).expect("reopen slave"));
+    let slave_stop = CancellationToken::new();
+    let follower = HaSlave::start(
+        slave.clone(),
+        Duration::from_millis(200),
+        slave_stop.clone(),
+    );
+    follower.set_master(&ha_addr);
+    caught_up(&master, &slave).await;
+    assert_same_log(&master, &slave);
+    let on_slave = bodies_on(&slave);
+    assert_eq!(on_slave.len(), 320, "no gaps and no duplicates");
+    assert!(
+        on_slave == bodies_on(&master),
+        "same messages after the restart"
+    );
+    slave_stop.cancel();
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_ahead_of_its_master_is_refused() {
+    let dirs = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let master = Arc::new(MessageStore::open(config(dirs.0.path())).expect("master store"));
+    let slave = Arc::new(MessageStore::open(config(dirs.1.path())).expect("slave store"));
+    put(&master, 0..5).await;
+    put(&slave, 0..50).await;
+    let stop = CancellationToken::new();
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let ha_addr = listener.local_addr().expect("addr").to_string();
+    let ha = HaMaster::start(master.clone(), listener, stop.clone());
+    let before = slave.commit_log_max_offset();
+    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    follower.set_master(&ha_addr);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        slave.commit_log_max_offset(),
+        before,
+        "no master bytes mixed in"
+    );
+    assert!(
+        ha.slaves().is_empty(),
+        "the master dropped the diverged slave"
+    );
+    assert_eq!(ha.acked_offset(), 0);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_slave_starts_at_the_masters_last_segment() {
+    let dirs = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let master = Arc::new(MessageStore::open(config(dirs.0.path())).expect("master store"));
+    put(&master, 0..200).await;
+    let stop = CancellationToken::new();
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let ha_addr = listener.local_addr().expect("addr").to_string();
+    let _ha = HaMaster::start(master.clone(), listener, stop.clone());
+    let slave = Arc::new(MessageStore::open(config(dirs.1.path())).expect("slave store"));
+    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    follower.set_master(&ha_addr);
+    caught_up(&master, &slave).await;
+    let last_segment = master.commit_log_max_offset() / SEGMENT as i64 * SEGMENT as i64;
+    assert!(last_segment > 0);
+    assert_eq!(slave.commit_log_min_offset(), last_segment);
+    assert_same_log(&master, &slave);
+    assert_eq!(follower.master_offset(), master.commit_log_max_offset());
+    stop.cancel();
+}
