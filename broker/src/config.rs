@@ -28,6 +28,8 @@ properties_config! {
         listen_port: u16 = "listenPort" => 10911,
         /// 0 = listenPort + 1.
         ha_listen_port: u16 = "haListenPort" => 0,
+        /// A slave's master HA address (`ip:port`); empty = learnt from the name server.
+        ha_master_address: String = "haMasterAddress" => String::new(),
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
         /// ASYNC_MASTER, SYNC_MASTER or SLAVE.
         broker_role: String = "brokerRole" => "ASYNC_MASTER".to_owned(),

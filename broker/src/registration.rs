@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
+use crate::ha::HaSlave;
 use crate::topic::TopicConfigManager;
 
 pub struct Registrar {
@@ -22,6 +23,8 @@ pub struct Registrar {
     identity: Arc<BrokerIdentity>,
     config: Arc<RwLock<BrokerConfig>>,
     topics: Arc<TopicConfigManager>,
+    /// On a slave: told the master's HA address each name server reports.
+    ha_slave: Option<Arc<HaSlave>>,
 }
 
 impl Registrar {
@@ -29,12 +32,14 @@ impl Registrar {
         identity: Arc<BrokerIdentity>,
         config: Arc<RwLock<BrokerConfig>>,
         topics: Arc<TopicConfigManager>,
+        ha_slave: Option<Arc<HaSlave>>,
     ) -> Self {
         Self {
             client: RemotingClient::new(ClientConfig::default()),
             identity,
             config,
             topics,
+            ha_slave,
         }
     }
 
@@ -76,8 +81,9 @@ impl Registrar {
         let mut ok = 0;
         for ns in servers {
             match self.client.invoke_ok(&ns, self.request(), timeout).await {
-                Ok(_) => {
+                Ok(response) => {
                     ok += 1;
+                    self.learn_master(&response);
                     tracing::debug!(event = "BROKER_REGISTERED", namesrv = %ns, "registered with name server");
                 }
                 Err(e) => {
@@ -86,6 +92,17 @@ impl Registrar {
             }
         }
         ok
+    }
+
+    /// A slave without `haMasterAddress` follows the master the name server names (spec 9.1).
+    fn learn_master(&self, response: &RemotingCommand) {
+        let Some(slave) = &self.ha_slave else { return };
+        if !self.config.read().ha_master_address.trim().is_empty() {
+            return;
+        }
+        if let Some(addr) = response.ext_fields.get_non_empty("haServerAddr") {
+            slave.set_master(addr);
+        }
     }
 
     pub async fn unregister_all(&self) {

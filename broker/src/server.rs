@@ -19,6 +19,7 @@ use crate::clients::{ConsumerManager, ProducerManager};
 use crate::config::BrokerStartConfig;
 use crate::context::{now_ms, BrokerIdentity};
 use crate::group::SubscriptionGroupManager;
+use crate::ha::{HaMaster, HaSlave};
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::config_path;
 use crate::processor::admin::{
@@ -57,6 +58,9 @@ pub enum BrokerError {
 }
 
 /// Forgets clients whose connection closed, and tells their groups.
+/// How often a slave retries its connection to the master.
+const HA_RECONNECT: Duration = Duration::from_secs(5);
+
 struct ClientChannelWatcher {
     consumers: Arc<ConsumerManager>,
     producers: Arc<ProducerManager>,
@@ -85,6 +89,8 @@ pub struct BrokerHandle {
     topics: Arc<TopicConfigManager>,
     groups: Arc<SubscriptionGroupManager>,
     hold: Arc<PullHoldService>,
+    ha_master: Option<Arc<HaMaster>>,
+    ha_slave: Option<Arc<HaSlave>>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -101,6 +107,16 @@ impl BrokerHandle {
 
     pub fn store(&self) -> &Arc<MessageStore> {
         &self.store
+    }
+
+    /// A master's replication service (connected slaves, acknowledged offsets).
+    pub fn ha_master(&self) -> Option<&Arc<HaMaster>> {
+        self.ha_master.as_ref()
+    }
+
+    /// A slave's replication from its master.
+    pub fn ha_slave(&self) -> Option<&Arc<HaSlave>> {
+        self.ha_slave.as_ref()
     }
 
     /// Long-polling pulls currently parked.
@@ -161,10 +177,29 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     let store_host: SocketAddr = broker_addr
         .parse()
         .map_err(|_| BrokerError::BadAddress(broker_addr.clone()))?;
-    let ha_port = if bc.listen_port == 0 {
-        port.wrapping_add(1)
+    let is_master = bc.broker_role != "SLAVE";
+    // Masters serve their slaves on the HA port (an ephemeral one when listenPort is 0).
+    let ha_listener = if is_master {
+        let port = if bc.listen_port == 0 {
+            0
+        } else {
+            bc.ha_listen_port
+        };
+        let addr = format!("{}:{port}", bc.bind_address);
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|source| BrokerError::Bind { addr, source })?;
+        Some(listener)
     } else {
-        bc.ha_listen_port
+        None
+    };
+    let ha_port = match &ha_listener {
+        Some(l) => l
+            .local_addr()
+            .map_err(io("the HA listener address"))?
+            .port(),
+        None if bc.listen_port == 0 => port.wrapping_add(1),
+        None => bc.ha_listen_port,
     };
     let identity = Arc::new(BrokerIdentity {
         cluster_name: bc.broker_cluster_name.clone(),
@@ -187,6 +222,15 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 source: std::io::Error::other(e.to_string()),
             })??,
     );
+    let stop = CancellationToken::new();
+    let ha_master = ha_listener.map(|l| HaMaster::start(store.clone(), l, stop.clone()));
+    let ha_slave = (!is_master).then(|| {
+        let slave = HaSlave::start(store.clone(), HA_RECONNECT, stop.clone());
+        if !bc.ha_master_address.trim().is_empty() {
+            slave.set_master(bc.ha_master_address.trim());
+        }
+        slave
+    });
     let root = config.store.store_path_root_dir.clone();
     let topics = Arc::new(
         TopicConfigManager::load(config_path(&root, "topics.json"), &bc, delay_levels)
@@ -233,14 +277,19 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         idle_timeout: Duration::from_secs(bc.server_channel_max_idle_time_seconds.max(1)),
         ..Default::default()
     });
-    let send = Arc::new(SendProcessorHandle(Arc::new(SendProcessor::new(
+    let send = SendProcessor::new(
         identity.clone(),
         shared_config.clone(),
         store.clone(),
         topics.clone(),
         groups.clone(),
         delay_levels as i32,
-    ))));
+    );
+    let send = match &ha_master {
+        Some(ha) => send.with_replication(ha.clone(), bc.broker_role == "SYNC_MASTER"),
+        None => send,
+    };
+    let send = Arc::new(SendProcessorHandle(Arc::new(send)));
     let send_lane = Lane::new(
         "send",
         bc.send_message_thread_pool_nums,
@@ -405,11 +454,11 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             source,
         })?;
 
-    let stop = CancellationToken::new();
     let registrar = Arc::new(Registrar::new(
         identity.clone(),
         shared_config.clone(),
         topics.clone(),
+        ha_slave.clone(),
     ));
     registrar.register_initially().await;
     let mut tasks = vec![
@@ -452,6 +501,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         topics,
         groups,
         hold,
+        ha_master,
+        ha_slave,
         stop,
         tasks,
     })

@@ -1,4 +1,7 @@
-//! Master/slave CommitLog replication over the HA port, between two stores on loopback.
+//! Master/slave CommitLog replication over the HA port: between two stores, and between a
+//! master and a slave broker that finds its master through the name server.
+
+mod common;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -243,4 +246,70 @@ async fn a_new_slave_starts_at_the_masters_last_segment() {
     assert_same_log(&master, &slave);
     assert_eq!(follower.master_offset(), master.commit_log_max_offset());
     stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_master_acknowledges_only_what_the_slave_has() {
+    use stellmq_remoting::protocol::ResponseCode;
+    let stack = common::Stack::start_with(|c| c.broker.broker_role = "SYNC_MASTER".into()).await;
+    let master = stack.broker();
+    let r = stack.send("HaBroker", 0, "lonely", &[]).await;
+    assert_eq!(
+        r.code,
+        ResponseCode::SLAVE_NOT_AVAILABLE.as_i32(),
+        "no slave yet: {}",
+        r.remark_str()
+    );
+
+    let slave_dir = tempfile::tempdir().expect("dir");
+    let mut config = common::broker_config(slave_dir.path(), &stack.ns_addr);
+    config.broker.broker_role = "SLAVE".into();
+    config.broker.broker_id = 1;
+    let slave = stellmq_broker::start(config).await.expect("slave broker");
+    let ha = master.ha_master().expect("master replicates");
+    for _ in 0..200 {
+        if !ha.slaves().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        ha.slaves().len(),
+        1,
+        "the slave found its master via the name server"
+    );
+
+    for i in 0..50 {
+        let r = stack.send("HaBroker", i % 4, &format!("m{i}"), &[]).await;
+        assert_eq!(r.code, 0, "send {i}: {}", r.remark_str());
+        assert!(
+            slave.store().commit_log_max_offset() >= master.store().commit_log_max_offset(),
+            "acknowledged message {i} is on the slave"
+        );
+    }
+    let direct = stack
+        .client
+        .invoke(
+            slave.broker_addr(),
+            common::send_request("HaBroker", 0, b"to the slave", &[]),
+            common::T,
+        )
+        .await
+        .expect("slave answers");
+    assert_eq!(direct.code, ResponseCode::SERVICE_NOT_AVAILABLE.as_i32());
+    assert!(
+        direct.remark_str().contains("slave"),
+        "{}",
+        direct.remark_str()
+    );
+    assert!(slave.store().wait_dispatched(Duration::from_secs(5)));
+    let total: i64 = (0..4)
+        .map(|q| slave.store().max_offset_in_queue("HaBroker", q))
+        .sum();
+    assert_eq!(
+        total, 51,
+        "the slave indexed every message, the unreplicated first one too"
+    );
+    slave.shutdown().await;
+    stack.stop().await;
 }

@@ -27,6 +27,7 @@ use super::{header, FAQ};
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
+use crate::ha::HaMaster;
 use crate::topic::{self, TopicConfigManager, NOT_ALLOWED_SEND_TOPICS};
 
 /// RocketMQ's `osPageCacheBusyTimeOutMills`.
@@ -39,6 +40,16 @@ pub struct SendProcessor {
     topics: Arc<TopicConfigManager>,
     groups: Arc<SubscriptionGroupManager>,
     delay_levels: i32,
+    /// Set on masters: slaves are woken after appends, and SYNC_MASTER waits for them.
+    replication: Option<Replication>,
+}
+
+/// `haSlaveFallbehindMax`: a slave further behind than this does not count as available.
+const SLAVE_FALL_BEHIND_MAX: i64 = 256 * 1024 * 1024;
+
+struct Replication {
+    ha: Arc<HaMaster>,
+    sync: bool,
 }
 
 /// A validated send: where it goes and what it carries.
@@ -64,7 +75,43 @@ impl SendProcessor {
             topics,
             groups,
             delay_levels,
+            replication: None,
         }
+    }
+
+    /// A master's sends wake its slaves; with `sync` (SYNC_MASTER) a send is acknowledged
+    /// only once a slave confirmed it.
+    pub fn with_replication(mut self, ha: Arc<HaMaster>, sync: bool) -> Self {
+        self.replication = Some(Replication { ha, sync });
+        self
+    }
+
+    /// Appends, then replicates as the broker role requires (spec 9.3).
+    async fn put(&self, msgs: Vec<PutMessage>) -> PutMessageResult {
+        let wait = msgs.iter().all(|m| m.wait_store_ok);
+        let mut result = self.store.put_messages(msgs).await;
+        let Some(replication) = &self.replication else {
+            return result;
+        };
+        replication.ha.wake();
+        let end = match &result.append {
+            Some(append)
+                if replication.sync && wait && result.status == PutMessageStatus::PutOk =>
+            {
+                append.end_offset
+            }
+            _ => return result,
+        };
+        let ha = &replication.ha;
+        if ha.slaves().is_empty() || end - ha.acked_offset() > SLAVE_FALL_BEHIND_MAX {
+            result.status = PutMessageStatus::SlaveNotAvailable;
+        } else if !ha
+            .wait_for_slave(end, self.store.config().sync_flush_timeout())
+            .await
+        {
+            result.status = PutMessageStatus::FlushSlaveTimeout;
+        }
+        result
     }
 
     fn send_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, ProcessorError> {
@@ -232,7 +279,7 @@ impl SendProcessor {
         msg.wait_store_ok = wait;
         self.apply_delay(&mut msg, &mut props);
         msg.properties = props.encode();
-        let result = self.store.put_message(msg).await;
+        let result = self.put(vec![msg]).await;
         self.respond(&request, target.queue_id, result)
     }
 
@@ -337,7 +384,7 @@ impl SendProcessor {
             msg.properties = props.encode();
             msgs.push(msg);
         }
-        let result = self.store.put_messages(msgs).await;
+        let result = self.put(msgs).await;
         self.respond(request, target.queue_id, result)
     }
 
@@ -493,7 +540,7 @@ impl SendProcessor {
         };
         self.apply_delay(&mut msg, &mut props);
         msg.properties = props.encode();
-        let result = self.store.put_message(msg).await;
+        let result = self.put(vec![msg]).await;
         if result.status.is_stored() {
             Ok(Some(request.success_to()))
         } else {
