@@ -98,6 +98,17 @@ impl SubscriptionGroupManager {
         }
     }
 
+    /// A slave takes its master's groups when their version changed (spec 9.4).
+    pub fn replace_from_master(&self, master: SubscriptionGroupWrapper) -> bool {
+        if *self.version.read() == master.data_version {
+            return false;
+        }
+        *self.table.write() = master.subscription_group_table;
+        *self.version.write() = master.data_version;
+        self.persist();
+        true
+    }
+
     fn changed(&self) {
         self.version.write().next(now_ms());
         self.persist();

@@ -17,6 +17,7 @@ pub mod processor;
 pub mod registration;
 pub mod schedule;
 mod server;
+pub mod slave_sync;
 pub mod topic;
 
 pub use config::{BrokerConfig, BrokerStartConfig};

@@ -109,6 +109,20 @@ impl ConsumerOffsetManager {
             .retain(|k, _| !k.starts_with(&format!("{topic}@")));
     }
 
+    /// A slave takes its master's offsets (spec 9.4).
+    pub fn replace_from_master(&self, master: ConsumerOffsetSerializeWrapper) {
+        *self.table.write() = master
+            .offset_table
+            .into_iter()
+            .map(|(k, offsets)| {
+                (
+                    k,
+                    offsets.0.into_iter().map(|(q, o)| (q as i32, o)).collect(),
+                )
+            })
+            .collect();
+    }
+
     pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {
         ConsumerOffsetSerializeWrapper {
             offset_table: self

@@ -25,6 +25,8 @@ pub struct Registrar {
     topics: Arc<TopicConfigManager>,
     /// On a slave: told the master's HA address each name server reports.
     ha_slave: Option<Arc<HaSlave>>,
+    /// On a slave: the master's main address, for metadata sync.
+    master_addr: RwLock<Option<String>>,
 }
 
 impl Registrar {
@@ -40,6 +42,7 @@ impl Registrar {
             config,
             topics,
             ha_slave,
+            master_addr: RwLock::new(None),
         }
     }
 
@@ -94,9 +97,17 @@ impl Registrar {
         ok
     }
 
+    /// The master's main address as the name server last reported it (slaves only).
+    pub fn master_addr(&self) -> Option<String> {
+        self.master_addr.read().clone()
+    }
+
     /// A slave without `haMasterAddress` follows the master the name server names (spec 9.1).
     fn learn_master(&self, response: &RemotingCommand) {
         let Some(slave) = &self.ha_slave else { return };
+        if let Some(addr) = response.ext_fields.get_non_empty("masterAddr") {
+            *self.master_addr.write() = Some(addr.to_owned());
+        }
         if !self.config.read().ha_master_address.trim().is_empty() {
             return;
         }

@@ -33,6 +33,7 @@ use crate::processor::query::QueryProcessor;
 use crate::processor::send::{SendProcessor, SendProcessorHandle};
 use crate::registration::Registrar;
 use crate::schedule::ScheduleMessageService;
+use crate::slave_sync::SlaveSync;
 use crate::topic::TopicConfigManager;
 
 #[derive(Debug, Error)]
@@ -469,6 +470,15 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             stop.clone(),
         )),
     ];
+    if ha_slave.is_some() {
+        let sync = SlaveSync {
+            registrar: registrar.clone(),
+            topics: topics.clone(),
+            groups: groups.clone(),
+            offsets: offsets.clone(),
+        };
+        tasks.push(tokio::spawn(sync.run(stop.clone())));
+    }
     tasks.push(tokio::spawn(persist_offsets(
         offsets.clone(),
         Duration::from_millis(bc.flush_consumer_offset_interval.max(100)),

@@ -250,6 +250,17 @@ impl TopicConfigManager {
         }
     }
 
+    /// A slave takes its master's topics when their version changed (spec 9.4).
+    pub fn replace_from_master(&self, master: TopicConfigSerializeWrapper) -> bool {
+        if *self.version.read() == master.data_version {
+            return false;
+        }
+        *self.table.write() = master.topic_config_table;
+        *self.version.write() = master.data_version;
+        self.persist();
+        true
+    }
+
     pub fn persist(&self) {
         let wrapper = self.wrapper(None);
         if let Err(e) = persist::store(&self.path, &wrapper) {

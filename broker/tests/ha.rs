@@ -250,7 +250,7 @@ async fn a_new_slave_starts_at_the_masters_last_segment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_master_acknowledges_only_what_the_slave_has() {
-    use stellmq_remoting::protocol::ResponseCode;
+    use stellmq_remoting::protocol::{RequestCode, ResponseCode};
     let stack = common::Stack::start_with(|c| c.broker.broker_role = "SYNC_MASTER".into()).await;
     let master = stack.broker();
     let r = stack.send("HaBroker", 0, "lonely", &[]).await;
@@ -310,6 +310,46 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
         total, 51,
         "the slave indexed every message, the unreplicated first one too"
     );
+
+    // The slave copies topics and consumer offsets from the master (spec 9.4)...
+    let update = common::request(
+        RequestCode::UPDATE_CONSUMER_OFFSET,
+        &[
+            ("consumerGroup", "hg"),
+            ("topic", "HaBroker"),
+            ("queueId", "0"),
+            ("commitOffset", "7"),
+        ],
+    );
+    assert_eq!(stack.call(update).await.code, 0);
+    let mut stack = stack;
+    let master_addr = std::mem::replace(&mut stack.addr, slave.broker_addr().to_owned());
+    let query = common::request(
+        RequestCode::QUERY_CONSUMER_OFFSET,
+        &[
+            ("consumerGroup", "hg"),
+            ("topic", "HaBroker"),
+            ("queueId", "0"),
+        ],
+    );
+    let mut synced = None;
+    for _ in 0..100 {
+        let r = stack.call(query.clone()).await;
+        synced = r.ext_fields.get("offset").map(str::to_owned);
+        if r.code == 0 && synced.as_deref() == Some("7") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        synced.as_deref(),
+        Some("7"),
+        "offsets synced from the master"
+    );
+    // ...so consumers can read from it.
+    let from_slave = stack.pull_until("hg", "HaBroker", 1, 13).await;
+    assert_eq!(from_slave.len(), 13, "queue 1 readable on the slave");
+    stack.addr = master_addr;
     slave.shutdown().await;
     stack.stop().await;
 }

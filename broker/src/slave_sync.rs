@@ -1,0 +1,85 @@
+//! A slave copies its master's topics, subscription groups and consumer offsets from the
+//! master's main port every 10 s after a 3 s delay (spec 9.4), so consumers that fail over
+//! to it find their topics and resume where the group was.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stellmq_remoting::net::{ClientConfig, RemotingClient};
+use stellmq_remoting::protocol::body::{
+    fastjson, ConsumerOffsetSerializeWrapper, SubscriptionGroupWrapper, TopicConfigSerializeWrapper,
+};
+use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
+use tokio_util::sync::CancellationToken;
+
+use crate::group::SubscriptionGroupManager;
+use crate::offset::ConsumerOffsetManager;
+use crate::registration::Registrar;
+use crate::topic::TopicConfigManager;
+
+const FIRST_SYNC: Duration = Duration::from_secs(3);
+const SYNC_PERIOD: Duration = Duration::from_secs(10);
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+
+pub struct SlaveSync {
+    pub registrar: Arc<Registrar>,
+    pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+}
+
+impl SlaveSync {
+    pub async fn run(self, stop: CancellationToken) {
+        let client = RemotingClient::new(ClientConfig::default());
+        let mut wait = FIRST_SYNC;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            wait = SYNC_PERIOD;
+            if let Some(master) = self.registrar.master_addr() {
+                if let Err(reason) = self.sync_once(&client, &master).await {
+                    tracing::warn!(%master, %reason, "metadata sync from the master failed");
+                }
+            }
+        }
+        client.shutdown().await;
+    }
+
+    async fn sync_once(&self, client: &RemotingClient, master: &str) -> Result<(), String> {
+        let topics: TopicConfigSerializeWrapper =
+            fetch(client, master, RequestCode::GET_ALL_TOPIC_CONFIG).await?;
+        if self.topics.replace_from_master(topics) {
+            tracing::info!(event = "SLAVE_SYNCED_TOPICS", %master, "topics copied from the master");
+        }
+        let groups: SubscriptionGroupWrapper = fetch(
+            client,
+            master,
+            RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        )
+        .await?;
+        self.groups.replace_from_master(groups);
+        let offsets: ConsumerOffsetSerializeWrapper =
+            fetch(client, master, RequestCode::GET_ALL_CONSUMER_OFFSET).await?;
+        self.offsets.replace_from_master(offsets);
+        self.offsets.persist();
+        Ok(())
+    }
+}
+
+async fn fetch<T: serde::de::DeserializeOwned>(
+    client: &RemotingClient,
+    master: &str,
+    code: RequestCode,
+) -> Result<T, String> {
+    let response = client
+        .invoke_ok(
+            master,
+            RemotingCommand::request(code, ExtFields::new()),
+            CALL_TIMEOUT,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    fastjson::decode(&response.body).map_err(|e| format!("{code:?} body: {e}"))
+}
