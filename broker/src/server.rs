@@ -428,6 +428,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 producers: producers.clone(),
                 started: Instant::now(),
                 boot_timestamp: now_ms(),
+                ha_master: ha_master.clone(),
+                ha_slave: ha_slave.clone(),
             }),
             admin_lane.clone(),
         )

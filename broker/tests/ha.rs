@@ -287,6 +287,27 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
             "acknowledged message {i} is on the slave"
         );
     }
+    let info = stack
+        .call(common::request(RequestCode::GET_BROKER_RUNTIME_INFO, &[]))
+        .await;
+    let info: stellmq_remoting::protocol::body::KvTable =
+        stellmq_remoting::protocol::body::fastjson::decode(&info.body).expect("runtime info");
+    let max = master.store().commit_log_max_offset().to_string();
+    assert_eq!(
+        info.table.get("haSlaveCount").map(String::as_str),
+        Some("1")
+    );
+    assert!(
+        info.table
+            .get("haSlaves")
+            .is_some_and(|s| s.ends_with(&format!("={max}"))),
+        "slave acknowledged everything: {:?}",
+        info.table.get("haSlaves")
+    );
+    assert_eq!(
+        info.table.get("haSlaveFallBehindBytes").map(String::as_str),
+        Some("0")
+    );
     let direct = stack
         .client
         .invoke(

@@ -72,6 +72,36 @@ pub async fn broker_status(admin: &AdminClient, t: Target) -> Result<(), ClientE
     Ok(())
 }
 
+/// One line per slave on a master (acknowledged offset, lag), or the master a slave follows.
+pub async fn ha_status(admin: &AdminClient, t: Target) -> Result<(), ClientError> {
+    for addr in t.addrs(admin).await? {
+        let info = admin.broker_runtime_info(&addr).await?;
+        let get = |k: &str| info.get(k).cloned().unwrap_or_default();
+        let max: i64 = get("commitLogMaxOffset").parse().unwrap_or(0);
+        crate::outln!("============{addr}============");
+        if let Some(master) = info.get("haMasterAddr") {
+            crate::outln!("#Role SLAVE  #MasterHaAddr {master}");
+            crate::outln!(
+                "#MasterOffset {}  #LocalMaxOffset {max}  #FallBehindBytes {}",
+                get("haMasterOffset"),
+                get("haSlaveFallBehindBytes")
+            );
+            continue;
+        }
+        crate::outln!(
+            "#Role MASTER  #CommitLogMaxOffset {max}  #Slaves {}",
+            get("haSlaveCount")
+        );
+        crate::outln!("{:<24} {:>20} {:>16}", "#SlaveAddr", "#AckOffset", "#Diff");
+        for entry in get("haSlaves").split(';').filter(|e| !e.is_empty()) {
+            let (slave, acked) = entry.split_once('=').unwrap_or((entry, "0"));
+            let acked: i64 = acked.parse().unwrap_or(0);
+            crate::outln!("{slave:<24} {acked:>20} {:>16}", max - acked);
+        }
+    }
+    Ok(())
+}
+
 pub async fn get_broker_config(admin: &AdminClient, t: Target) -> Result<(), ClientError> {
     for addr in t.addrs(admin).await? {
         crate::outln!("============{addr}============");

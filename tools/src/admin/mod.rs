@@ -92,6 +92,11 @@ pub enum Command {
     ClusterRT(broker::ClusterRt),
     #[command(name = "brokerStatus", about = "Fetch broker runtime status data")]
     BrokerStatus(Target),
+    #[command(
+        name = "haStatus",
+        about = "Replication state: a master's slaves and their lag, or a slave's master"
+    )]
+    HaStatus(Target),
     #[command(name = "getBrokerConfig", about = "Get broker config")]
     GetBrokerConfig(Target),
     #[command(name = "updateBrokerConfig", about = "Update broker's config")]
@@ -179,6 +184,7 @@ async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientErr
         UpdateOrderConf(a) => topic::update_order_conf(admin, a).await,
         ClusterList => broker::cluster_list(admin).await,
         BrokerStatus(t) => broker::broker_status(admin, t).await,
+        HaStatus(t) => broker::ha_status(admin, t).await,
         BrokerConsumeStats(t) => broker::broker_consume_stats(admin, t).await,
         ClusterRT(a) => broker::cluster_rt(admin, a).await,
         GetBrokerConfig(t) => broker::get_broker_config(admin, t).await,

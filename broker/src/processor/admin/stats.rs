@@ -18,6 +18,7 @@ use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageStore;
 
 use crate::clients::{ConsumerManager, ProducerManager};
+use crate::ha::{HaMaster, HaSlave};
 use crate::processor::header;
 
 pub struct StatsAdminProcessor {
@@ -26,6 +27,8 @@ pub struct StatsAdminProcessor {
     pub producers: Arc<ProducerManager>,
     pub started: Instant,
     pub boot_timestamp: i64,
+    pub ha_master: Option<Arc<HaMaster>>,
+    pub ha_slave: Option<Arc<HaSlave>>,
 }
 
 fn human_bytes(bytes: f64) -> String {
@@ -40,6 +43,33 @@ fn human_bytes(bytes: f64) -> String {
 }
 
 impl StatsAdminProcessor {
+    /// Replication state, shown by `mqadmin haStatus`.
+    fn replication_info(&self, put: &mut impl FnMut(&str, String)) {
+        let max = self.store.commit_log_max_offset();
+        put("commitLogMaxOffset", max.to_string());
+        put(
+            "commitLogMinOffset",
+            self.store.commit_log_min_offset().to_string(),
+        );
+        if let Some(ha) = &self.ha_master {
+            let slaves = ha.slaves();
+            put("haSlaveCount", slaves.len().to_string());
+            let list: Vec<String> = slaves
+                .iter()
+                .map(|(addr, acked)| format!("{addr}={acked}"))
+                .collect();
+            put("haSlaves", list.join(";"));
+            let fastest = slaves.iter().map(|(_, a)| *a).max().unwrap_or(0);
+            put("haSlaveFallBehindBytes", (max - fastest).max(0).to_string());
+        }
+        if let Some(ha) = &self.ha_slave {
+            put("haMasterAddr", ha.master().unwrap_or_default());
+            let master = ha.master_offset();
+            put("haMasterOffset", master.to_string());
+            put("haSlaveFallBehindBytes", (master - max).max(0).to_string());
+        }
+    }
+
     fn runtime_info(&self, request: &RemotingCommand) -> ProcessResult {
         let store = &self.store;
         let stats = store.stats();
@@ -90,6 +120,7 @@ impl StatsAdminProcessor {
                 .unwrap_or(0)
                 .to_string(),
         );
+        self.replication_info(&mut put);
         put("startAcceptSendRequestTimeStamp", "0".into());
         put("commitLogDirCapacity", capacity);
         put("bootTimestamp", self.boot_timestamp.to_string());
