@@ -165,6 +165,12 @@ impl BrokerStartConfig {
     /// RocketMQ's startup rules: masters are broker 0, slaves need an id above 0, the HA
     /// port defaults to listenPort + 1.
     pub fn normalize(&mut self) -> Result<(), ConfigError> {
+        // `~/` in storePathRootDir is the user's home, as in the shipped conf/ files.
+        if let Ok(rest) = self.store.store_path_root_dir.strip_prefix("~") {
+            if let Some(home) = std::env::var_os("HOME") {
+                self.store.store_path_root_dir = std::path::PathBuf::from(home).join(rest);
+            }
+        }
         let role = self.broker.broker_role.trim().to_ascii_uppercase();
         match role.as_str() {
             "ASYNC_MASTER" | "SYNC_MASTER" => self.broker.broker_id = 0,

@@ -221,6 +221,9 @@ async fn write_frame(
 /// The slave side: keeps a connection to the master's HA port and appends what it streams.
 pub struct HaSlave {
     master_addr: watch::Sender<Option<String>>,
+    /// Notified when the master cannot be reached, so the broker asks the name servers again
+    /// (a restarted master may have a new address).
+    lost_master: Arc<Notify>,
     /// The master's log end as last seen in a frame header.
     master_offset: watch::Sender<i64>,
 }
@@ -229,8 +232,19 @@ impl HaSlave {
     /// Replicates from the master at the address set with [`HaSlave::set_master`] (it may be
     /// learnt later from the name server), reconnecting every `retry` after a break.
     pub fn start(store: Arc<MessageStore>, retry: Duration, stop: CancellationToken) -> Arc<Self> {
+        Self::start_with(store, retry, stop, Arc::new(Notify::new()))
+    }
+
+    /// Like [`HaSlave::start`], notifying `lost_master` after every failed or broken connection.
+    pub fn start_with(
+        store: Arc<MessageStore>,
+        retry: Duration,
+        stop: CancellationToken,
+        lost_master: Arc<Notify>,
+    ) -> Arc<Self> {
         let slave = Arc::new(Self {
             master_addr: watch::Sender::new(None),
+            lost_master,
             master_offset: watch::Sender::new(0),
         });
         tokio::spawn(replicate(slave.clone(), store, retry, stop));
@@ -272,6 +286,7 @@ async fn replicate(
                     if let Err(reason) = r {
                         tracing::warn!(master = %addr, %reason, "HA connection to the master closed");
                     }
+                    slave.lost_master.notify_one();
                 }
             }
         }

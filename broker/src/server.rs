@@ -224,19 +224,24 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             })??,
     );
     let stop = CancellationToken::new();
-    let ha_master = ha_listener.map(|l| HaMaster::start(store.clone(), l, stop.clone()));
-    let ha_slave = (!is_master).then(|| {
-        let slave = HaSlave::start(store.clone(), HA_RECONNECT, stop.clone());
-        if !bc.ha_master_address.trim().is_empty() {
-            slave.set_master(bc.ha_master_address.trim());
-        }
-        slave
-    });
     let root = config.store.store_path_root_dir.clone();
     let topics = Arc::new(
         TopicConfigManager::load(config_path(&root, "topics.json"), &bc, delay_levels)
             .map_err(io("topics.json"))?,
     );
+    let ha_master = ha_listener.map(|l| HaMaster::start(store.clone(), l, stop.clone()));
+    let ha_slave = (!is_master).then(|| {
+        let slave = HaSlave::start_with(
+            store.clone(),
+            HA_RECONNECT,
+            stop.clone(),
+            topics.register_now.clone(),
+        );
+        if !bc.ha_master_address.trim().is_empty() {
+            slave.set_master(bc.ha_master_address.trim());
+        }
+        slave
+    });
     let groups = Arc::new(
         SubscriptionGroupManager::load(
             config_path(&root, "subscriptionGroup.json"),

@@ -1,0 +1,184 @@
+//! A master/slave group from the shipped `conf/2m-2s-sync` files, as `mqbroker` processes:
+//! every acknowledged message is on the slave, consumers read it there after the master is
+//! killed, and a restarted master serves again with its slave.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{send_request, T};
+use stellmq_namesrv::NamesrvConfig;
+use stellmq_remoting::net::{ClientConfig, RemotingClient};
+use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader};
+use stellmq_remoting::protocol::message::MessageRecord;
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mqbroker");
+
+/// Starts `mqbroker` with a shipped conf file plus loopback/ephemeral overrides; returns the
+/// process and its address from the boot line.
+async fn spawn_broker(conf: &str, store: &Path, ns_addr: &str) -> (Child, String) {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../conf")
+        .join(conf);
+    let mut text = std::fs::read_to_string(&shipped).expect("shipped conf");
+    text.push_str(&format!(
+        "\nlistenPort=0\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nmappedFileSizeCommitLog=8388608\nmaxMessageSize=1048576\n",
+        store.display()
+    ));
+    let file = store.with_extension("properties");
+    std::fs::write(&file, text).expect("write conf");
+    let mut child = Command::new(BIN)
+        .arg("-c")
+        .arg(&file)
+        .args(["-n", ns_addr])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawns");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let addr = tokio::task::spawn_blocking(move || loop {
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("boot line");
+        if let Some(rest) = line.split("The broker[").nth(1) {
+            break rest.split(']').next().expect("address").to_owned();
+        }
+    })
+    .await
+    .expect("join");
+    (child, addr)
+}
+
+/// Sends until the master acknowledges (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE until its
+/// slave is connected).
+async fn send_acknowledged(client: &RemotingClient, master: &str, body: &str) {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let r = client
+            .invoke(master, send_request("HaProc", 0, body.as_bytes(), &[]), T)
+            .await
+            .expect("master answers");
+        if r.code == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never acknowledged: {} {}",
+            r.code,
+            r.remark_str()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Every message of queue 0 the broker at `addr` serves.
+async fn pull_all(client: &RemotingClient, addr: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let header = PullMessageRequestHeader {
+            consumer_group: "ha-proc".into(),
+            topic: "HaProc".into(),
+            queue_id: 0,
+            queue_offset: offset,
+            max_msg_nums: 32,
+            sys_flag: 0x2 | 0x4,
+            commit_offset: 0,
+            suspend_timeout_millis: 0,
+            subscription: Some("*".into()),
+            sub_version: 0,
+            expression_type: Some("TAG".into()),
+            max_msg_bytes: None,
+        };
+        let request = RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields());
+        let r = client.invoke(addr, request, T).await.ok()?;
+        match r.code {
+            0 => {
+                for record in MessageRecord::decode_all(r.body.clone(), true).ok()? {
+                    out.push(String::from_utf8_lossy(&record.body).into_owned());
+                }
+                offset = r.ext_fields.get("nextBeginOffset")?.parse().ok()?;
+            }
+            19 if !out.is_empty() => return Some(out), // PULL_NOT_FOUND: the end
+            _ => return None,
+        }
+    }
+}
+
+fn kill(child: &mut Child, signal: &str) {
+    let status = Command::new("kill")
+        .arg(signal)
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_group_survives_the_loss_of_its_master() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = stellmq_namesrv::start(NamesrvConfig {
+        listen_port: 0,
+        bind_address: "127.0.0.1".into(),
+        kv_config_path: dir.path().join("kv.json"),
+        ..Default::default()
+    })
+    .await
+    .expect("name server");
+    let ns_addr = ns.local_addr().to_string();
+    let master_store = dir.path().join("master");
+    let (mut master, master_addr) =
+        spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
+    let (mut slave, slave_addr) = spawn_broker(
+        "2m-2s-sync/broker-a-s.properties",
+        &dir.path().join("slave"),
+        &ns_addr,
+    )
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+
+    let mut acknowledged = Vec::new();
+    for i in 0..200 {
+        let body = format!("before-{i}");
+        send_acknowledged(&client, &master_addr, &body).await;
+        acknowledged.push(body);
+    }
+    // The slave serves the topic once it has copied the master's topics (3 s after start).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pull_all(&client, &slave_addr).await.is_none() {
+        assert!(Instant::now() < deadline, "slave never served the topic");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    kill(&mut master, "-KILL");
+    let on_slave = pull_all(&client, &slave_addr).await.expect("slave serves");
+    for body in &acknowledged {
+        assert!(
+            on_slave.contains(body),
+            "acknowledged {body} missing on the slave"
+        );
+    }
+
+    let (mut master, master_addr) =
+        spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
+    send_acknowledged(&client, &master_addr, "after-restart").await;
+    let on_master = pull_all(&client, &master_addr)
+        .await
+        .expect("master serves");
+    assert!(acknowledged.iter().all(|b| on_master.contains(b)));
+    assert!(on_master.contains(&"after-restart".to_owned()));
+
+    kill(&mut master, "-TERM");
+    kill(&mut slave, "-TERM");
+    ns.shutdown().await;
+}
