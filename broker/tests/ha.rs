@@ -61,6 +61,10 @@ async fn put(store: &MessageStore, range: std::ops::Range<usize>) {
 }
 
 async fn caught_up(master: &MessageStore, slave: &MessageStore) {
+    assert!(
+        master.wait_dispatched(Duration::from_secs(10)),
+        "master dispatched"
+    );
     let target = master.commit_log_max_offset();
     for _ in 0..300 {
         if slave.commit_log_max_offset() == target
