@@ -279,6 +279,10 @@ async fn replicate(
     let mut addrs = slave.master_addr.subscribe();
     loop {
         let addr = addrs.borrow_and_update().clone();
+        if addr.is_none() {
+            // Registered before the master did: ask the name servers again.
+            slave.lost_master.notify_one();
+        }
         if let Some(addr) = addr {
             tokio::select! {
                 _ = stop.cancelled() => return,
