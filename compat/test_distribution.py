@@ -1,6 +1,7 @@
 """The distribution scripts as a user runs them, on release builds: play.sh, mqadmin,
 mqshutdown. Uses the default ports (9876, 10911) and a private HOME for the stores."""
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -19,6 +20,14 @@ def run(env, *args, check=True):
 
 def test_play_admin_and_shutdown():
     home = tempfile.mkdtemp(prefix="stellmq-home-")
+    try:
+        play_admin_and_shutdown(home)
+    finally:
+        # The default store preallocates a 1 GiB CommitLog segment: never leave it behind.
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def play_admin_and_shutdown(home):
     env = dict(os.environ, HOME=home, STELLMQ_RUN_DIR=os.path.join(home, "run"))
     env.pop("NAMESRV_ADDR", None)
     started = run(env, "play.sh")

@@ -137,14 +137,15 @@ async fn sync_group_survives_the_loss_of_its_master() {
     .expect("name server");
     let ns_addr = ns.local_addr().to_string();
     let master_store = dir.path().join("master");
-    let (mut master, master_addr) =
-        spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
+    // The slave starts first: it must keep asking the name server until the master appears.
     let (mut slave, slave_addr) = spawn_broker(
         "2m-2s-sync/broker-a-s.properties",
         &dir.path().join("slave"),
         &ns_addr,
     )
     .await;
+    let (mut master, master_addr) =
+        spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
     let client = RemotingClient::new(ClientConfig::default());
 
     let mut acknowledged = Vec::new();
