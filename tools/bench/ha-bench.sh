@@ -1,5 +1,5 @@
 #!/bin/bash
-# usage: habench.sh ROLE  (SYNC_MASTER | ASYNC_MASTER | NONE)
+# usage: ha-bench.sh ROLE  (SYNC_MASTER | ASYNC_MASTER | NONE)
 # Runs name server, master (and a slave unless ROLE=NONE) on the default ports with throwaway
 # stores, 10 s of mqbench producer (20 threads, 1 KiB), then haStatus. Needs release builds.
 set -u
