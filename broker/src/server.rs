@@ -398,6 +398,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             Arc::new(GroupAdminProcessor {
                 groups: groups.clone(),
                 offsets: offsets.clone(),
+                is_slave: !is_master,
             }),
             admin_lane.clone(),
         )

@@ -327,6 +327,28 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
         "{}",
         direct.remark_str()
     );
+    let create = common::request(
+        RequestCode::UPDATE_AND_CREATE_TOPIC,
+        &[
+            ("topic", "OnSlave"),
+            ("defaultTopic", "TBW102"),
+            ("readQueueNums", "4"),
+            ("writeQueueNums", "4"),
+            ("perm", "6"),
+            ("topicFilterType", "SINGLE_TAG"),
+        ],
+    );
+    let refused = stack
+        .client
+        .invoke(slave.broker_addr(), create, common::T)
+        .await
+        .expect("slave answers");
+    assert_eq!(refused.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    assert!(
+        refused.remark_str().contains("master"),
+        "{}",
+        refused.remark_str()
+    );
     assert!(slave.store().wait_dispatched(Duration::from_secs(5)));
     let total: i64 = (0..4)
         .map(|q| slave.store().max_offset_in_queue("HaBroker", q))

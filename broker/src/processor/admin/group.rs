@@ -17,6 +17,8 @@ use crate::processor::header;
 pub struct GroupAdminProcessor {
     pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
+    /// Slaves take their groups from the master.
+    pub is_slave: bool,
 }
 
 impl GroupAdminProcessor {
@@ -42,6 +44,10 @@ impl GroupAdminProcessor {
 impl RequestProcessor for GroupAdminProcessor {
     fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         let result = match request.request_code_typed() {
+            Some(
+                RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+                | RequestCode::DELETE_SUBSCRIPTIONGROUP,
+            ) if self.is_slave => Err(super::topic::slave_refuses("subscription groups")),
             Some(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) => self.update(&request),
             Some(RequestCode::DELETE_SUBSCRIPTIONGROUP) => self.delete(&request),
             Some(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG) => Ok(Some(

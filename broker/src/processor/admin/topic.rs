@@ -138,6 +138,11 @@ impl TopicAdminProcessor {
 impl RequestProcessor for TopicAdminProcessor {
     fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         let result = match request.request_code_typed() {
+            Some(RequestCode::UPDATE_AND_CREATE_TOPIC | RequestCode::DELETE_TOPIC_IN_BROKER)
+                if !self.identity.is_master() =>
+            {
+                Err(slave_refuses("topics"))
+            }
             Some(RequestCode::UPDATE_AND_CREATE_TOPIC) => self.create(&request),
             Some(RequestCode::DELETE_TOPIC_IN_BROKER) => self.delete(&request),
             Some(RequestCode::GET_ALL_TOPIC_CONFIG) => Ok(Some(
@@ -151,4 +156,12 @@ impl RequestProcessor for TopicAdminProcessor {
         };
         Box::pin(std::future::ready(result))
     }
+}
+
+/// A slave's metadata is a copy of its master's (spec 9.4): changes go to the master.
+pub(crate) fn slave_refuses(what: &str) -> ProcessorError {
+    ProcessorError::new(
+        ResponseCode::SYSTEM_ERROR,
+        format!("this broker is a slave; change {what} on its master"),
+    )
 }
