@@ -66,6 +66,10 @@ impl HaMaster {
         v
     }
 
+    pub fn has_slaves(&self) -> bool {
+        !self.slaves.lock().is_empty()
+    }
+
     pub fn acked_offset(&self) -> i64 {
         *self.acked.borrow()
     }

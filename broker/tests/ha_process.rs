@@ -4,10 +4,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::{send_request, T};
@@ -16,8 +14,6 @@ use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader};
 use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mqbroker");
 
 /// Starts `mqbroker` with a shipped conf file plus loopback/ephemeral overrides; returns the
 /// process and its address from the boot line.
@@ -32,30 +28,7 @@ async fn spawn_broker(conf: &str, store: &Path, ns_addr: &str) -> (Child, String
     ));
     let file = store.with_extension("properties");
     std::fs::write(&file, text).expect("write conf");
-    let mut child = Command::new(BIN)
-        .arg("-c")
-        .arg(&file)
-        .args(["-n", ns_addr])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawns");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let addr = tokio::task::spawn_blocking(move || loop {
-        let line = rx.recv_timeout(Duration::from_secs(30)).expect("boot line");
-        if let Some(rest) = line.split("The broker[").nth(1) {
-            break rest.split(']').next().expect("address").to_owned();
-        }
-    })
-    .await
-    .expect("join");
-    (child, addr)
+    common::spawn_mqbroker(&file, ns_addr).await
 }
 
 /// Sends until the master acknowledges (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE until its

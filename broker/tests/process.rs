@@ -2,9 +2,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use common::{request, send_request, T};
@@ -88,29 +86,7 @@ async fn serves_registers_and_stops_gracefully_on_sigterm() {
         ),
     )
     .expect("write");
-    let mut child = Command::new(BIN)
-        .arg("-c")
-        .arg(&conf)
-        .args(["-n", &ns_addr])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawns");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let addr = tokio::task::spawn_blocking(move || loop {
-        let line = rx.recv_timeout(Duration::from_secs(30)).expect("boot line");
-        if let Some(rest) = line.split("The broker[").nth(1) {
-            break rest.split(']').next().expect("address").to_owned();
-        }
-    })
-    .await
-    .expect("join");
+    let (mut child, addr) = common::spawn_mqbroker(&conf, &ns_addr).await;
 
     let client = RemotingClient::new(ClientConfig::default());
     assert_eq!(

@@ -103,7 +103,7 @@ impl SendProcessor {
             _ => return result,
         };
         let ha = &replication.ha;
-        if ha.slaves().is_empty() || end - ha.acked_offset() > SLAVE_FALL_BEHIND_MAX {
+        if !ha.has_slaves() || end - ha.acked_offset() > SLAVE_FALL_BEHIND_MAX {
             result.status = PutMessageStatus::SlaveNotAvailable;
         } else if !ha
             .wait_for_slave(end, self.store.config().sync_flush_timeout())

@@ -275,3 +275,37 @@ pub async fn eventually<F: std::future::Future<Output = bool>>(
     }
     panic!("timed out waiting for: {what}");
 }
+
+/// Starts the `mqbroker` binary with `-c conf -n ns_addr` and returns the process and the
+/// address from its boot line.
+pub async fn spawn_mqbroker(
+    conf: &std::path::Path,
+    ns_addr: &str,
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mqbroker"))
+        .arg("-c")
+        .arg(conf)
+        .args(["-n", ns_addr])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawns");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let addr = tokio::task::spawn_blocking(move || loop {
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("boot line");
+        if let Some(rest) = line.split("The broker[").nth(1) {
+            break rest.split(']').next().expect("address").to_owned();
+        }
+    })
+    .await
+    .expect("join");
+    (child, addr)
+}
