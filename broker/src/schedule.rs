@@ -57,6 +57,17 @@ impl ScheduleMessageService {
         }
     }
 
+    /// A slave takes its master's delivery progress (spec 9.4); it never delivers itself,
+    /// since its CommitLog only grows by the master's bytes.
+    pub fn replace_from_master(&self, master: DelayOffsetSerializeWrapper) {
+        *self.offsets.lock() = master
+            .offset_table
+            .0
+            .into_iter()
+            .map(|(l, o)| (l as i32, o))
+            .collect();
+    }
+
     pub fn persist(&self) {
         if let Err(e) = persist::store(&self.path, &self.wrapper()) {
             tracing::error!(file = %self.path.display(), error = %e, "cannot persist delayOffset.json");

@@ -229,6 +229,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         TopicConfigManager::load(config_path(&root, "topics.json"), &bc, delay_levels)
             .map_err(io("topics.json"))?,
     );
+    store.set_replica(!is_master);
     let ha_master = ha_listener.map(|l| HaMaster::start(store.clone(), l, stop.clone()));
     let ha_slave = (!is_master).then(|| {
         let slave = HaSlave::start_with(
@@ -473,10 +474,6 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     let mut tasks = vec![
         tokio::spawn(registrar.clone().run(stop.clone())),
         tokio::spawn(hold.clone().run(stop.clone())),
-        tokio::spawn(schedule.clone().run(
-            Duration::from_millis(bc.flush_delay_offset_interval),
-            stop.clone(),
-        )),
     ];
     if ha_slave.is_some() {
         let sync = SlaveSync {
@@ -484,8 +481,14 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             topics: topics.clone(),
             groups: groups.clone(),
             offsets: offsets.clone(),
+            schedule: schedule.clone(),
         };
         tasks.push(tokio::spawn(sync.run(stop.clone())));
+    } else {
+        tasks.push(tokio::spawn(schedule.clone().run(
+            Duration::from_millis(bc.flush_delay_offset_interval),
+            stop.clone(),
+        )));
     }
     tasks.push(tokio::spawn(persist_offsets(
         offsets.clone(),

@@ -1,5 +1,5 @@
-//! A slave copies its master's topics, subscription groups and consumer offsets from the
-//! master's main port every 10 s after a 3 s delay (spec 9.4), so consumers that fail over
+//! A slave copies its master's topics, subscription groups, consumer offsets and delay
+//! offsets from the master's main port every 10 s after a 3 s delay (spec 9.4), so consumers that fail over
 //! to it find their topics and resume where the group was.
 
 use std::sync::Arc;
@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumerOffsetSerializeWrapper, SubscriptionGroupWrapper, TopicConfigSerializeWrapper,
+    fastjson, ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper,
+    SubscriptionGroupWrapper, TopicConfigSerializeWrapper,
 };
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
 use crate::registration::Registrar;
+use crate::schedule::ScheduleMessageService;
 use crate::topic::TopicConfigManager;
 
 const FIRST_SYNC: Duration = Duration::from_secs(3);
@@ -26,6 +28,7 @@ pub struct SlaveSync {
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
+    pub schedule: Arc<ScheduleMessageService>,
 }
 
 impl SlaveSync {
@@ -64,6 +67,10 @@ impl SlaveSync {
             fetch(client, master, RequestCode::GET_ALL_CONSUMER_OFFSET).await?;
         self.offsets.replace_from_master(offsets);
         self.offsets.persist();
+        let delay: DelayOffsetSerializeWrapper =
+            fetch(client, master, RequestCode::GET_ALL_DELAY_OFFSET).await?;
+        self.schedule.replace_from_master(delay);
+        self.schedule.persist();
         Ok(())
     }
 }

@@ -400,3 +400,53 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
     slave.shutdown().await;
     stack.stop().await;
 }
+
+/// A slave never delivers scheduled messages itself (that would make its log diverge): it
+/// gets the master's deliveries as replicated bytes and copies the master's delay offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_copies_delay_progress_instead_of_delivering() {
+    use stellmq_remoting::protocol::body::{fastjson, DelayOffsetSerializeWrapper};
+    use stellmq_remoting::protocol::RequestCode;
+    let stack = common::Stack::start().await;
+    let master = stack.broker();
+    let slave_dir = tempfile::tempdir().expect("dir");
+    let mut config = common::broker_config(slave_dir.path(), &stack.ns_addr);
+    config.broker.broker_role = "SLAVE".into();
+    config.broker.broker_id = 1;
+    let slave = stellmq_broker::start(config).await.expect("slave broker");
+
+    let r = stack.send("HaDelay", 0, "later", &[("DELAY", "1")]).await;
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let delivered = stack.pull_until("hd", "HaDelay", 0, 1).await;
+    assert_eq!(delivered.len(), 1, "the master delivered the message");
+
+    let slave_delay = common::request(RequestCode::GET_ALL_DELAY_OFFSET, &[]);
+    let mut level_one = None;
+    for _ in 0..150 {
+        let r = stack
+            .client
+            .invoke(slave.broker_addr(), slave_delay.clone(), common::T)
+            .await
+            .expect("slave answers");
+        let table: DelayOffsetSerializeWrapper = fastjson::decode(&r.body).expect("delay body");
+        level_one = table.offset_table.0.get(&1).copied();
+        if level_one == Some(1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        level_one,
+        Some(1),
+        "the slave copied the master's delay offsets"
+    );
+    caught_up(master.store(), slave.store()).await;
+    assert_same_log(master.store(), slave.store());
+    assert_eq!(
+        slave.store().max_offset_in_queue("HaDelay", 0),
+        1,
+        "the delivered message reached the slave once, by replication"
+    );
+    slave.shutdown().await;
+    stack.stop().await;
+}

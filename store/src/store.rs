@@ -76,6 +76,8 @@ pub(crate) struct Inner {
     pub poison: Mutex<Option<String>>,
     pub disk_full: AtomicBool,
     pub stopping: AtomicBool,
+    /// A slave's store: only its master's bytes are appended (`append_replicated`).
+    pub replica: AtomicBool,
     /// Wakes the dispatcher after appends and every service at shutdown.
     pub wake: (Mutex<u64>, Condvar),
     pub flush_requests: (Mutex<Vec<FlushRequest>>, Condvar),
@@ -249,6 +251,7 @@ impl MessageStore {
             poison: Mutex::new(None),
             disk_full: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            replica: AtomicBool::new(false),
             wake: (Mutex::new(0), Condvar::new()),
             flush_requests: (Mutex::new(Vec::new()), Condvar::new()),
             disk_usage: options
@@ -285,6 +288,11 @@ impl MessageStore {
     pub fn write_refusal(&self) -> Option<String> {
         if self.inner.stopping.load(Ordering::Acquire) {
             return Some("the store is shutting down".into());
+        }
+        if self.inner.replica.load(Ordering::Acquire) {
+            return Some(
+                "the store is a slave's replica: only its master's CommitLog is appended".into(),
+            );
         }
         if let Some(reason) = self.inner.poison.lock().as_ref() {
             return Some(format!(
@@ -663,6 +671,12 @@ impl MessageStore {
 
     pub fn commit_log_min_offset(&self) -> i64 {
         self.inner.commit_log.min_offset()
+    }
+
+    /// Makes this a slave's store: local puts are refused so that its CommitLog stays a
+    /// byte-exact copy of the master's (a local write would make the two diverge).
+    pub fn set_replica(&self, replica: bool) {
+        self.inner.replica.store(replica, Ordering::Release);
     }
 
     /// A slave's append of bytes streamed from its master; dispatch follows as for local
