@@ -20,7 +20,6 @@ use stellmq_remoting::protocol::body::{
     TopicRouteData,
 };
 use stellmq_remoting::protocol::headers::*;
-use stellmq_remoting::protocol::message::{pull_sys_flag, MessageRecord};
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -32,9 +31,9 @@ use super::ReceivedMessage;
 use crate::error::ClientError;
 use crate::instance::ClientInstance;
 
-const PULL_SUSPEND_MS: i64 = 15_000;
-const PULL_TIMEOUT: Duration = Duration::from_secs(30);
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+/// brokerId of a master.
+const MASTER_ID: i64 = 0;
 
 /// Progress of one assigned queue.
 pub(crate) struct QueueState {
@@ -46,6 +45,8 @@ pub(crate) struct QueueState {
     pub locked: AtomicBool,
     /// Interrupts a parked pull so a new position (seek) takes effect at once.
     pub repositioned: Notify,
+    /// The broker id the last pull response suggested (`suggestWhichBrokerId`; 0 = master).
+    pub suggested_broker: AtomicI64,
 }
 
 impl QueueState {
@@ -98,9 +99,10 @@ pub(crate) struct ConsumerCore {
     routes: RwLock<HashMap<String, TopicRouteData>>,
     pub offsets: OffsetTable,
     rebalance_now: Arc<Notify>,
+    route_refresh_now: Notify,
     pub stop: CancellationToken,
     queues: Mutex<HashMap<MessageQueue, Arc<QueueState>>>,
-    sink: Arc<dyn MessageSink>,
+    pub(super) sink: Arc<dyn MessageSink>,
     claim: Mutex<Option<GroupClaim>>,
 }
 
@@ -147,6 +149,7 @@ impl ConsumerCore {
             routes: RwLock::new(HashMap::new()),
             offsets,
             rebalance_now,
+            route_refresh_now: Notify::new(),
             stop: CancellationToken::new(),
             queues: Mutex::new(HashMap::new()),
             sink,
@@ -231,6 +234,32 @@ impl ConsumerCore {
                     .map(str::to_owned)
                     .or_else(|| b.broker_addrs.0.values().next().cloned())
             })
+    }
+
+    /// Where a queue is pulled from (Java's `findBrokerAddressInSubscribe`): the broker id
+    /// the last response suggested, else the master, else any broker of the name (a slave
+    /// once the master left the route). Returns the address and whether it is the master.
+    pub fn pull_addr(&self, broker_name: &str, suggested: i64) -> Option<(String, bool)> {
+        let routes = self.routes.read();
+        let brokers = routes
+            .values()
+            .flat_map(|r| r.broker_datas.iter())
+            .find(|b| b.broker_name == broker_name)?;
+        let addrs = &brokers.broker_addrs.0;
+        [suggested, MASTER_ID]
+            .iter()
+            .find_map(|id| addrs.get(id).map(|a| (a.clone(), *id == MASTER_ID)))
+            .or_else(|| {
+                addrs
+                    .iter()
+                    .next()
+                    .map(|(id, a)| (a.clone(), *id == MASTER_ID))
+            })
+    }
+
+    /// Asks the background task to re-read routes now (a broker stopped answering).
+    pub fn refresh_routes_soon(&self) {
+        self.route_refresh_now.notify_one();
     }
 
     fn all_broker_addrs(&self) -> BTreeSet<String> {
@@ -359,10 +388,11 @@ impl ConsumerCore {
             dropped: self.stop.child_token(),
             locked: AtomicBool::new(false),
             repositioned: Notify::new(),
+            suggested_broker: AtomicI64::new(MASTER_ID),
         });
         self.offsets.update(&mq, offset, true);
         self.queues.lock().insert(mq, state.clone());
-        tokio::spawn(pull_loop(self.clone(), state));
+        tokio::spawn(super::pull_loop::run(self.clone(), state));
     }
 
     async fn drop_queue(&self, mq: &MessageQueue) {
@@ -499,7 +529,7 @@ impl ConsumerCore {
         }
     }
 
-    async fn lock_call(&self, code: RequestCode, mq: &MessageQueue) -> bool {
+    pub(super) async fn lock_call(&self, code: RequestCode, mq: &MessageQueue) -> bool {
         let Some(addr) = self.broker_addr(&mq.broker_name) else {
             return false;
         };
@@ -556,12 +586,20 @@ impl ConsumerCore {
         let mut last_heartbeat = Instant::now();
         let mut last_rebalance = Instant::now();
         let mut last_persist = Instant::now();
+        let mut last_route_refresh = Instant::now();
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
                 _ = self.rebalance_now.notified() => {
                     self.rebalance().await;
                     last_rebalance = Instant::now();
+                }
+                _ = self.route_refresh_now.notified() => {
+                    // At most once a second however many pulls fail.
+                    if last_route_refresh.elapsed() >= Duration::from_secs(1) {
+                        self.refresh_routes().await;
+                        last_route_refresh = Instant::now();
+                    }
                 }
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
@@ -649,128 +687,4 @@ fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
         }
     }
     data
-}
-
-/// Long-polls one queue until it is dropped, handing messages to the sink.
-async fn pull_loop(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
-    let mq = state.mq.clone();
-    let mut locked_at = Instant::now();
-    loop {
-        if state.dropped.is_cancelled() {
-            return;
-        }
-        // Broker locks expire after 60 s: renew every 20 s, as Java clients do.
-        if state.locked.load(Ordering::Acquire) && locked_at.elapsed() >= Duration::from_secs(20) {
-            let renewed = core.lock_call(RequestCode::LOCK_BATCH_MQ, &mq).await;
-            state.locked.store(renewed, Ordering::Release);
-            locked_at = Instant::now();
-        }
-        if state.in_flight_count() >= core.config.pull_threshold_for_queue
-            || state.in_flight_bytes() >= core.config.pull_threshold_size_for_queue << 20
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        }
-        if core.sink.orderly()
-            && core.config.message_model == MessageModel::Clustering
-            && !state.locked.load(Ordering::Acquire)
-        {
-            if core.lock_call(RequestCode::LOCK_BATCH_MQ, &mq).await {
-                state.locked.store(true, Ordering::Release);
-                locked_at = Instant::now();
-            } else {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        }
-        let Some(addr) = core.broker_addr(&mq.broker_name) else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
-        };
-        let sub = core.subscriptions.read().get(&mq.topic).cloned();
-        let Some(sub) = sub else { return };
-        let offset = state.next_pull.load(Ordering::Acquire);
-        let commit = core
-            .offsets
-            .get(&mq)
-            .filter(|_| !core.offsets.is_local())
-            .unwrap_or(0);
-        let mut sys_flag = pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION;
-        if commit > 0 {
-            sys_flag |= pull_sys_flag::COMMIT_OFFSET;
-        }
-        let header = PullMessageRequestHeader {
-            consumer_group: core.config.group.clone(),
-            topic: mq.topic.clone(),
-            queue_id: mq.queue_id,
-            queue_offset: offset,
-            max_msg_nums: core.config.pull_batch_size,
-            sys_flag,
-            commit_offset: commit,
-            suspend_timeout_millis: PULL_SUSPEND_MS,
-            subscription: Some(sub.sub_string.clone()),
-            sub_version: sub.sub_version,
-            expression_type: Some("TAG".into()),
-            max_msg_bytes: None,
-        };
-        let request = RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields());
-        let response = tokio::select! {
-            _ = state.dropped.cancelled() => return,
-            _ = state.repositioned.notified() => continue,
-            r = core.instance.remoting.invoke(&addr, request, PULL_TIMEOUT) => r,
-        };
-        if state.next_pull.load(Ordering::Acquire) != offset {
-            // Repositioned while this pull was out: its answer is for the old position.
-            continue;
-        }
-        let response = match response {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::debug!(queue = ?mq, error = %e, "pull failed, retrying in 3 s");
-                tokio::time::sleep(Duration::from_secs(3)).await;
-                continue;
-            }
-        };
-        let next = response
-            .ext_fields
-            .get("nextBeginOffset")
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(offset);
-        match response.response_code() {
-            Some(ResponseCode::SUCCESS) => {
-                let records =
-                    MessageRecord::decode_all(response.body.clone(), false).unwrap_or_default();
-                state.next_pull.store(next, Ordering::Release);
-                // The broker filters by tag hash; collisions are removed here by the real tag.
-                let wanted: Vec<ReceivedMessage> = records
-                    .into_iter()
-                    .filter(|r| {
-                        sub.tags_set.is_empty()
-                            || r.properties
-                                .tags()
-                                .is_some_and(|t| sub.tags_set.contains(t))
-                    })
-                    .map(|r| ReceivedMessage::new(r, mq.clone()))
-                    .collect();
-                if wanted.is_empty() {
-                    core.offsets.update(&mq, state.consumed_offset(), false);
-                } else {
-                    core.sink.deliver(core.clone(), state.clone(), wanted).await;
-                }
-            }
-            Some(ResponseCode::PULL_NOT_FOUND) | Some(ResponseCode::PULL_RETRY_IMMEDIATELY) => {
-                state.next_pull.store(next, Ordering::Release);
-                core.offsets.update(&mq, state.consumed_offset(), false);
-            }
-            Some(ResponseCode::PULL_OFFSET_MOVED) => {
-                tracing::warn!(queue = ?mq, from = offset, to = next, "offset moved by the broker");
-                state.next_pull.store(next, Ordering::Release);
-                core.offsets.update(&mq, next, true);
-            }
-            _ => {
-                tracing::debug!(queue = ?mq, code = response.code, remark = response.remark_str(), "pull refused, retrying in 3 s");
-                tokio::time::sleep(Duration::from_secs(3)).await;
-            }
-        }
-    }
 }

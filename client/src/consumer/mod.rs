@@ -6,6 +6,7 @@ pub mod allocate;
 mod core;
 pub mod lite_pull;
 pub mod offset_store;
+mod pull_loop;
 pub mod push;
 mod registry;
 

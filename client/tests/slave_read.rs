@@ -1,0 +1,166 @@
+//! Consumers follow the broker's `suggestWhichBrokerId`: with `slaveReadEnable` and a group
+//! whose `brokerId` is 1, pulls move from the master to its slave (in-process name server,
+//! master and slave on loopback).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use stellmq_broker::{BrokerHandle, BrokerStartConfig};
+use stellmq_client::{
+    AdminClient, ConsumeResult, ConsumerConfig, Message, Producer, ProducerConfig, PushConsumer,
+};
+use stellmq_namesrv::NamesrvConfig;
+use stellmq_remoting::protocol::body::{ConsumeFromWhere, SubscriptionGroupConfig, TopicConfig};
+
+fn broker_config(root: &Path, ns_addr: &str, role: &str, id: i64) -> BrokerStartConfig {
+    let mut c = BrokerStartConfig::default();
+    c.broker.listen_port = 0;
+    c.broker.bind_address = "127.0.0.1".into();
+    c.broker.broker_ip1 = "127.0.0.1".into();
+    c.broker.namesrv_addr = ns_addr.to_owned();
+    c.broker.broker_name = "broker-r".into();
+    c.broker.broker_role = role.into();
+    c.broker.broker_id = id;
+    c.broker.slave_read_enable = true;
+    c.store.store_path_root_dir = root.to_owned();
+    c.store.mapped_file_size_commit_log = 8 << 20;
+    c.store.max_message_size = 1 << 20;
+    c.store.max_hash_slot_num = 1000;
+    c.store.max_index_num = 4000;
+    c.store.disk_space_warning_level_ratio = 100;
+    c
+}
+
+async fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn found_on(broker: &BrokerHandle) -> u64 {
+    broker
+        .store()
+        .stats()
+        .get_found_times
+        .load(Ordering::Relaxed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_pull_from_the_slave_the_master_suggests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = stellmq_namesrv::start(NamesrvConfig {
+        listen_port: 0,
+        bind_address: "127.0.0.1".into(),
+        kv_config_path: dir.path().join("kv.json"),
+        ..Default::default()
+    })
+    .await
+    .expect("name server");
+    let ns_addr = ns.local_addr().to_string();
+    let master = stellmq_broker::start(broker_config(
+        &dir.path().join("m"),
+        &ns_addr,
+        "ASYNC_MASTER",
+        0,
+    ))
+    .await
+    .expect("master");
+    let slave = stellmq_broker::start(broker_config(&dir.path().join("s"), &ns_addr, "SLAVE", 1))
+        .await
+        .expect("slave");
+    let admin = AdminClient::new(&ns_addr).expect("admin");
+    admin
+        .create_topic(
+            master.broker_addr(),
+            &TopicConfig::with_queues("SlaveRead", 2, 2, 6),
+        )
+        .await
+        .expect("topic");
+    let mut group = SubscriptionGroupConfig::new("reader");
+    group.broker_id = 1;
+    admin
+        .create_group(master.broker_addr(), &group)
+        .await
+        .expect("group");
+    master.register_now().await;
+    // The slave serves the topic once it has copied the master's topics (3 s after start).
+    wait_for("topic on the slave", Duration::from_secs(20), || {
+        slave.store().commit_log_max_offset() == master.store().commit_log_max_offset()
+    })
+    .await;
+
+    let seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let recorder = seen.clone();
+    let consumer = PushConsumer::start_concurrently(
+        ConsumerConfig {
+            namesrv_addr: ns_addr.clone(),
+            group: "reader".into(),
+            instance_name: "slave-reader".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..Default::default()
+        },
+        &[("SlaveRead", "*")],
+        move |msgs| {
+            for m in msgs {
+                recorder
+                    .lock()
+                    .insert(String::from_utf8_lossy(&m.body).into_owned());
+            }
+            ConsumeResult::Success
+        },
+    )
+    .await
+    .expect("consumer");
+    let producer = Producer::start(ProducerConfig {
+        namesrv_addr: ns_addr.clone(),
+        group: "writer".into(),
+        ..Default::default()
+    })
+    .await
+    .expect("producer");
+    // The first answers come from the master and carry its suggestion...
+    for i in 0..20 {
+        producer
+            .send(Message::new("SlaveRead", format!("first-{i}")))
+            .await
+            .expect("send");
+    }
+    wait_for("first batch", Duration::from_secs(30), || {
+        seen.lock().len() == 20
+    })
+    .await;
+    let slave_found_before = found_on(&slave);
+    let master_found_before = found_on(&master);
+    // ...so what follows is read from the slave.
+    for i in 0..20 {
+        producer
+            .send(Message::new("SlaveRead", format!("second-{i}")))
+            .await
+            .expect("send");
+    }
+    wait_for("second batch", Duration::from_secs(30), || {
+        seen.lock().len() == 40
+    })
+    .await;
+    assert!(
+        found_on(&slave) > slave_found_before,
+        "the slave served the second batch"
+    );
+    assert_eq!(
+        found_on(&master),
+        master_found_before,
+        "the master served no pulls once it suggested the slave"
+    );
+
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    slave.shutdown().await;
+    master.shutdown().await;
+    ns.shutdown().await;
+}
