@@ -4,16 +4,25 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{send_request, T};
+use parking_lot::Mutex;
+use stellmq_client::{
+    AdminClient, ConsumeResult, ConsumerConfig, Message, Producer, ProducerConfig, PushConsumer,
+};
 use stellmq_namesrv::NamesrvConfig;
+use stellmq_remoting::protocol::body::{ConsumeFromWhere, TopicConfig};
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader};
 use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// Starts `mqbroker` with a shipped conf file plus loopback/ephemeral overrides; returns the
 /// process and its address from the boot line.
@@ -152,6 +161,162 @@ async fn sync_group_survives_the_loss_of_its_master() {
     assert!(acknowledged.iter().all(|b| on_master.contains(b)));
     assert!(on_master.contains(&"after-restart".to_owned()));
 
+    kill(&mut master, "-TERM");
+    kill(&mut slave, "-TERM");
+    ns.shutdown().await;
+}
+
+type Bodies = Arc<Mutex<BTreeSet<String>>>;
+
+/// Sends numbered messages until `stop`, recording the acknowledged ones; failures (the
+/// master is down) are retried with the next number after a short pause.
+fn keep_sending(producer: Arc<Producer>, acked: Bodies, stop: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut i = 0u64;
+        while !stop.is_cancelled() {
+            let body = format!("load-{i}");
+            i += 1;
+            match producer.send(Message::new("HaLoad", body.clone())).await {
+                Ok(_) => {
+                    acked.lock().insert(body);
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    })
+}
+
+async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn missing(acked: &Bodies, seen: &Bodies) -> Vec<String> {
+    let seen = seen.lock();
+    acked
+        .lock()
+        .iter()
+        .filter(|b| !seen.contains(*b))
+        .cloned()
+        .collect()
+}
+
+/// A push consumer keeps consuming from the slave when the master is killed in the middle of
+/// a send load, misses no acknowledged message, and goes on once the master is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_fail_over_to_the_slave_under_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = stellmq_namesrv::start(NamesrvConfig {
+        listen_port: 0,
+        bind_address: "127.0.0.1".into(),
+        kv_config_path: dir.path().join("kv.json"),
+        ..Default::default()
+    })
+    .await
+    .expect("name server");
+    let ns_addr = ns.local_addr().to_string();
+    let master_store = dir.path().join("master");
+    let (mut master, master_addr) =
+        spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
+    let (mut slave, slave_addr) = spawn_broker(
+        "2m-2s-sync/broker-a-s.properties",
+        &dir.path().join("slave"),
+        &ns_addr,
+    )
+    .await;
+    let admin = AdminClient::new(&ns_addr).expect("admin");
+    admin
+        .create_topic(&master_addr, &TopicConfig::with_queues("HaLoad", 4, 4, 6))
+        .await
+        .expect("topic");
+    // The slave must know the topic before it can serve it (copied every 10 s).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !admin
+        .all_topic_config(&slave_addr)
+        .await
+        .is_ok_and(|t| t.topic_config_table.contains_key("HaLoad"))
+    {
+        assert!(Instant::now() < deadline, "slave never copied the topic");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    let producer = Arc::new(
+        Producer::start(ProducerConfig {
+            namesrv_addr: ns_addr.clone(),
+            group: "ha-load-producer".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("producer"),
+    );
+    let seen: Bodies = Arc::default();
+    let recorder = seen.clone();
+    let consumer = PushConsumer::start_concurrently(
+        ConsumerConfig {
+            namesrv_addr: ns_addr.clone(),
+            group: "ha-load".into(),
+            instance_name: "ha-load".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            consume_thread_count: 4,
+            ..Default::default()
+        },
+        &[("HaLoad", "*")],
+        move |msgs| {
+            // A slow consumer, so that it is behind when the master dies.
+            std::thread::sleep(Duration::from_millis(5));
+            let mut seen = recorder.lock();
+            for m in msgs {
+                seen.insert(String::from_utf8_lossy(&m.body).into_owned());
+            }
+            ConsumeResult::Success
+        },
+    )
+    .await
+    .expect("consumer");
+    let acked: Bodies = Arc::default();
+    let stop = CancellationToken::new();
+    let sender = keep_sending(producer.clone(), acked.clone(), stop.clone());
+
+    wait_until("load under way", Duration::from_secs(30), || {
+        acked.lock().len() >= 500 && seen.lock().len() >= 200
+    })
+    .await;
+    kill(&mut master, "-KILL");
+    let acked_by_dead_master = acked.lock().len();
+    let unconsumed_at_kill = missing(&acked, &seen).len();
+    assert!(
+        unconsumed_at_kill > 0,
+        "the consumer should lag behind the producer when the master dies"
+    );
+    wait_until(
+        "every acknowledged message consumed from the slave",
+        Duration::from_secs(60),
+        || missing(&acked, &seen).is_empty(),
+    )
+    .await;
+
+    let (mut master, _) =
+        spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
+    wait_until(
+        "sends acknowledged by the restarted master",
+        Duration::from_secs(60),
+        || acked.lock().len() >= acked_by_dead_master + 300,
+    )
+    .await;
+    stop.cancel();
+    sender.await.expect("sender");
+    wait_until(
+        "every acknowledged message consumed",
+        Duration::from_secs(60),
+        || missing(&acked, &seen).is_empty(),
+    )
+    .await;
+
+    consumer.shutdown().await;
+    producer.shutdown().await;
     kill(&mut master, "-TERM");
     kill(&mut slave, "-TERM");
     ns.shutdown().await;
