@@ -265,6 +265,11 @@ impl HaSlave {
         });
     }
 
+    pub fn clear_master(&self) {
+        self.master_addr
+            .send_if_modified(|current| current.take().is_some());
+    }
+
     pub fn master(&self) -> Option<String> {
         self.master_addr.borrow().clone()
     }

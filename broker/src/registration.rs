@@ -82,17 +82,23 @@ impl Registrar {
             )
         };
         let mut ok = 0;
+        let mut ha_master = None;
         for ns in servers {
             match self.client.invoke_ok(&ns, self.request(), timeout).await {
                 Ok(response) => {
                     ok += 1;
-                    self.learn_master(&response);
+                    if let Some(addr) = self.learn_master(&response) {
+                        ha_master.get_or_insert(addr);
+                    }
                     tracing::debug!(event = "BROKER_REGISTERED", namesrv = %ns, "registered with name server");
                 }
                 Err(e) => {
                     tracing::warn!(namesrv = %ns, error = %e, "registration with name server failed")
                 }
             }
+        }
+        if ok > 0 {
+            self.follow_ha_master(ha_master);
         }
         ok
     }
@@ -102,17 +108,29 @@ impl Registrar {
         self.master_addr.read().clone()
     }
 
-    /// A slave without `haMasterAddress` follows the master the name server names (spec 9.1).
-    fn learn_master(&self, response: &RemotingCommand) {
-        let Some(slave) = &self.ha_slave else { return };
+    /// Notes the master's main address a registration response names; returns its HA
+    /// address (spec 9.1).
+    fn learn_master(&self, response: &RemotingCommand) -> Option<String> {
         if let Some(addr) = response.ext_fields.get_non_empty("masterAddr") {
             *self.master_addr.write() = Some(addr.to_owned());
         }
+        response
+            .ext_fields
+            .get_non_empty("haServerAddr")
+            .map(str::to_owned)
+    }
+
+    /// A slave without `haMasterAddress` follows the master the name servers name. When none
+    /// names one the group has no master now: the slave stops dialling the old address
+    /// (another broker's master may listen there later) until one is named again.
+    fn follow_ha_master(&self, ha_master: Option<String>) {
+        let Some(slave) = &self.ha_slave else { return };
         if !self.config.read().ha_master_address.trim().is_empty() {
             return;
         }
-        if let Some(addr) = response.ext_fields.get_non_empty("haServerAddr") {
-            slave.set_master(addr);
+        match ha_master {
+            Some(addr) => slave.set_master(&addr),
+            None => slave.clear_master(),
         }
     }
 

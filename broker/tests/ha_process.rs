@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,8 +17,8 @@ use stellmq_client::{
     AdminClient, ConsumeResult, ConsumerConfig, Message, Producer, ProducerConfig, PushConsumer,
 };
 use stellmq_namesrv::NamesrvConfig;
-use stellmq_remoting::protocol::body::{ConsumeFromWhere, TopicConfig};
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
+use stellmq_remoting::protocol::body::{ConsumeFromWhere, TopicConfig};
 use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader};
 use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
@@ -27,6 +28,16 @@ use tokio_util::sync::CancellationToken;
 /// Starts `mqbroker` with a shipped conf file plus loopback/ephemeral overrides; returns the
 /// process and its address from the boot line.
 async fn spawn_broker(conf: &str, store: &Path, ns_addr: &str) -> (Child, String) {
+    spawn_broker_with(conf, store, ns_addr, "").await
+}
+
+/// `spawn_broker` with extra `key=value` lines.
+async fn spawn_broker_with(
+    conf: &str,
+    store: &Path,
+    ns_addr: &str,
+    extra: &str,
+) -> (Child, String) {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../conf")
         .join(conf);
@@ -35,6 +46,7 @@ async fn spawn_broker(conf: &str, store: &Path, ns_addr: &str) -> (Child, String
         "\nlistenPort=0\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nmappedFileSizeCommitLog=8388608\nmaxMessageSize=1048576\n",
         store.display()
     ));
+    text.push_str(extra);
     let file = store.with_extension("properties");
     std::fs::write(&file, text).expect("write conf");
     common::spawn_mqbroker(&file, ns_addr).await
@@ -97,13 +109,18 @@ async fn pull_all(client: &RemotingClient, addr: &str) -> Option<Vec<String>> {
 }
 
 fn kill(child: &mut Child, signal: &str) {
+    signal_process(child, signal);
+    let _ = child.wait();
+}
+
+/// Sends a signal without waiting for the process (SIGSTOP / SIGCONT).
+fn signal_process(child: &Child, signal: &str) {
     let status = Command::new("kill")
         .arg(signal)
         .arg(child.id().to_string())
         .status()
         .expect("kill");
     assert!(status.success());
-    let _ = child.wait();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,6 +161,15 @@ async fn sync_group_survives_the_loss_of_its_master() {
     }
 
     kill(&mut master, "-KILL");
+    // With no master in the route the slave stops dialling the dead master's HA address.
+    let admin = AdminClient::new(&ns_addr).expect("admin");
+    wait_until_async("the slave forgets the dead master", || async {
+        admin
+            .broker_runtime_info(&slave_addr)
+            .await
+            .is_ok_and(|info| info.get("haMasterAddr").is_some_and(String::is_empty))
+    })
+    .await;
     let on_slave = pull_all(&client, &slave_addr).await.expect("slave serves");
     for body in &acknowledged {
         assert!(
@@ -254,6 +280,9 @@ async fn consumers_fail_over_to_the_slave_under_load() {
     );
     let seen: Bodies = Arc::default();
     let recorder = seen.clone();
+    // Closed, the listener holds its messages, so the consumer falls behind the producer.
+    let gate = Arc::new(AtomicBool::new(true));
+    let open = gate.clone();
     let consumer = PushConsumer::start_concurrently(
         ConsumerConfig {
             namesrv_addr: ns_addr.clone(),
@@ -261,12 +290,16 @@ async fn consumers_fail_over_to_the_slave_under_load() {
             instance_name: "ha-load".into(),
             consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
             consume_thread_count: 4,
+            // Little pulled ahead, so most of the backlog must come from the slave.
+            pull_batch_size: 8,
+            pull_threshold_for_queue: 8,
             ..Default::default()
         },
         &[("HaLoad", "*")],
         move |msgs| {
-            // A slow consumer, so that it is behind when the master dies.
-            std::thread::sleep(Duration::from_millis(5));
+            while !open.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             let mut seen = recorder.lock();
             for m in msgs {
                 seen.insert(String::from_utf8_lossy(&m.body).into_owned());
@@ -281,16 +314,18 @@ async fn consumers_fail_over_to_the_slave_under_load() {
     let sender = keep_sending(producer.clone(), acked.clone(), stop.clone());
 
     wait_until("load under way", Duration::from_secs(30), || {
-        acked.lock().len() >= 500 && seen.lock().len() >= 200
+        acked.lock().len() >= 300 && seen.lock().len() >= 100
+    })
+    .await;
+    gate.store(false, Ordering::Release);
+    let consumed_before_kill = seen.lock().len();
+    wait_until("a backlog", Duration::from_secs(30), || {
+        acked.lock().len() >= consumed_before_kill + 400
     })
     .await;
     kill(&mut master, "-KILL");
+    gate.store(true, Ordering::Release);
     let acked_by_dead_master = acked.lock().len();
-    let unconsumed_at_kill = missing(&acked, &seen).len();
-    assert!(
-        unconsumed_at_kill > 0,
-        "the consumer should lag behind the producer when the master dies"
-    );
     wait_until(
         "every acknowledged message consumed from the slave",
         Duration::from_secs(60),
@@ -320,4 +355,181 @@ async fn consumers_fail_over_to_the_slave_under_load() {
     kill(&mut master, "-TERM");
     kill(&mut slave, "-TERM");
     ns.shutdown().await;
+}
+
+async fn runtime_value(admin: &AdminClient, broker: &str, key: &str) -> i64 {
+    admin
+        .broker_runtime_info(broker)
+        .await
+        .expect("runtime info")
+        .get(key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{key} missing"))
+}
+
+async fn start_namesrv(dir: &Path) -> (stellmq_namesrv::NamesrvHandle, String) {
+    let ns = stellmq_namesrv::start(NamesrvConfig {
+        listen_port: 0,
+        bind_address: "127.0.0.1".into(),
+        kv_config_path: dir.join("kv.json"),
+        ..Default::default()
+    })
+    .await
+    .expect("name server");
+    let addr = ns.local_addr().to_string();
+    (ns, addr)
+}
+
+/// ASYNC_MASTER keeps acknowledging while its slave is paused (SIGSTOP); resumed, the slave
+/// catches up to the master's exact offset and serves every message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_slave_catches_up_after_a_pause() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ns, ns_addr) = start_namesrv(dir.path()).await;
+    let (mut master, master_addr) = spawn_broker(
+        "2m-2s-async/broker-a.properties",
+        &dir.path().join("master"),
+        &ns_addr,
+    )
+    .await;
+    let (mut slave, slave_addr) = spawn_broker(
+        "2m-2s-async/broker-a-s.properties",
+        &dir.path().join("slave"),
+        &ns_addr,
+    )
+    .await;
+    let admin = AdminClient::new(&ns_addr).expect("admin");
+    let client = RemotingClient::new(ClientConfig::default());
+    send_acknowledged(&client, &master_addr, "before-pause").await;
+    wait_until_async("slave connected", || async {
+        runtime_value(&admin, &master_addr, "haSlaveCount").await == 1
+    })
+    .await;
+
+    signal_process(&slave, "-STOP");
+    let mut acknowledged = vec!["before-pause".to_owned()];
+    for i in 0..1000 {
+        let body = format!("paused-{i}-{}", "p".repeat(512));
+        let r = client
+            .invoke(
+                &master_addr,
+                send_request("HaProc", 0, body.as_bytes(), &[]),
+                T,
+            )
+            .await
+            .expect("master answers");
+        assert_eq!(
+            r.code,
+            0,
+            "ASYNC_MASTER acknowledges alone: {}",
+            r.remark_str()
+        );
+        acknowledged.push(body);
+    }
+    let behind = runtime_value(&admin, &master_addr, "haSlaveFallBehindBytes").await;
+    assert!(
+        behind > 500_000,
+        "the paused slave is behind: {behind} bytes"
+    );
+
+    signal_process(&slave, "-CONT");
+    let master_max = runtime_value(&admin, &master_addr, "commitLogMaxOffset").await;
+    wait_until_async("slave caught up", || async {
+        runtime_value(&admin, &slave_addr, "commitLogMaxOffset").await == master_max
+    })
+    .await;
+    assert_eq!(
+        runtime_value(&admin, &master_addr, "haSlaveFallBehindBytes").await,
+        0
+    );
+    let on_slave = pull_count(&client, &slave_addr, acknowledged.len()).await;
+    assert_eq!(on_slave, acknowledged, "in order, no gap, no duplicate");
+
+    kill(&mut master, "-TERM");
+    kill(&mut slave, "-TERM");
+    ns.shutdown().await;
+}
+
+/// A SYNC_MASTER whose slave stops confirming answers FLUSH_SLAVE_TIMEOUT after
+/// syncFlushTimeout; the message stays stored and reaches the slave once it resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ns, ns_addr) = start_namesrv(dir.path()).await;
+    let (mut master, master_addr) = spawn_broker_with(
+        "2m-2s-sync/broker-a.properties",
+        &dir.path().join("master"),
+        &ns_addr,
+        "syncFlushTimeout=1000\n",
+    )
+    .await;
+    let (mut slave, slave_addr) = spawn_broker(
+        "2m-2s-sync/broker-a-s.properties",
+        &dir.path().join("slave"),
+        &ns_addr,
+    )
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    send_acknowledged(&client, &master_addr, "confirmed").await;
+
+    signal_process(&slave, "-STOP");
+    let started = Instant::now();
+    let r = client
+        .invoke(
+            &master_addr,
+            send_request("HaProc", 0, b"unconfirmed", &[]),
+            T,
+        )
+        .await
+        .expect("master answers");
+    assert_eq!(
+        r.code,
+        12,
+        "FLUSH_SLAVE_TIMEOUT: {} {}",
+        r.code,
+        r.remark_str()
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "waited syncFlushTimeout for the slave"
+    );
+    assert!(
+        r.ext_fields.get("msgId").is_some(),
+        "the message was stored"
+    );
+
+    signal_process(&slave, "-CONT");
+    send_acknowledged(&client, &master_addr, "after-resume").await;
+    assert_eq!(
+        pull_count(&client, &slave_addr, 3).await,
+        ["confirmed", "unconfirmed", "after-resume"]
+    );
+
+    kill(&mut master, "-TERM");
+    kill(&mut slave, "-TERM");
+    ns.shutdown().await;
+}
+
+async fn wait_until_async<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Queue 0 of `addr` once it holds at least `n` messages (30 s at most).
+async fn pull_count(client: &RemotingClient, addr: &str, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let bodies = pull_all(client, addr).await.unwrap_or_default();
+        if bodies.len() >= n || Instant::now() > deadline {
+            return bodies;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
