@@ -16,7 +16,6 @@ use parking_lot::Mutex;
 use stellmq_client::{
     AdminClient, ConsumeResult, ConsumerConfig, Message, Producer, ProducerConfig, PushConsumer,
 };
-use stellmq_namesrv::NamesrvConfig;
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, TopicConfig};
 use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader};
@@ -126,15 +125,7 @@ fn signal_process(child: &Child, signal: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_group_survives_the_loss_of_its_master() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ns = stellmq_namesrv::start(NamesrvConfig {
-        listen_port: 0,
-        bind_address: "127.0.0.1".into(),
-        kv_config_path: dir.path().join("kv.json"),
-        ..Default::default()
-    })
-    .await
-    .expect("name server");
-    let ns_addr = ns.local_addr().to_string();
+    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let master_store = dir.path().join("master");
     // The slave starts first: it must keep asking the name server until the master appears.
     let (mut slave, slave_addr) = spawn_broker(
@@ -235,15 +226,7 @@ fn missing(acked: &Bodies, seen: &Bodies) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_fail_over_to_the_slave_under_load() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ns = stellmq_namesrv::start(NamesrvConfig {
-        listen_port: 0,
-        bind_address: "127.0.0.1".into(),
-        kv_config_path: dir.path().join("kv.json"),
-        ..Default::default()
-    })
-    .await
-    .expect("name server");
-    let ns_addr = ns.local_addr().to_string();
+    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let master_store = dir.path().join("master");
     let (mut master, master_addr) =
         spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
@@ -367,25 +350,12 @@ async fn runtime_value(admin: &AdminClient, broker: &str, key: &str) -> i64 {
         .unwrap_or_else(|| panic!("{key} missing"))
 }
 
-async fn start_namesrv(dir: &Path) -> (stellmq_namesrv::NamesrvHandle, String) {
-    let ns = stellmq_namesrv::start(NamesrvConfig {
-        listen_port: 0,
-        bind_address: "127.0.0.1".into(),
-        kv_config_path: dir.join("kv.json"),
-        ..Default::default()
-    })
-    .await
-    .expect("name server");
-    let addr = ns.local_addr().to_string();
-    (ns, addr)
-}
-
 /// ASYNC_MASTER keeps acknowledging while its slave is paused (SIGSTOP); resumed, the slave
 /// catches up to the master's exact offset and serves every message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_slave_catches_up_after_a_pause() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = start_namesrv(dir.path()).await;
+    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let (mut master, master_addr) = spawn_broker(
         "2m-2s-async/broker-a.properties",
         &dir.path().join("master"),
@@ -455,7 +425,7 @@ async fn async_slave_catches_up_after_a_pause() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = start_namesrv(dir.path()).await;
+    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let (mut master, master_addr) = spawn_broker_with(
         "2m-2s-sync/broker-a.properties",
         &dir.path().join("master"),

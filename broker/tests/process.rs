@@ -6,7 +6,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{request, send_request, T};
-use stellmq_namesrv::NamesrvConfig;
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::RequestCode;
 
@@ -68,15 +67,7 @@ fn bad_configuration_is_a_clear_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serves_registers_and_stops_gracefully_on_sigterm() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ns = stellmq_namesrv::start(NamesrvConfig {
-        listen_port: 0,
-        bind_address: "127.0.0.1".into(),
-        kv_config_path: dir.path().join("kv.json"),
-        ..Default::default()
-    })
-    .await
-    .expect("name server");
-    let ns_addr = ns.local_addr().to_string();
+    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let conf = dir.path().join("broker.conf");
     std::fs::write(
         &conf,

@@ -1,16 +1,18 @@
 //! Push and lite pull consumers against in-process name server and broker on loopback.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use stellmq_broker::{BrokerHandle, BrokerStartConfig};
+use stellmq_broker::BrokerHandle;
 use stellmq_client::{
     AdminClient, ConsumeResult, ConsumerConfig, LitePullConsumer, Message, Producer,
     ProducerConfig, PushConsumer,
 };
-use stellmq_namesrv::{NamesrvConfig, NamesrvHandle};
+use stellmq_namesrv::NamesrvHandle;
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel, TopicConfig};
 
 struct Env {
@@ -22,25 +24,8 @@ struct Env {
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ns = stellmq_namesrv::start(NamesrvConfig {
-        listen_port: 0,
-        bind_address: "127.0.0.1".into(),
-        kv_config_path: dir.path().join("kv.json"),
-        ..Default::default()
-    })
-    .await
-    .expect("name server");
-    let addr = ns.local_addr().to_string();
-    let mut c = BrokerStartConfig::default();
-    c.broker.listen_port = 0;
-    c.broker.bind_address = "127.0.0.1".into();
-    c.broker.namesrv_addr = addr.clone();
-    c.store.store_path_root_dir = dir.path().join("store");
-    c.store.mapped_file_size_commit_log = 8 << 20;
-    c.store.max_message_size = 1 << 20;
-    c.store.max_hash_slot_num = 1000;
-    c.store.max_index_num = 4000;
-    c.store.disk_space_warning_level_ratio = 100;
+    let (ns, addr) = common::start_namesrv(dir.path()).await;
+    let mut c = common::broker_config(&dir.path().join("store"), &addr, "broker-a");
     c.store.message_delay_level = "1s 1s 1s 1s 1s 1s 1s 1s".into();
     let broker = stellmq_broker::start(c).await.expect("broker");
     let admin = AdminClient::new(&addr).expect("admin");
@@ -101,14 +86,6 @@ fn recorder(
     }
 }
 
-async fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn bodies(seen: &Seen) -> BTreeSet<String> {
     seen.lock().iter().map(|(_, b)| b.clone()).collect()
 }
@@ -129,7 +106,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
             .expect("consumer"),
         );
     }
-    wait_for("queues split three ways", Duration::from_secs(15), || {
+    common::wait_for("queues split three ways", Duration::from_secs(15), || {
         let counts: Vec<usize> = consumers
             .iter()
             .map(|c| {
@@ -158,7 +135,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
             .await
             .expect("send");
     }
-    wait_for("first batch", Duration::from_secs(20), || {
+    common::wait_for("first batch", Duration::from_secs(20), || {
         bodies(&seen).len() >= 120
     })
     .await;
@@ -176,7 +153,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
 
     // One leaves; the others take its queues and nothing is lost.
     consumers.pop().expect("c3").shutdown().await;
-    wait_for("queues taken over", Duration::from_secs(15), || {
+    common::wait_for("queues taken over", Duration::from_secs(15), || {
         consumers
             .iter()
             .map(|c| {
@@ -194,7 +171,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
             .await
             .expect("send");
     }
-    wait_for("second batch", Duration::from_secs(20), || {
+    common::wait_for("second batch", Duration::from_secs(20), || {
         bodies(&seen).len() >= 240
     })
     .await;
@@ -226,7 +203,7 @@ async fn broadcasting_delivers_everything_to_each_instance() {
                 .expect("consumer"),
         );
     }
-    wait_for("both own every queue", Duration::from_secs(10), || {
+    common::wait_for("both own every queue", Duration::from_secs(10), || {
         consumers.iter().all(|c| c.assigned_queues().len() == 8)
     })
     .await;
@@ -236,7 +213,7 @@ async fn broadcasting_delivers_everything_to_each_instance() {
             .await
             .expect("send");
     }
-    wait_for("each got everything", Duration::from_secs(20), || {
+    common::wait_for("each got everything", Duration::from_secs(20), || {
         seen.lock().len() >= 80
     })
     .await;
@@ -277,7 +254,7 @@ async fn orderly_consumption_keeps_queue_order() {
     )
     .await
     .expect("consumer");
-    wait_for("all ordered messages", Duration::from_secs(20), || {
+    common::wait_for("all ordered messages", Duration::from_secs(20), || {
         seen.lock().len() >= 60
     })
     .await;
@@ -320,7 +297,7 @@ async fn failed_messages_are_retried_then_dead_lettered() {
     .expect("consumer");
     let p = producer(&env).await;
     p.send(Message::new("Fail", "doomed")).await.expect("send");
-    wait_for(
+    common::wait_for(
         "the original and two retries",
         Duration::from_secs(30),
         || attempts.lock().len() >= 3,
@@ -376,7 +353,7 @@ async fn offsets_resume_after_a_consumer_restart() {
         matches!(&twin, Err(e) if e.to_string().contains("instanceName")),
         "a second consumer of the group with the same client id is refused"
     );
-    wait_for("first batch", Duration::from_secs(20), || {
+    common::wait_for("first batch", Duration::from_secs(20), || {
         seen.lock().len() >= 30
     })
     .await;
@@ -394,7 +371,7 @@ async fn offsets_resume_after_a_consumer_restart() {
     )
     .await
     .expect("consumer");
-    wait_for("second batch", Duration::from_secs(20), || {
+    common::wait_for("second batch", Duration::from_secs(20), || {
         again.lock().len() >= 30
     })
     .await;
@@ -576,7 +553,7 @@ async fn producer_and_consumer_of_one_instance_share_a_connection() {
         .send(Message::new("Shared", "after"))
         .await
         .expect("send");
-    wait_for("both messages", Duration::from_secs(20), || {
+    common::wait_for("both messages", Duration::from_secs(20), || {
         bodies(&seen).contains("after")
     })
     .await;

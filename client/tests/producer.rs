@@ -1,35 +1,20 @@
 //! The producer against in-process name server and brokers on loopback.
 
+mod common;
+
 use std::time::Duration;
 
-use stellmq_broker::{BrokerHandle, BrokerStartConfig};
+use stellmq_broker::BrokerHandle;
 use stellmq_client::{AdminClient, Message, Producer, ProducerConfig, SendStatus};
-use stellmq_namesrv::{NamesrvConfig, NamesrvHandle};
+use stellmq_namesrv::NamesrvHandle;
 use stellmq_remoting::protocol::message::MessageRecord;
 
 async fn namesrv(dir: &std::path::Path) -> NamesrvHandle {
-    stellmq_namesrv::start(NamesrvConfig {
-        listen_port: 0,
-        bind_address: "127.0.0.1".into(),
-        kv_config_path: dir.join("kv.json"),
-        ..Default::default()
-    })
-    .await
-    .expect("name server")
+    common::start_namesrv(dir).await.0
 }
 
 async fn broker(dir: &std::path::Path, ns: &str, name: &str) -> BrokerHandle {
-    let mut c = BrokerStartConfig::default();
-    c.broker.listen_port = 0;
-    c.broker.bind_address = "127.0.0.1".into();
-    c.broker.namesrv_addr = ns.to_owned();
-    c.broker.broker_name = name.to_owned();
-    c.store.store_path_root_dir = dir.join(name);
-    c.store.mapped_file_size_commit_log = 8 << 20;
-    c.store.max_message_size = 1 << 20;
-    c.store.max_hash_slot_num = 1000;
-    c.store.max_index_num = 4000;
-    c.store.disk_space_warning_level_ratio = 100;
+    let mut c = common::broker_config(&dir.join(name), ns, name);
     c.store.message_delay_level = "1s 1s".into();
     stellmq_broker::start(c).await.expect("broker")
 }

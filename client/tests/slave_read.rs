@@ -2,45 +2,27 @@
 //! whose `brokerId` is 1, pulls move from the master to its slave (in-process name server,
 //! master and slave on loopback).
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use stellmq_broker::{BrokerHandle, BrokerStartConfig};
 use stellmq_client::{
     AdminClient, ConsumeResult, ConsumerConfig, Message, Producer, ProducerConfig, PushConsumer,
 };
-use stellmq_namesrv::NamesrvConfig;
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, SubscriptionGroupConfig, TopicConfig};
 
 fn broker_config(root: &Path, ns_addr: &str, role: &str, id: i64) -> BrokerStartConfig {
-    let mut c = BrokerStartConfig::default();
-    c.broker.listen_port = 0;
-    c.broker.bind_address = "127.0.0.1".into();
-    c.broker.broker_ip1 = "127.0.0.1".into();
-    c.broker.namesrv_addr = ns_addr.to_owned();
-    c.broker.broker_name = "broker-r".into();
+    let mut c = common::broker_config(root, ns_addr, "broker-r");
     c.broker.broker_role = role.into();
     c.broker.broker_id = id;
     c.broker.slave_read_enable = true;
-    c.store.store_path_root_dir = root.to_owned();
-    c.store.mapped_file_size_commit_log = 8 << 20;
-    c.store.max_message_size = 1 << 20;
-    c.store.max_hash_slot_num = 1000;
-    c.store.max_index_num = 4000;
-    c.store.disk_space_warning_level_ratio = 100;
     c
-}
-
-async fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn found_on(broker: &BrokerHandle) -> u64 {
@@ -54,15 +36,7 @@ fn found_on(broker: &BrokerHandle) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_pull_from_the_slave_the_master_suggests() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ns = stellmq_namesrv::start(NamesrvConfig {
-        listen_port: 0,
-        bind_address: "127.0.0.1".into(),
-        kv_config_path: dir.path().join("kv.json"),
-        ..Default::default()
-    })
-    .await
-    .expect("name server");
-    let ns_addr = ns.local_addr().to_string();
+    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let master = stellmq_broker::start(broker_config(
         &dir.path().join("m"),
         &ns_addr,
@@ -90,7 +64,7 @@ async fn consumers_pull_from_the_slave_the_master_suggests() {
         .expect("group");
     master.register_now().await;
     // The slave serves the topic once it has copied the master's topics (3 s after start).
-    wait_for("topic on the slave", Duration::from_secs(20), || {
+    common::wait_for("topic on the slave", Duration::from_secs(20), || {
         slave.store().commit_log_max_offset() == master.store().commit_log_max_offset()
     })
     .await;
@@ -131,7 +105,7 @@ async fn consumers_pull_from_the_slave_the_master_suggests() {
             .await
             .expect("send");
     }
-    wait_for("first batch", Duration::from_secs(30), || {
+    common::wait_for("first batch", Duration::from_secs(30), || {
         seen.lock().len() == 20
     })
     .await;
@@ -144,7 +118,7 @@ async fn consumers_pull_from_the_slave_the_master_suggests() {
             .await
             .expect("send");
     }
-    wait_for("second batch", Duration::from_secs(30), || {
+    common::wait_for("second batch", Duration::from_secs(30), || {
         seen.lock().len() == 40
     })
     .await;

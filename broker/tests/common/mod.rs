@@ -20,6 +20,22 @@ use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 
 pub const T: Duration = Duration::from_secs(10);
 
+/// A name server on an ephemeral loopback port keeping its files in `dir`; returns it and
+/// its address.
+pub async fn start_namesrv(dir: &std::path::Path) -> (NamesrvHandle, String) {
+    let namesrv = stellmq_namesrv::start(NamesrvConfig {
+        listen_port: 0,
+        bind_address: "127.0.0.1".into(),
+        kv_config_path: dir.join("kv.json"),
+        config_store_path: dir.join("namesrv.properties"),
+        ..Default::default()
+    })
+    .await
+    .expect("name server");
+    let addr = namesrv.local_addr().to_string();
+    (namesrv, addr)
+}
+
 pub struct Stack {
     pub namesrv: Option<NamesrvHandle>,
     pub broker: Option<BrokerHandle>,
@@ -56,16 +72,7 @@ impl Stack {
 
     pub async fn start_with(tweak: impl FnOnce(&mut BrokerStartConfig)) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let namesrv = stellmq_namesrv::start(NamesrvConfig {
-            listen_port: 0,
-            bind_address: "127.0.0.1".into(),
-            kv_config_path: dir.path().join("kv.json"),
-            config_store_path: dir.path().join("namesrv.properties"),
-            ..Default::default()
-        })
-        .await
-        .expect("name server");
-        let ns_addr = namesrv.local_addr().to_string();
+        let (namesrv, ns_addr) = start_namesrv(dir.path()).await;
         let mut config = broker_config(dir.path(), &ns_addr);
         tweak(&mut config);
         let broker = stellmq_broker::start(config).await.expect("broker");
