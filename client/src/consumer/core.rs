@@ -222,7 +222,7 @@ impl ConsumerCore {
         Err(ClientError::NameServerUnreachable(last))
     }
 
-    /// The master of a broker name (where pulls, offsets and locks go).
+    /// The master of a broker name, else any of its brokers (where offsets go).
     pub fn broker_addr(&self, broker_name: &str) -> Option<String> {
         let routes = self.routes.read();
         routes
@@ -529,8 +529,10 @@ impl ConsumerCore {
         }
     }
 
+    /// Queue locks live on masters only (as in Java clients): without a master an orderly
+    /// queue waits, rather than two consumers holding locks on different brokers.
     pub(super) async fn lock_call(&self, code: RequestCode, mq: &MessageQueue) -> bool {
-        let Some(addr) = self.broker_addr(&mq.broker_name) else {
+        let Some((addr, true)) = self.pull_addr(&mq.broker_name, MASTER_ID) else {
             return false;
         };
         let body = LockBatchRequestBody {
