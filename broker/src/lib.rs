@@ -19,6 +19,7 @@ pub mod schedule;
 mod server;
 pub mod slave_sync;
 pub mod topic;
+pub mod writer;
 
 pub use config::{BrokerConfig, BrokerStartConfig};
 pub use server::{start, BrokerError, BrokerHandle};

@@ -34,6 +34,7 @@ use crate::processor::send::{SendProcessor, SendProcessorHandle};
 use crate::registration::Registrar;
 use crate::schedule::ScheduleMessageService;
 use crate::slave_sync::SlaveSync;
+use crate::writer::MessageWriter;
 use crate::topic::TopicConfigManager;
 
 #[derive(Debug, Error)]
@@ -284,6 +285,11 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         idle_timeout: Duration::from_secs(bc.server_channel_max_idle_time_seconds.max(1)),
         ..Default::default()
     });
+    let writer = MessageWriter::new(store.clone());
+    let writer = Arc::new(match &ha_master {
+        Some(ha) => writer.with_replication(ha.clone(), bc.broker_role == "SYNC_MASTER"),
+        None => writer,
+    });
     let send = SendProcessor::new(
         identity.clone(),
         shared_config.clone(),
@@ -291,11 +297,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         topics.clone(),
         groups.clone(),
         delay_levels as i32,
+        writer.clone(),
     );
-    let send = match &ha_master {
-        Some(ha) => send.with_replication(ha.clone(), bc.broker_role == "SYNC_MASTER"),
-        None => send,
-    };
     let send = Arc::new(SendProcessorHandle(Arc::new(send)));
     let send_lane = Lane::new(
         "send",

@@ -21,13 +21,13 @@ use stellmq_remoting::protocol::message::{
 };
 use stellmq_remoting::protocol::version::V3_4_9;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
-use stellmq_store::{MessageStore, PutMessage, PutMessageResult, PutMessageStatus};
+use stellmq_store::{MessageStore, PutMessage, PutMessageResult};
 
 use super::{header, FAQ};
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
-use crate::ha::HaMaster;
+use crate::writer::{self, MessageWriter};
 use crate::topic::{self, TopicConfigManager, NOT_ALLOWED_SEND_TOPICS};
 
 /// RocketMQ's `osPageCacheBusyTimeOutMills`.
@@ -40,16 +40,7 @@ pub struct SendProcessor {
     topics: Arc<TopicConfigManager>,
     groups: Arc<SubscriptionGroupManager>,
     delay_levels: i32,
-    /// Set on masters: slaves are woken after appends, and SYNC_MASTER waits for them.
-    replication: Option<Replication>,
-}
-
-/// `haSlaveFallbehindMax`: a slave further behind than this does not count as available.
-const SLAVE_FALL_BEHIND_MAX: i64 = 256 * 1024 * 1024;
-
-struct Replication {
-    ha: Arc<HaMaster>,
-    sync: bool,
+    writer: Arc<MessageWriter>,
 }
 
 /// A validated send: where it goes and what it carries.
@@ -67,6 +58,7 @@ impl SendProcessor {
         topics: Arc<TopicConfigManager>,
         groups: Arc<SubscriptionGroupManager>,
         delay_levels: i32,
+        writer: Arc<MessageWriter>,
     ) -> Self {
         Self {
             identity,
@@ -75,43 +67,8 @@ impl SendProcessor {
             topics,
             groups,
             delay_levels,
-            replication: None,
+            writer,
         }
-    }
-
-    /// A master's sends wake its slaves; with `sync` (SYNC_MASTER) a send is acknowledged
-    /// only once a slave confirmed it.
-    pub fn with_replication(mut self, ha: Arc<HaMaster>, sync: bool) -> Self {
-        self.replication = Some(Replication { ha, sync });
-        self
-    }
-
-    /// Appends, then replicates as the broker role requires (spec 9.3).
-    async fn put(&self, msgs: Vec<PutMessage>) -> PutMessageResult {
-        let wait = msgs.iter().all(|m| m.wait_store_ok);
-        let mut result = self.store.put_messages(msgs).await;
-        let Some(replication) = &self.replication else {
-            return result;
-        };
-        replication.ha.wake();
-        let end = match &result.append {
-            Some(append)
-                if replication.sync && wait && result.status == PutMessageStatus::PutOk =>
-            {
-                append.end_offset
-            }
-            _ => return result,
-        };
-        let ha = &replication.ha;
-        if !ha.has_slaves() || end - ha.acked_offset() > SLAVE_FALL_BEHIND_MAX {
-            result.status = PutMessageStatus::SlaveNotAvailable;
-        } else if !ha
-            .wait_for_slave(end, self.store.config().sync_flush_timeout())
-            .await
-        {
-            result.status = PutMessageStatus::FlushSlaveTimeout;
-        }
-        result
     }
 
     fn send_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, ProcessorError> {
@@ -279,7 +236,7 @@ impl SendProcessor {
         msg.wait_store_ok = wait;
         self.apply_delay(&mut msg, &mut props);
         msg.properties = props.encode();
-        let result = self.put(vec![msg]).await;
+        let result = self.writer.put(vec![msg]).await;
         self.respond(&request, target.queue_id, result)
     }
 
@@ -384,7 +341,7 @@ impl SendProcessor {
             msg.properties = props.encode();
             msgs.push(msg);
         }
-        let result = self.put(msgs).await;
+        let result = self.writer.put(msgs).await;
         self.respond(request, target.queue_id, result)
     }
 
@@ -394,47 +351,7 @@ impl SendProcessor {
         queue_id: i32,
         result: PutMessageResult,
     ) -> ProcessResult {
-        let code = match result.status {
-            PutMessageStatus::PutOk => ResponseCode::SUCCESS,
-            PutMessageStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
-            PutMessageStatus::FlushSlaveTimeout => ResponseCode::FLUSH_SLAVE_TIMEOUT,
-            PutMessageStatus::SlaveNotAvailable => ResponseCode::SLAVE_NOT_AVAILABLE,
-            PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
-                return Err(ProcessorError::new(
-                    ResponseCode::MESSAGE_ILLEGAL,
-                    format!(
-                        "the message is illegal: {}",
-                        result.remark.unwrap_or_default()
-                    ),
-                ))
-            }
-            PutMessageStatus::ServiceNotAvailable => {
-                return Err(ProcessorError::new(
-                    ResponseCode::SERVICE_NOT_AVAILABLE,
-                    format!(
-                        "service not available now: {}",
-                        result.remark.unwrap_or_default()
-                    ),
-                ))
-            }
-            PutMessageStatus::CreateMappedFileFailed => {
-                return Err(ProcessorError::system(format!(
-                    "create mapped file failed, server is busy or broken: {}",
-                    result.remark.unwrap_or_default()
-                )))
-            }
-            PutMessageStatus::OsPageCacheBusy => {
-                return Err(ProcessorError::new(
-                    ResponseCode::SYSTEM_BUSY,
-                    busy_remark::PC_SYNCHRONIZED,
-                ))
-            }
-            PutMessageStatus::UnknownError => {
-                return Err(ProcessorError::system(
-                    result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into()),
-                ))
-            }
-        };
+        let code = writer::response_code(&result)?;
         let Some(append) = result.append else {
             return Err(ProcessorError::system("stored without a position"));
         };
@@ -540,7 +457,7 @@ impl SendProcessor {
         };
         self.apply_delay(&mut msg, &mut props);
         msg.properties = props.encode();
-        let result = self.put(vec![msg]).await;
+        let result = self.writer.put(vec![msg]).await;
         if result.status.is_stored() {
             Ok(Some(request.success_to()))
         } else {
