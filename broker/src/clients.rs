@@ -228,6 +228,7 @@ impl ConsumerManager {
 #[derive(Default)]
 pub struct ProducerManager {
     groups: RwLock<HashMap<String, HashMap<u64, ClientChannel>>>,
+    next: std::sync::atomic::AtomicUsize,
 }
 
 impl ProducerManager {
@@ -264,6 +265,19 @@ impl ProducerManager {
             channels.retain(|_, c| now.duration_since(c.last_update) <= timeout);
         }
         groups.retain(|_, c| !c.is_empty());
+    }
+
+    /// A live channel of the group, a different one on each call when it has several (for
+    /// transaction checks).
+    pub fn any_channel(&self, group: &str) -> Option<ClientChannel> {
+        let groups = self.groups.read();
+        let channels = groups.get(group)?;
+        let n = channels.len();
+        if n == 0 {
+            return None;
+        }
+        let pick = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % n;
+        channels.values().nth(pick).cloned()
     }
 
     pub fn connections(&self, group: &str) -> Option<Vec<Connection>> {

@@ -61,6 +61,12 @@ properties_config! {
         short_polling_time_mills: u64 = "shortPollingTimeMills" => 1_000,
         notify_consumer_ids_changed_enable: bool = "notifyConsumerIdsChangedEnable" => true,
         reject_transaction_message: bool = "rejectTransactionMessage" => false,
+        /// Halves younger than this (ms) are not checked yet.
+        transaction_time_out: i64 = "transactionTimeOut" => 6_000,
+        /// Checks of one half before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC).
+        transaction_check_max: i32 = "transactionCheckMax" => 15,
+        /// Pause (ms) between two walks of the half queue.
+        transaction_check_interval: u64 = "transactionCheckInterval" => 60_000,
         slave_read_enable: bool = "slaveReadEnable" => false,
         start_accept_send_request_time_stamp: i64 = "startAcceptSendRequestTimeStamp" => 0,
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,

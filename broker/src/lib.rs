@@ -19,6 +19,7 @@ pub mod schedule;
 mod server;
 pub mod slave_sync;
 pub mod topic;
+pub mod transaction;
 pub mod writer;
 
 pub use config::{BrokerConfig, BrokerStartConfig};

@@ -34,8 +34,13 @@ use crate::processor::send::{SendProcessor, SendProcessorHandle};
 use crate::registration::Registrar;
 use crate::schedule::ScheduleMessageService;
 use crate::slave_sync::SlaveSync;
-use crate::writer::MessageWriter;
 use crate::topic::TopicConfigManager;
+use crate::transaction::{
+    self,
+    check::{CheckConfig, TransactionCheckService},
+    end::EndTransactionProcessor,
+};
+use crate::writer::MessageWriter;
 
 #[derive(Debug, Error)]
 pub enum BrokerError {
@@ -318,6 +323,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         50_000,
     );
     let admin_lane = Lane::new("admin", bc.admin_broker_thread_pool_nums, 10_000);
+    let end_transaction_lane = Lane::new("end-transaction", 8, 100_000);
+    let resolved_transactions = Arc::new(transaction::Resolved::default());
     server
         .register(
             &[
@@ -328,6 +335,17 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             ],
             send,
             send_lane,
+        )
+        .register(
+            &[RequestCode::END_TRANSACTION],
+            Arc::new(EndTransactionProcessor {
+                identity: identity.clone(),
+                store: store.clone(),
+                writer: writer.clone(),
+                topics: topics.clone(),
+                resolved: resolved_transactions.clone(),
+            }),
+            end_transaction_lane,
         )
         .register(
             &[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE],
@@ -492,6 +510,20 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             Duration::from_millis(bc.flush_delay_offset_interval),
             stop.clone(),
         )));
+        let check = TransactionCheckService::new(
+            identity.clone(),
+            store.clone(),
+            offsets.clone(),
+            producers.clone(),
+            topics.clone(),
+            resolved_transactions,
+            CheckConfig {
+                timeout_ms: bc.transaction_time_out,
+                check_max: bc.transaction_check_max,
+                interval: Duration::from_millis(bc.transaction_check_interval.max(100)),
+            },
+        );
+        tasks.push(tokio::spawn(Arc::new(check).run(stop.clone())));
     }
     tasks.push(tokio::spawn(persist_offsets(
         offsets.clone(),

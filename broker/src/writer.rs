@@ -97,7 +97,10 @@ pub fn response_code(result: &PutMessageResult) -> Result<ResponseCode, Processo
             busy_remark::PC_SYNCHRONIZED,
         )),
         PutMessageStatus::UnknownError => Err(ProcessorError::system(
-            result.remark.clone().unwrap_or_else(|| "UNKNOWN_ERROR".into()),
+            result
+                .remark
+                .clone()
+                .unwrap_or_else(|| "UNKNOWN_ERROR".into()),
         )),
     }
 }

@@ -27,8 +27,9 @@ use super::{header, FAQ};
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
-use crate::writer::{self, MessageWriter};
 use crate::topic::{self, TopicConfigManager, NOT_ALLOWED_SEND_TOPICS};
+use crate::transaction;
+use crate::writer::{self, MessageWriter};
 
 /// RocketMQ's `osPageCacheBusyTimeOutMills`.
 const PAGE_CACHE_BUSY_MS: i64 = 1000;
@@ -217,13 +218,14 @@ impl SendProcessor {
             ));
         }
         let mut props = Properties::decode(h.properties.as_deref().unwrap_or(""));
-        if props
-            .get(property::TRAN_MSG)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-        {
+        let half = transaction::is_half_request(&props);
+        if half && self.config.read().reject_transaction_message {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
-                "transactional messages are not supported by this broker yet",
+                format!(
+                    "the broker[{}] sending transaction message is forbidden",
+                    self.identity.broker_addr
+                ),
             ));
         }
         if h.topic.starts_with(topic::RETRY_PREFIX) {
@@ -234,7 +236,13 @@ impl SendProcessor {
         props.insert(property::CLUSTER, self.identity.cluster_name.clone());
         let mut msg = self.base_message(&ctx, &h, &target, request.body.clone());
         msg.wait_store_ok = wait;
-        self.apply_delay(&mut msg, &mut props);
+        if half {
+            self.topics
+                .ensure_topic(topic::TRANS_HALF_TOPIC, 1, perm::READ | perm::WRITE);
+            transaction::to_half(&mut msg, &mut props);
+        } else {
+            self.apply_delay(&mut msg, &mut props);
+        }
         msg.properties = props.encode();
         let result = self.writer.put(vec![msg]).await;
         self.respond(&request, target.queue_id, result)
