@@ -14,6 +14,7 @@ use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 use tokio::sync::Notify;
 
 use crate::error::ClientError;
+use crate::transaction::{answer_check, TransactionChecker};
 
 type Key = (String, String);
 
@@ -21,12 +22,15 @@ static INSTANCES: Mutex<Option<HashMap<Key, Weak<ClientInstance>>>> = Mutex::new
 
 /// Rebalance triggers of the consumer groups running on one instance.
 type Consumers = Arc<Mutex<HashMap<String, Weak<Notify>>>>;
+/// Checkers of the transactional producer groups running on one instance.
+type Checkers = Arc<Mutex<HashMap<String, Arc<TransactionChecker>>>>;
 
 pub(crate) struct ClientInstance {
     pub remoting: RemotingClient,
     pub client_id: String,
     pub local_ip: IpAddr,
     consumers: Consumers,
+    checkers: Checkers,
     users: AtomicUsize,
     key: Key,
 }
@@ -42,10 +46,12 @@ impl ClientInstance {
             return Ok(existing);
         }
         let consumers: Consumers = Arc::default();
+        let checkers: Checkers = Arc::default();
         let remoting = RemotingClient::with_handler(
             ClientConfig::default(),
             Arc::new(ClientCalls {
                 consumers: consumers.clone(),
+                checkers: checkers.clone(),
             }),
         );
         let local_ip = remoting
@@ -59,6 +65,7 @@ impl ClientInstance {
             client_id: format!("{local_ip}@{instance_name}"),
             local_ip,
             consumers,
+            checkers,
             users: AtomicUsize::new(1),
             key: key.clone(),
         });
@@ -86,6 +93,15 @@ impl ClientInstance {
         self.consumers.lock().remove(group);
     }
 
+    /// Routes CHECK_TRANSACTION_STATE for halves of producer `group` to `checker`.
+    pub fn register_checker(&self, group: &str, checker: Arc<TransactionChecker>) {
+        self.checkers.lock().insert(group.to_owned(), checker);
+    }
+
+    pub fn unregister_checker(&self, group: &str) {
+        self.checkers.lock().remove(group);
+    }
+
     /// Called once by each producer or consumer at shutdown; the last one closes connections.
     pub async fn release(&self) {
         if self.users.fetch_sub(1, Ordering::SeqCst) != 1 {
@@ -106,6 +122,7 @@ impl ClientInstance {
 /// Answers the broker's calls to this client.
 struct ClientCalls {
     consumers: Consumers,
+    checkers: Checkers,
 }
 
 impl InboundHandler for ClientCalls {
@@ -120,6 +137,11 @@ impl InboundHandler for ClientCalls {
                         }
                     }
                 }
+            }
+            Some(RequestCode::CHECK_TRANSACTION_STATE) => {
+                answer_check(channel, &request, |group| {
+                    self.checkers.lock().get(group).cloned()
+                });
             }
             Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
                 channel.try_send(request.success_to().with_body(&b"{\"properties\":{}}"[..]));

@@ -1,6 +1,6 @@
 //! StellMQ's Rust client for RocketMQ-compatible brokers.
 //!
-//! [`Producer`], [`PushConsumer`], [`LitePullConsumer`], and [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
+//! [`Producer`], [`TransactionProducer`], [`PushConsumer`], [`LitePullConsumer`], and [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
 //! broker config and runtime info, offsets and consume progress, connections, message queries,
 //! offset resets, name server KV and config).
 
@@ -12,6 +12,7 @@ pub mod message;
 pub mod namespace;
 pub mod producer;
 pub mod route;
+pub mod transaction;
 
 pub use admin::AdminClient;
 pub use consumer::{
@@ -20,3 +21,4 @@ pub use consumer::{
 pub use error::ClientError;
 pub use message::{Message, SendResult, SendStatus};
 pub use producer::{Producer, ProducerConfig};
+pub use transaction::{TransactionProducer, TransactionSendResult, TransactionState};

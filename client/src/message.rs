@@ -57,6 +57,10 @@ impl Message {
         self.properties.insert(key.to_owned(), value);
     }
 
+    pub(crate) fn remove_property(&mut self, key: &str) {
+        self.properties.remove(key);
+    }
+
     pub(crate) fn encoded_properties(&self) -> String {
         self.properties
             .iter()

@@ -28,6 +28,7 @@ use crate::error::ClientError;
 use crate::instance::ClientInstance;
 use crate::message::{Message, SendResult, SendStatus};
 use crate::route::PublishInfo;
+use crate::transaction::TransactionChecker;
 
 /// Producer options, with RocketMQ's names and defaults.
 #[derive(Debug, Clone)]
@@ -129,6 +130,49 @@ impl Producer {
 
     pub fn client_id(&self) -> &str {
         &self.inner.client_id
+    }
+
+    /// The producer group (with its namespace).
+    pub fn group(&self) -> &str {
+        &self.inner.config.group
+    }
+
+    /// The master address of a broker name from the cached routes.
+    pub(crate) fn master_addr(&self, broker_name: &str) -> Option<String> {
+        self.inner
+            .routes
+            .read()
+            .values()
+            .find_map(|info| info.masters.get(broker_name).cloned())
+    }
+
+    pub(crate) async fn heartbeat_now(&self) {
+        self.inner.heartbeat().await;
+    }
+
+    pub(crate) async fn invoke_oneway(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+    ) -> Result<(), ClientError> {
+        self.inner
+            .instance
+            .remoting
+            .invoke_oneway(addr, request)
+            .await
+            .map_err(Into::into)
+    }
+
+    pub(crate) fn register_checker(&self, checker: Arc<TransactionChecker>) {
+        self.inner
+            .instance
+            .register_checker(&self.inner.config.group, checker);
+    }
+
+    pub(crate) fn unregister_checker(&self) {
+        self.inner
+            .instance
+            .unregister_checker(&self.inner.config.group);
     }
 
     /// Sends and waits for the broker, retrying other brokers on failure.
@@ -325,6 +369,12 @@ impl Inner {
             msg.set_property(property::UNIQ_KEY, self.ids.next_id());
         }
         let mut flag = 0;
+        if msg
+            .property(property::TRAN_MSG)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
+            flag |= sys_flag::TRANSACTION_PREPARED_TYPE;
+        }
         if msg.body.len() >= self.config.compress_msg_body_over_howmuch {
             msg.body = Bytes::from(zlib_compress(&msg.body, 5));
             flag |= sys_flag::COMPRESSED;

@@ -28,7 +28,7 @@ pub struct ReceivedMessage {
 }
 
 impl ReceivedMessage {
-    fn new(record: MessageRecord, queue: MessageQueue) -> Self {
+    pub(crate) fn new(record: MessageRecord, queue: MessageQueue) -> Self {
         let body = record
             .uncompressed_body(64 << 20)
             .unwrap_or_else(|_| record.body.clone());

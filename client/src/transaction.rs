@@ -1,0 +1,190 @@
+//! Transactional sends (RocketMQ's TransactionMQProducer): a half message is stored
+//! invisibly, the local transaction runs, and END_TRANSACTION commits or rolls it back. A
+//! transaction left unknown is settled later by the broker asking the producer group
+//! (CHECK_TRANSACTION_STATE), which calls the checker given at start.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use stellmq_remoting::net::Channel;
+use stellmq_remoting::protocol::body::MessageQueue;
+use stellmq_remoting::protocol::headers::{
+    CheckTransactionStateRequestHeader, CommandHeader, EndTransactionRequestHeader,
+};
+use stellmq_remoting::protocol::message::{id, property, sys_flag, MessageRecord};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+
+use crate::consumer::ReceivedMessage;
+use crate::error::ClientError;
+use crate::message::{Message, SendResult, SendStatus};
+use crate::producer::{Producer, ProducerConfig};
+
+/// What a local transaction (or a check of it) concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionState {
+    Commit,
+    Rollback,
+    /// Not known yet: the broker will ask again later.
+    Unknown,
+}
+
+impl TransactionState {
+    /// The `commitOrRollback` value of END_TRANSACTION.
+    fn wire(self) -> i32 {
+        match self {
+            TransactionState::Commit => sys_flag::TRANSACTION_COMMIT_TYPE,
+            TransactionState::Rollback => sys_flag::TRANSACTION_ROLLBACK_TYPE,
+            TransactionState::Unknown => sys_flag::TRANSACTION_NOT_TYPE,
+        }
+    }
+}
+
+/// Answers the broker's question about a transaction it has not seen ended.
+pub type TransactionChecker = dyn Fn(&ReceivedMessage) -> TransactionState + Send + Sync;
+
+/// A transactional send's outcome: where the half landed and what the local transaction said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionSendResult {
+    pub send: SendResult,
+    pub local_state: TransactionState,
+}
+
+/// A started transactional producer.
+pub struct TransactionProducer {
+    producer: Producer,
+    /// Brokers this producer has announced itself to (checks go to announced producers).
+    announced: Mutex<HashSet<String>>,
+}
+
+impl TransactionProducer {
+    /// Starts a producer whose group's unresolved transactions `checker` settles.
+    pub async fn start(
+        config: ProducerConfig,
+        checker: impl Fn(&ReceivedMessage) -> TransactionState + Send + Sync + 'static,
+    ) -> Result<Self, ClientError> {
+        let producer = Producer::start(config).await?;
+        producer.register_checker(Arc::new(checker));
+        Ok(Self {
+            producer,
+            announced: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// Sends `msg` as a half message, runs `local` and ends the transaction with its answer
+    /// (a half the broker did not store cleanly is rolled back without running `local`).
+    pub async fn send_in_transaction(
+        &self,
+        msg: Message,
+        local: impl FnOnce(&Message, &SendResult) -> TransactionState,
+    ) -> Result<TransactionSendResult, ClientError> {
+        let mut msg = msg
+            .with_property(property::TRAN_MSG, "true")
+            .with_property(property::PGROUP, self.producer.group());
+        // RocketMQ ignores delay levels of transactional messages.
+        msg.remove_property(property::DELAY);
+        let send = self.producer.send(msg.clone()).await?;
+        let local_state = if send.status == SendStatus::SendOk {
+            local(&msg, &send)
+        } else {
+            TransactionState::Rollback
+        };
+        self.end(&send, local_state).await?;
+        Ok(TransactionSendResult { send, local_state })
+    }
+
+    async fn end(&self, send: &SendResult, state: TransactionState) -> Result<(), ClientError> {
+        let addr = self.broker_of(&send.queue)?;
+        if self.announced.lock().insert(addr.clone()) {
+            // The broker asks only producers it knows about unresolved transactions.
+            self.producer.heartbeat_now().await;
+        }
+        let (_, commit_log_offset) = id::decode_offset_msg_id(&send.offset_msg_id)
+            .map_err(|e| ClientError::Invalid(format!("broker message id: {e}")))?;
+        let header = EndTransactionRequestHeader {
+            producer_group: self.producer.group().to_owned(),
+            tran_state_table_offset: send.queue_offset,
+            commit_log_offset,
+            commit_or_rollback: state.wire(),
+            from_transaction_check: Some(false),
+            msg_id: send.msg_id.clone(),
+            transaction_id: Some(send.msg_id.clone()),
+            topic: None,
+        };
+        let request =
+            RemotingCommand::request(RequestCode::END_TRANSACTION, header.to_ext_fields());
+        self.producer.invoke_oneway(&addr, request).await
+    }
+
+    fn broker_of(&self, queue: &MessageQueue) -> Result<String, ClientError> {
+        self.producer
+            .master_addr(&queue.broker_name)
+            .ok_or_else(|| {
+                ClientError::Invalid(format!("no master known for broker {}", queue.broker_name))
+            })
+    }
+
+    pub fn producer(&self) -> &Producer {
+        &self.producer
+    }
+
+    pub async fn shutdown(self) {
+        self.producer.unregister_checker();
+        self.producer.shutdown().await;
+    }
+}
+
+/// Runs the checker of the half's producer group on a CHECK_TRANSACTION_STATE request and
+/// answers the broker with END_TRANSACTION (`fromTransactionCheck=true`) on the same
+/// connection. `checker_of` finds the group's checker on this client instance.
+pub(crate) fn answer_check(
+    channel: Channel,
+    request: &RemotingCommand,
+    checker_of: impl FnOnce(&str) -> Option<Arc<TransactionChecker>>,
+) {
+    let Ok(h) = CheckTransactionStateRequestHeader::from_ext_fields(&request.ext_fields) else {
+        tracing::warn!("transaction check without a usable header");
+        return;
+    };
+    let Ok((record, _)) = MessageRecord::decode(&request.body, false) else {
+        tracing::warn!("transaction check without a decodable message");
+        return;
+    };
+    let group = record
+        .properties
+        .get(property::PGROUP)
+        .unwrap_or("")
+        .to_owned();
+    let Some(checker) = checker_of(&group) else {
+        tracing::warn!(%group, "transaction check for a group with no transactional producer here");
+        return;
+    };
+    tokio::spawn(async move {
+        let queue = MessageQueue {
+            topic: record.topic.clone(),
+            broker_name: String::new(),
+            queue_id: record.head.queue_id,
+        };
+        let msg = ReceivedMessage::new(record, queue);
+        let uniq = msg.msg_id();
+        let state = tokio::task::spawn_blocking(move || checker(&msg))
+            .await
+            .unwrap_or(TransactionState::Unknown);
+        let header = EndTransactionRequestHeader {
+            producer_group: group,
+            tran_state_table_offset: h.tran_state_table_offset,
+            commit_log_offset: h.commit_log_offset,
+            commit_or_rollback: state.wire(),
+            from_transaction_check: Some(true),
+            msg_id: h.msg_id.unwrap_or(uniq),
+            transaction_id: h.transaction_id,
+            topic: None,
+        };
+        let mut end =
+            RemotingCommand::request(RequestCode::END_TRANSACTION, header.to_ext_fields());
+        end.mark_oneway();
+        if !channel.try_send(end) {
+            tracing::debug!("could not answer a transaction check");
+        }
+    });
+}
