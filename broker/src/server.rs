@@ -484,6 +484,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             addr: listen.clone(),
             source,
         })?;
+    open_vip_channel(&server, &bc.bind_address, bc.listen_port).await;
 
     let registrar = Arc::new(Registrar::new(
         identity.clone(),
@@ -562,6 +563,22 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         stop,
         tasks,
     })
+}
+
+/// RocketMQ's VIP channel: the same service on listenPort - 2, which Java clients before
+/// 4.5.1 use for sends by default (`vipChannelEnabled`). Without a fixed listenPort there is
+/// none; a port in use is a warning, since current clients never dial it.
+async fn open_vip_channel(server: &ServerHandle, bind_address: &str, listen_port: u16) {
+    if listen_port <= 2 {
+        return;
+    }
+    let addr = format!("{bind_address}:{}", listen_port - 2);
+    match tokio::net::TcpListener::bind(&addr).await {
+        Ok(listener) => server.also_accept(listener),
+        Err(e) => {
+            tracing::warn!(%addr, error = %e, "cannot open the VIP channel (listenPort - 2); clients with vipChannelEnabled=true will fail to send")
+        }
+    }
 }
 
 async fn persist_offsets(

@@ -519,3 +519,37 @@ async fn bad_requests_get_errors_and_the_broker_keeps_serving() {
     assert_eq!(stack.send("T", 0, "still fine", &[]).await.code, 0);
     stack.stop().await;
 }
+
+/// A listenPort whose VIP neighbour (port - 2) is free too.
+fn port_with_free_vip_neighbour() -> u16 {
+    for _ in 0..50 {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+        let port = probe.local_addr().expect("addr").port();
+        drop(probe);
+        if port > 1026 && std::net::TcpListener::bind(("127.0.0.1", port - 2)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port pair");
+}
+
+/// Java clients before 4.5.1 send to listenPort - 2 (the VIP channel) by default.
+#[tokio::test]
+async fn the_vip_channel_serves_sends_on_listen_port_minus_two() {
+    let port = port_with_free_vip_neighbour();
+    let mut stack = Stack::start_with(|c| c.broker.listen_port = port).await;
+    let vip = format!("127.0.0.1:{}", port - 2);
+    let r = stack
+        .client
+        .invoke(&vip, send_request("Vip", 0, b"via vip", &[]), T)
+        .await
+        .expect("VIP channel answers");
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    assert_eq!(stack.pull_until("vip", "Vip", 0, 1).await.len(), 1);
+    stack.restart_broker(|c| c.broker.listen_port = 0).await;
+    assert!(
+        std::net::TcpStream::connect(&vip).is_err(),
+        "the VIP channel closes with the broker"
+    );
+    stack.stop().await;
+}

@@ -175,10 +175,10 @@ impl RemotingServer {
         Ok(ServerHandle {
             local_addr,
             registry,
+            config: self.config,
             stop_accepting,
             stop_reading,
-            accept: Mutex::new(Some(accept)),
-            grace: self.config.shutdown_grace,
+            accept: Mutex::new(vec![accept]),
         })
     }
 }
@@ -244,14 +244,30 @@ pub struct ServerHandle {
     local_addr: SocketAddr,
     registry: Arc<Registry>,
     stop_accepting: CancellationToken,
+    config: ServerConfig,
     stop_reading: CancellationToken,
-    accept: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    grace: Duration,
+    accept: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl ServerHandle {
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Serves the same processors on a second listener too (RocketMQ's VIP channel on
+    /// listenPort - 2); it stops with the server.
+    pub fn also_accept(&self, listener: TcpListener) {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "remoting server listening");
+        }
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            self.registry.clone(),
+            self.config.clone(),
+            self.stop_accepting.clone(),
+            self.stop_reading.clone(),
+        ));
+        self.accept.lock().push(accept);
     }
 
     /// Open connections.
@@ -263,17 +279,17 @@ impl ServerHandle {
     /// and write their responses, then closes every connection.
     pub async fn shutdown(&self) {
         self.stop_accepting.cancel();
-        let accept = self.accept.lock().take();
-        if let Some(accept) = accept {
+        let accepts = std::mem::take(&mut *self.accept.lock());
+        for accept in accepts {
             let _ = accept.await;
         }
         self.stop_reading.cancel();
         self.registry.tracker.close();
-        if tokio::time::timeout(self.grace, self.registry.tracker.wait())
+        if tokio::time::timeout(self.config.shutdown_grace, self.registry.tracker.wait())
             .await
             .is_err()
         {
-            tracing::warn!(grace = ?self.grace, "in-flight requests still running at shutdown");
+            tracing::warn!(grace = ?self.config.shutdown_grace, "in-flight requests still running at shutdown");
         }
         for channel in self.channels() {
             channel.close();
