@@ -281,6 +281,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         groups: groups.clone(),
         consumers: consumers.clone(),
         offsets: offsets.clone(),
+        selectors: Default::default(),
     });
     let hold = PullHoldService::new(pull_core, tokio::runtime::Handle::current());
     store.set_arriving_listener(hold.clone());
@@ -372,6 +373,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 groups: groups.clone(),
                 topics: topics.clone(),
                 notify_enabled: bc.notify_consumer_ids_changed_enable,
+                property_filter_enabled: bc.enable_property_filter,
             }),
             client_lane,
         )

@@ -70,7 +70,13 @@ impl GetMessageResult {
 
 /// Decides which consume-queue entries a pull wants, by tags code.
 pub trait MessageFilter: Send + Sync {
+    /// First pass, on the ConsumeQueue entry's tags code.
     fn matches_tags_code(&self, tags_code: i64) -> bool;
+
+    /// Second pass, on the stored record (for filters on properties, e.g. SQL92).
+    fn matches_record(&self, _record: &Bytes) -> bool {
+        true
+    }
 }
 
 /// Accepts everything (`*`).

@@ -535,6 +535,7 @@ impl MessageStore {
                 continue;
             }
             match log.read(entry.phys_offset, entry.size as usize) {
+                Some(message) if !filter.matches_record(&message) => {}
                 Some(message) => {
                     bytes += message.len();
                     result.messages.push(message);

@@ -3,16 +3,27 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use stellmq_remoting::net::{ProcessFuture, ProcessResult, RequestContext, RequestProcessor};
-use stellmq_remoting::protocol::body::{fastjson, perm, HeartbeatData};
+use stellmq_remoting::net::{
+    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+};
+use stellmq_remoting::protocol::body::{fastjson, perm, HeartbeatData, SubscriptionData};
 use stellmq_remoting::protocol::headers::UnregisterClientRequestHeader;
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::header;
 use crate::clients::{ClientChannel, ConsumerManager, ConsumerRegistration, ProducerManager};
-use crate::filter;
+use crate::filter::sql92::Selector;
+use crate::filter::{self, FilterError};
 use crate::group::SubscriptionGroupManager;
 use crate::topic::{self, TopicConfigManager};
+
+/// CHECK_CLIENT_CONFIG's body.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CheckClientRequestBody {
+    #[serde(default)]
+    subscription_data: SubscriptionData,
+}
 
 pub struct ClientManageProcessor {
     pub consumers: Arc<ConsumerManager>,
@@ -20,6 +31,8 @@ pub struct ClientManageProcessor {
     pub groups: Arc<SubscriptionGroupManager>,
     pub topics: Arc<TopicConfigManager>,
     pub notify_enabled: bool,
+    /// `enablePropertyFilter`: SQL92 subscriptions are served.
+    pub property_filter_enabled: bool,
 }
 
 impl ClientManageProcessor {
@@ -72,6 +85,29 @@ impl ClientManageProcessor {
         Ok(Some(request.success_to()))
     }
 
+    /// CHECK_CLIENT_CONFIG: Java consumers ask before subscribing with a SQL92 selector
+    /// whether this broker can serve it.
+    fn check_client_config(&self, request: &RemotingCommand) -> ProcessResult {
+        let body: CheckClientRequestBody = fastjson::decode(&request.body)?;
+        let sub = body.subscription_data;
+        if filter::is_tag_type(sub.expression_type.as_deref()) {
+            return Ok(Some(request.success_to()));
+        }
+        let kind = sub.expression_type.unwrap_or_default();
+        if !self.property_filter_enabled || !kind.eq_ignore_ascii_case("SQL92") {
+            return Err(ProcessorError::system(
+                FilterError::NotSupported(kind).to_string(),
+            ));
+        }
+        match Selector::parse(&sub.sub_string) {
+            Ok(_) => Ok(Some(request.success_to())),
+            Err(e) => Err(ProcessorError::new(
+                ResponseCode::SUBSCRIPTION_PARSE_FAILED,
+                e.to_string(),
+            )),
+        }
+    }
+
     fn unregister(&self, ctx: &RequestContext, request: &RemotingCommand) -> ProcessResult {
         let h: UnregisterClientRequestHeader = header(request)?;
         if let Some(group) = h.producer_group.as_deref() {
@@ -99,7 +135,7 @@ impl RequestProcessor for ClientManageProcessor {
         let result = match request.request_code_typed() {
             Some(RequestCode::HEART_BEAT) => self.heartbeat(&ctx, &request),
             Some(RequestCode::UNREGISTER_CLIENT) => self.unregister(&ctx, &request),
-            Some(RequestCode::CHECK_CLIENT_CONFIG) => Ok(Some(request.success_to())),
+            Some(RequestCode::CHECK_CLIENT_CONFIG) => self.check_client_config(&request),
             _ => Ok(Some(request.not_supported_to())),
         };
         Box::pin(std::future::ready(result))

@@ -24,7 +24,7 @@ use super::{header, FAQ};
 use crate::clients::ConsumerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
-use crate::filter::{self, TagFilter};
+use crate::filter::{self, FilterError, SelectorCache, SubscriptionFilter};
 use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
 use crate::topic::TopicConfigManager;
@@ -38,6 +38,8 @@ pub struct PullCore {
     pub groups: Arc<SubscriptionGroupManager>,
     pub consumers: Arc<ConsumerManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
+    /// Parsed SQL92 subscriptions.
+    pub selectors: SelectorCache,
 }
 
 /// The outcome of running a pull once.
@@ -49,7 +51,7 @@ enum Pulled {
         queue_id: i32,
         offset: i64,
         timeout: Duration,
-        filter: TagFilter,
+        filter: SubscriptionFilter,
     },
 }
 
@@ -60,17 +62,21 @@ impl PullCore {
     ) -> Result<SubscriptionData, ProcessorError> {
         let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
         if has_subscription {
-            let expression_type = h.expression_type.as_deref().unwrap_or("TAG");
-            if !expression_type.eq_ignore_ascii_case("TAG") {
-                return Err(ProcessorError::system(format!(
-                    "The broker does not support consumer to filter message by {expression_type}"
-                )));
+            let expression = h.subscription.as_deref().unwrap_or("*");
+            if filter::is_tag_type(h.expression_type.as_deref()) {
+                return Ok(filter::build_subscription(
+                    &h.topic,
+                    expression,
+                    h.sub_version,
+                ));
             }
-            return Ok(filter::build_subscription(
-                &h.topic,
-                h.subscription.as_deref().unwrap_or("*"),
-                h.sub_version,
-            ));
+            return Ok(filter::normalize(SubscriptionData {
+                topic: h.topic.clone(),
+                sub_string: expression.to_owned(),
+                sub_version: h.sub_version,
+                expression_type: h.expression_type.clone(),
+                ..Default::default()
+            }));
         }
         let info = self.consumers.group(&h.consumer_group).ok_or_else(|| {
             ProcessorError::new(
@@ -160,7 +166,16 @@ impl PullCore {
             )));
         }
         let sub = self.subscription(&h)?;
-        let tag_filter = TagFilter::new(&sub);
+        let tag_filter =
+            SubscriptionFilter::new(&sub, config.enable_property_filter, &self.selectors).map_err(
+                |e| match e {
+                    FilterError::NotSupported(_) => ProcessorError::system(e.to_string()),
+                    FilterError::Parse(_) => ProcessorError::new(
+                        ResponseCode::SUBSCRIPTION_PARSE_FAILED,
+                        format!("parse the consumer's subscription failed: {e}"),
+                    ),
+                },
+            )?;
         let max = usize::try_from(h.max_msg_nums).unwrap_or(0).clamp(1, 256);
         let result =
             self.store
@@ -241,7 +256,7 @@ struct Parked {
     request: RemotingCommand,
     offset: i64,
     deadline: Instant,
-    filter: TagFilter,
+    filter: SubscriptionFilter,
 }
 
 /// Parked pulls by `topic@queueId`.

@@ -1,0 +1,168 @@
+//! Tokens of RocketMQ's SQL92 selector language: keywords (any case), identifiers,
+//! decimal and floating literals, 'quoted' strings ('' escapes a quote), operators, and
+//! `--` / `/* */` comments.
+
+use super::SqlError;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Token {
+    Ident(String),
+    Long(i64),
+    Double(f64),
+    Str(String),
+    Keyword(Keyword),
+    /// `=`, `<>`, `>`, `>=`, `<`, `<=`, `(`, `)`, `,`, `+`, `-`.
+    Symbol(&'static str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keyword {
+    Not,
+    And,
+    Or,
+    Between,
+    In,
+    True,
+    False,
+    Null,
+    Is,
+    Contains,
+    StartsWith,
+    EndsWith,
+}
+
+fn keyword(word: &str) -> Option<Keyword> {
+    Some(match word.to_ascii_uppercase().as_str() {
+        "NOT" => Keyword::Not,
+        "AND" => Keyword::And,
+        "OR" => Keyword::Or,
+        "BETWEEN" => Keyword::Between,
+        "IN" => Keyword::In,
+        "TRUE" => Keyword::True,
+        "FALSE" => Keyword::False,
+        "NULL" => Keyword::Null,
+        "IS" => Keyword::Is,
+        "CONTAINS" => Keyword::Contains,
+        "STARTSWITH" => Keyword::StartsWith,
+        "ENDSWITH" => Keyword::EndsWith,
+        _ => return None,
+    })
+}
+
+const SYMBOLS: [&str; 11] = ["<>", ">=", "<=", "=", ">", "<", "(", ")", ",", "+", "-"];
+
+pub fn tokenize(text: &str) -> Result<Vec<Token>, SqlError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let rest: String = chars[i..chars.len().min(i + 2)].iter().collect();
+        if c.is_whitespace() {
+            i += 1;
+        } else if rest == "--" {
+            while i < chars.len() && chars[i] != '\n' && chars[i] != '\r' {
+                i += 1;
+            }
+        } else if rest == "/*" {
+            i = block_comment_end(&chars, i)?;
+        } else if c == '\'' {
+            let (s, next) = string_literal(&chars, i)?;
+            tokens.push(Token::Str(s));
+            i = next;
+        } else if c.is_ascii_digit()
+            || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit))
+        {
+            let (token, next) = number(&chars, i)?;
+            tokens.push(token);
+            i = next;
+        } else if c.is_ascii_alphabetic() || c == '_' || c == '$' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == '$')
+            {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            tokens.push(match keyword(&word) {
+                Some(k) => Token::Keyword(k),
+                None => Token::Ident(word),
+            });
+        } else if let Some(symbol) = SYMBOLS.iter().find(|s| rest.starts_with(**s)) {
+            tokens.push(Token::Symbol(symbol));
+            i += symbol.len();
+        } else {
+            return Err(SqlError(format!("unexpected character '{c}' at {i}")));
+        }
+    }
+    Ok(tokens)
+}
+
+fn block_comment_end(chars: &[char], start: usize) -> Result<usize, SqlError> {
+    let mut i = start + 2;
+    while i + 1 < chars.len() {
+        if chars[i] == '*' && chars[i + 1] == '/' {
+            return Ok(i + 2);
+        }
+        i += 1;
+    }
+    Err(SqlError("unterminated /* comment".into()))
+}
+
+fn string_literal(chars: &[char], start: usize) -> Result<(String, usize), SqlError> {
+    let mut s = String::new();
+    let mut i = start + 1;
+    while i < chars.len() {
+        if chars[i] == '\'' {
+            if chars.get(i + 1) == Some(&'\'') {
+                s.push('\'');
+                i += 2;
+                continue;
+            }
+            return Ok((s, i + 1));
+        }
+        s.push(chars[i]);
+        i += 1;
+    }
+    Err(SqlError(format!("unterminated string starting at {start}")))
+}
+
+/// `123`, `123L`, `1.5`, `1.`, `.5`, `1e10`, `1.5E-3`.
+fn number(chars: &[char], start: usize) -> Result<(Token, usize), SqlError> {
+    let mut i = start;
+    let digits = |i: &mut usize| {
+        while *i < chars.len() && chars[*i].is_ascii_digit() {
+            *i += 1;
+        }
+    };
+    digits(&mut i);
+    let mut float = false;
+    if chars.get(i) == Some(&'.') {
+        float = true;
+        i += 1;
+        digits(&mut i);
+    }
+    if matches!(chars.get(i), Some('e' | 'E')) {
+        let mut j = i + 1;
+        if matches!(chars.get(j), Some('+' | '-')) {
+            j += 1;
+        }
+        if chars.get(j).is_some_and(char::is_ascii_digit) {
+            float = true;
+            i = j;
+            digits(&mut i);
+        }
+    }
+    let text: String = chars[start..i].iter().collect();
+    let bad = || SqlError(format!("bad number '{text}'"));
+    if float {
+        return Ok((Token::Double(text.parse().map_err(|_| bad())?), i));
+    }
+    if matches!(chars.get(i), Some('l' | 'L')) {
+        i += 1;
+    }
+    if text.len() > 1 && text.starts_with('0') {
+        return Err(bad());
+    }
+    Ok((Token::Long(text.parse().map_err(|_| bad())?), i))
+}
