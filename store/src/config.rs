@@ -27,6 +27,9 @@ properties_config! {
         flush_disk_type: String = "flushDiskType" => "ASYNC_FLUSH".to_owned(),
         flush_interval_commit_log: u64 = "flushIntervalCommitLog" => 500,
         flush_commit_log_least_pages: usize = "flushCommitLogLeastPages" => 4,
+        /// ASYNC_FLUSH: sleep `flushIntervalCommitLog` between flushes (true, RocketMQ's
+        /// default) or also flush as soon as an append leaves `flushCommitLogLeastPages` dirty.
+        flush_commit_log_timed: bool = "flushCommitLogTimed" => true,
         flush_commit_log_thorough_interval: u64 = "flushCommitLogThoroughInterval" => 10_000,
         sync_flush_timeout: u64 = "syncFlushTimeout" => 5_000,
         flush_interval_consume_queue: u64 = "flushIntervalConsumeQueue" => 1_000,

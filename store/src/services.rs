@@ -1,8 +1,9 @@
 //! The store's background threads: dispatch, CommitLog flush (async interval or sync group
 //! commit), ConsumeQueue/index flush with the checkpoint, and retention.
 //!
-//! They are plain threads, not tokio tasks: they block on msync and file I/O. Async code
-//! reaches them through the wake condvar and the group-commit request list.
+//! They are plain threads, not tokio tasks: they block on msync and file I/O. Appends wake
+//! the dispatcher and the async flusher (the `wake` condvar) and sync flushes queue
+//! group-commit requests; the periodic services only sleep, so appends never run them.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ fn stopping(inner: &Inner) -> bool {
 }
 
 fn dispatch_loop(inner: &Inner) {
+    let mut seen = 0;
     while !stopping(inner) {
         let listener = inner.listener.read().clone();
         match inner.dispatcher.run_once(
@@ -51,11 +53,11 @@ fn dispatch_loop(inner: &Inner) {
             &inner.index,
             listener.as_deref(),
         ) {
-            Ok(0) => inner.park(Duration::from_millis(10)),
+            Ok(0) => inner.park(&mut seen, Duration::from_millis(10)),
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(error = %e, "dispatch failed; retrying in 1 s");
-                inner.park(Duration::from_secs(1));
+                inner.sleep(Duration::from_secs(1));
             }
         }
     }
@@ -117,8 +119,15 @@ fn async_flush_loop(inner: &Inner) {
     let thorough = Duration::from_millis(config.flush_commit_log_thorough_interval);
     let least = config.flush_commit_log_least_pages * PAGE_SIZE;
     let mut last_thorough = Instant::now();
+    let mut seen = 0;
     while !stopping(inner) {
-        inner.park(interval);
+        // Woken by appends only when untimed: each early flush write-protects the pages
+        // being filled, so the next appends fault and shoot down TLBs on every core.
+        if config.flush_commit_log_timed {
+            inner.sleep(interval);
+        } else {
+            inner.park(&mut seen, interval);
+        }
         let unflushed = inner.commit_log.unflushed();
         let due = last_thorough.elapsed() >= thorough;
         if unflushed > 0 && (unflushed >= least || due) {
@@ -166,7 +175,7 @@ fn consume_queue_flush_loop(inner: &Inner) {
     let least = config.flush_consume_queue_least_pages * PAGE_SIZE;
     let mut last_thorough = Instant::now();
     while !stopping(inner) {
-        inner.park(interval);
+        inner.sleep(interval);
         let due = last_thorough.elapsed() >= thorough;
         flush_queues_and_checkpoint(inner, if due { 1 } else { least });
         if due {
@@ -179,7 +188,7 @@ fn clean_loop(inner: &Inner) {
     let interval = Duration::from_millis(inner.config.clean_resource_interval.max(10));
     crate::clean::clean_once(inner, false);
     while !stopping(inner) {
-        inner.park(interval);
+        inner.sleep(interval);
         if !stopping(inner) {
             crate::clean::clean_once(inner, false);
         }

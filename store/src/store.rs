@@ -79,7 +79,10 @@ pub(crate) struct Inner {
     /// A slave's store: only its master's bytes are appended (`append_replicated`).
     pub replica: AtomicBool,
     /// Wakes the dispatcher after appends and every service at shutdown.
+    /// Woken by every append: the dispatcher and the async CommitLog flusher park here.
     pub wake: (Mutex<u64>, Condvar),
+    /// Periodic services (ConsumeQueue flush, retention) sleep here; only shutdown wakes them.
+    pub pause: (Mutex<()>, Condvar),
     pub flush_requests: (Mutex<Vec<FlushRequest>>, Condvar),
     pub disk_usage: DiskUsageProbe,
     pub stats: StoreStats,
@@ -94,16 +97,27 @@ impl Inner {
         cv.notify_all();
     }
 
-    /// Sleeps up to `timeout` or until woken.
-    pub fn park(&self, timeout: Duration) {
+    /// Sleeps up to `timeout` unless an append happened since the caller's `seen` (so a
+    /// wake-up while the caller was busy is not lost); updates `seen`.
+    pub fn park(&self, seen: &mut u64, timeout: Duration) {
         let (lock, cv) = &self.wake;
-        let mut seen = lock.lock();
-        if self.stopping.load(Ordering::Acquire) {
-            return;
-        }
-        let start = *seen;
+        let mut count = lock.lock();
         let deadline = Instant::now() + timeout;
-        while *seen == start && !cv.wait_until(&mut seen, deadline).timed_out() {}
+        while *count == *seen
+            && !self.stopping.load(Ordering::Acquire)
+            && !cv.wait_until(&mut count, deadline).timed_out()
+        {}
+        *seen = *count;
+    }
+
+    /// Sleeps `timeout`, or less if the store stops (appends do not end it).
+    pub fn sleep(&self, timeout: Duration) {
+        let (lock, cv) = &self.pause;
+        let mut guard = lock.lock();
+        let deadline = Instant::now() + timeout;
+        while !self.stopping.load(Ordering::Acquire)
+            && !cv.wait_until(&mut guard, deadline).timed_out()
+        {}
     }
 
     /// Marks the store unusable for writes after a failed flush.
@@ -253,6 +267,7 @@ impl MessageStore {
             stopping: AtomicBool::new(false),
             replica: AtomicBool::new(false),
             wake: (Mutex::new(0), Condvar::new()),
+            pause: (Mutex::new(()), Condvar::new()),
             flush_requests: (Mutex::new(Vec::new()), Condvar::new()),
             disk_usage: options
                 .disk_usage
@@ -707,6 +722,11 @@ impl MessageStore {
         max - max % self.inner.commit_log.file_size() as i64
     }
 
+    /// CommitLog bytes written but not yet flushed to disk.
+    pub fn commit_log_unflushed_bytes(&self) -> usize {
+        self.inner.commit_log.unflushed()
+    }
+
     pub fn commit_log_max_offset(&self) -> i64 {
         self.inner.commit_log.max_offset()
     }
@@ -781,6 +801,11 @@ impl MessageStore {
         }
         self.inner.stopping.store(true, Ordering::Release);
         self.inner.wake_all();
+        {
+            let (lock, cv) = &self.inner.pause;
+            let _guard = lock.lock();
+            cv.notify_all();
+        }
         self.inner.flush_requests.1.notify_all();
         for t in threads {
             let _ = t.join();

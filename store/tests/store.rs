@@ -556,3 +556,42 @@ async fn replicated_bytes_must_continue_the_log() {
         "nothing partial was kept"
     );
 }
+
+/// ASYNC_FLUSH with flushCommitLogTimed (RocketMQ's default) flushes on its interval only;
+/// untimed, appends wake the flusher as soon as flushCommitLogLeastPages are dirty.
+#[tokio::test]
+async fn async_flush_waits_for_its_interval_unless_untimed() {
+    for timed in [true, false] {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = MessageStore::open(stellmq_store::MessageStoreConfig {
+            flush_interval_commit_log: 60_000,
+            flush_commit_log_least_pages: 1,
+            flush_commit_log_thorough_interval: 600_000,
+            flush_commit_log_timed: timed,
+            mapped_file_size_commit_log: 1 << 20,
+            ..small_config(dir.path())
+        })
+        .expect("store");
+        for i in 0..40 {
+            let body = format!("{i}{}", "b".repeat(1000));
+            let r = store
+                .put_message(message("Flush", 0, body.as_bytes(), "", ""))
+                .await;
+            assert_eq!(r.status, PutMessageStatus::PutOk);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let unflushed = store.commit_log_unflushed_bytes();
+        if timed {
+            assert!(
+                unflushed > 40_000,
+                "timed: nothing flushed before the interval ({unflushed})"
+            );
+        } else {
+            assert!(
+                unflushed < 4096,
+                "untimed: flushed as pages filled ({unflushed})"
+            );
+        }
+        store.shutdown();
+    }
+}
