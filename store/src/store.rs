@@ -103,10 +103,11 @@ impl Inner {
         let (lock, cv) = &self.wake;
         let mut count = lock.lock();
         let deadline = Instant::now() + timeout;
-        while *count == *seen
-            && !self.stopping.load(Ordering::Acquire)
-            && !cv.wait_until(&mut count, deadline).timed_out()
-        {}
+        while *count == *seen && !self.stopping.load(Ordering::Acquire) {
+            if cv.wait_until(&mut count, deadline).timed_out() {
+                break;
+            }
+        }
         *seen = *count;
     }
 
@@ -115,9 +116,11 @@ impl Inner {
         let (lock, cv) = &self.pause;
         let mut guard = lock.lock();
         let deadline = Instant::now() + timeout;
-        while !self.stopping.load(Ordering::Acquire)
-            && !cv.wait_until(&mut guard, deadline).timed_out()
-        {}
+        while !self.stopping.load(Ordering::Acquire) {
+            if cv.wait_until(&mut guard, deadline).timed_out() {
+                break;
+            }
+        }
     }
 
     /// Marks the store unusable for writes after a failed flush.
