@@ -267,6 +267,16 @@ impl ProducerManager {
         groups.retain(|_, c| !c.is_empty());
     }
 
+    /// The connection of the producer client `client_id` (for pushing replies).
+    pub fn channel_of_client(&self, client_id: &str) -> Option<Channel> {
+        self.groups
+            .read()
+            .values()
+            .flat_map(|channels| channels.values())
+            .find(|c| c.client_id == client_id && !c.channel.is_closed())
+            .map(|c| c.channel.clone())
+    }
+
     /// A live channel of the group, a different one on each call when it has several (for
     /// transaction checks).
     pub fn any_channel(&self, group: &str) -> Option<ClientChannel> {

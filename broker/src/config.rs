@@ -61,6 +61,8 @@ properties_config! {
         short_polling_time_mills: u64 = "shortPollingTimeMills" => 1_000,
         notify_consumer_ids_changed_enable: bool = "notifyConsumerIdsChangedEnable" => true,
         reject_transaction_message: bool = "rejectTransactionMessage" => false,
+        /// Request/reply: also store replies in `<cluster>_REPLY_TOPIC`.
+        store_reply_message_enable: bool = "storeReplyMessageEnable" => true,
         /// Halves younger than this (ms) are not checked yet.
         transaction_time_out: i64 = "transactionTimeOut" => 6_000,
         /// Checks of one half before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC).

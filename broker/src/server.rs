@@ -304,7 +304,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         groups.clone(),
         delay_levels as i32,
         writer.clone(),
-    );
+    )
+    .with_replies(producers.clone(), bc.store_reply_message_enable);
     let send = Arc::new(SendProcessorHandle(Arc::new(send)));
     let send_lane = Lane::new(
         "send",
@@ -333,6 +334,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::SEND_MESSAGE_V2,
                 RequestCode::SEND_BATCH_MESSAGE,
                 RequestCode::CONSUMER_SEND_MSG_BACK,
+                RequestCode::SEND_REPLY_MESSAGE,
+                RequestCode::SEND_REPLY_MESSAGE_V2,
             ],
             send,
             send_lane,

@@ -14,6 +14,7 @@ use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 use tokio::sync::Notify;
 
 use crate::error::ClientError;
+use crate::reply::{deliver_reply, PendingReplies};
 use crate::transaction::{answer_check, TransactionChecker};
 
 type Key = (String, String);
@@ -31,6 +32,8 @@ pub(crate) struct ClientInstance {
     pub local_ip: IpAddr,
     consumers: Consumers,
     checkers: Checkers,
+    replies: PendingReplies,
+    correlation: AtomicUsize,
     users: AtomicUsize,
     key: Key,
 }
@@ -47,11 +50,13 @@ impl ClientInstance {
         }
         let consumers: Consumers = Arc::default();
         let checkers: Checkers = Arc::default();
+        let replies: PendingReplies = Arc::default();
         let remoting = RemotingClient::with_handler(
             ClientConfig::default(),
             Arc::new(ClientCalls {
                 consumers: consumers.clone(),
                 checkers: checkers.clone(),
+                replies: replies.clone(),
             }),
         );
         let local_ip = remoting
@@ -66,6 +71,8 @@ impl ClientInstance {
             local_ip,
             consumers,
             checkers,
+            replies,
+            correlation: AtomicUsize::new(0),
             users: AtomicUsize::new(1),
             key: key.clone(),
         });
@@ -91,6 +98,17 @@ impl ClientInstance {
 
     pub fn unregister_consumer(&self, group: &str) {
         self.consumers.lock().remove(group);
+    }
+
+    /// Requests waiting for replies (request/reply).
+    pub fn replies(&self) -> &PendingReplies {
+        &self.replies
+    }
+
+    /// A correlation id unique to this client instance.
+    pub fn next_correlation_id(&self) -> String {
+        let n = self.correlation.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{}-{n}", self.client_id, std::process::id())
     }
 
     /// Routes CHECK_TRANSACTION_STATE for halves of producer `group` to `checker`.
@@ -123,6 +141,7 @@ impl ClientInstance {
 struct ClientCalls {
     consumers: Consumers,
     checkers: Checkers,
+    replies: PendingReplies,
 }
 
 impl InboundHandler for ClientCalls {
@@ -142,6 +161,9 @@ impl InboundHandler for ClientCalls {
                 answer_check(channel, &request, |group| {
                     self.checkers.lock().get(group).cloned()
                 });
+            }
+            Some(RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT) => {
+                deliver_reply(&channel, &request, &self.replies);
             }
             Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
                 channel.try_send(request.success_to().with_body(&b"{\"properties\":{}}"[..]));

@@ -11,6 +11,7 @@ mod instance;
 pub mod message;
 pub mod namespace;
 pub mod producer;
+pub mod reply;
 pub mod route;
 pub mod transaction;
 

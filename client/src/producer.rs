@@ -146,6 +146,12 @@ impl Producer {
             .find_map(|info| info.masters.get(broker_name).cloned())
     }
 
+    /// Loads the publish route of `topic` (namespace applied) if not cached yet.
+    pub(crate) async fn ensure_route(&self, topic: &str) -> Result<(), ClientError> {
+        let topic = crate::namespace::wrap(self.inner.config.namespace.as_deref(), topic);
+        self.inner.publish_info(&topic).await.map(|_| ())
+    }
+
     pub(crate) async fn heartbeat_now(&self) {
         self.inner.heartbeat().await;
     }
@@ -161,6 +167,10 @@ impl Producer {
             .invoke_oneway(addr, request)
             .await
             .map_err(Into::into)
+    }
+
+    pub(crate) fn instance(&self) -> &Arc<ClientInstance> {
+        &self.inner.instance
     }
 
     pub(crate) fn register_checker(&self, checker: Arc<TransactionChecker>) {
@@ -442,11 +452,14 @@ impl Inner {
                 avoid = Some(queue.broker_name.clone());
                 continue;
             };
-            let mut request = RemotingCommand::request(
-                RequestCode::SEND_MESSAGE_V2,
-                self.header(&msg, &queue, flag).to_ext_fields(),
-            )
-            .with_body(msg.body.clone());
+            let code = if msg.property(property::MSG_TYPE) == Some(crate::reply::REPLY_TYPE) {
+                RequestCode::SEND_REPLY_MESSAGE_V2
+            } else {
+                RequestCode::SEND_MESSAGE_V2
+            };
+            let mut request =
+                RemotingCommand::request(code, self.header(&msg, &queue, flag).to_ext_fields())
+                    .with_body(msg.body.clone());
             if oneway {
                 request.mark_oneway();
                 return self

@@ -100,6 +100,27 @@ command_header! {
 }
 
 command_header! {
+    /// PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker to the requesting client: a reply sent
+    /// with SEND_REPLY_MESSAGE(_V2), the body being the reply's body.
+    pub struct ReplyMessageRequestHeader {
+        required producer_group: String = "producerGroup",
+        required topic: String = "topic",
+        required default_topic: String = "defaultTopic",
+        required default_topic_queue_nums: i32 = "defaultTopicQueueNums",
+        required queue_id: i32 = "queueId",
+        required sys_flag: i32 = "sysFlag",
+        required born_timestamp: i64 = "bornTimestamp",
+        required flag: i32 = "flag",
+        optional properties: String = "properties",
+        optional reconsume_times: i32 = "reconsumeTimes",
+        optional unit_mode: bool = "unitMode",
+        required born_host: String = "bornHost",
+        required store_host: String = "storeHost",
+        required store_timestamp: i64 = "storeTimestamp",
+    }
+}
+
+command_header! {
     /// END_TRANSACTION (37).
     pub struct EndTransactionRequestHeader {
         required producer_group: String = "producerGroup",

@@ -7,7 +7,7 @@ pub mod properties;
 pub mod record;
 
 pub use properties::{keys as property, Properties};
-pub use record::{MessageRecord, MessageVersion};
+pub use record::{MessageRecord, MessageVersion, RecordHead};
 
 use std::io::{Read, Write};
 

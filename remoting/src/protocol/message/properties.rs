@@ -27,6 +27,13 @@ pub mod keys {
     pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
     pub const CLUSTER: &str = "CLUSTER";
     pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+    /// Request/reply (4.6+): the request's correlation id, the requester's client id, the
+    /// request's time to live, when the broker pushed the reply, and `reply` for replies.
+    pub const CORRELATION_ID: &str = "CORRELATION_ID";
+    pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+    pub const MESSAGE_TTL: &str = "TTL";
+    pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
+    pub const MSG_TYPE: &str = "MSG_TYPE";
 }
 
 const NAME_VALUE_SEPARATOR: char = '\u{1}';

@@ -24,6 +24,9 @@ use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::{MessageStore, PutMessage, PutMessageResult};
 
 use super::{header, FAQ};
+
+mod reply;
+use crate::clients::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
@@ -42,6 +45,8 @@ pub struct SendProcessor {
     groups: Arc<SubscriptionGroupManager>,
     delay_levels: i32,
     writer: Arc<MessageWriter>,
+    /// Where replies go (request/reply); none until [`SendProcessor::with_replies`].
+    replies: Option<reply::Replies>,
 }
 
 /// A validated send: where it goes and what it carries.
@@ -69,12 +74,20 @@ impl SendProcessor {
             groups,
             delay_levels,
             writer,
+            replies: None,
         }
+    }
+
+    /// Serves SEND_REPLY_MESSAGE(_V2): replies are pushed to the requesting producer's
+    /// connection and, with `store`, also stored (`storeReplyMessageEnable`).
+    pub fn with_replies(mut self, producers: Arc<ProducerManager>, store: bool) -> Self {
+        self.replies = Some(reply::Replies { producers, store });
+        self
     }
 
     fn send_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, ProcessorError> {
         match request.request_code_typed() {
-            Some(RequestCode::SEND_MESSAGE) => header(request),
+            Some(RequestCode::SEND_MESSAGE | RequestCode::SEND_REPLY_MESSAGE) => header(request),
             _ => Ok(header::<SendMessageRequestHeaderV2>(request)?.into()),
         }
     }
@@ -485,6 +498,9 @@ impl RequestProcessor for SendProcessorHandle {
             match request.request_code_typed() {
                 Some(RequestCode::CONSUMER_SEND_MSG_BACK) => {
                     processor.send_back(ctx, request).await
+                }
+                Some(RequestCode::SEND_REPLY_MESSAGE | RequestCode::SEND_REPLY_MESSAGE_V2) => {
+                    processor.reply(ctx, request).await
                 }
                 _ => processor.send(ctx, request).await,
             }
