@@ -17,7 +17,7 @@ pub mod transaction;
 
 pub use admin::AdminClient;
 pub use consumer::{
-    ConsumeResult, ConsumerConfig, LitePullConsumer, PushConsumer, ReceivedMessage,
+    ConsumeResult, ConsumerConfig, ExpressionType, LitePullConsumer, PushConsumer, ReceivedMessage,
 };
 pub use error::ClientError;
 pub use message::{Message, SendResult, SendStatus};

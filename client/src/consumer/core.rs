@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::offset_store::OffsetTable;
-use super::push::ConsumerConfig;
+use super::push::{ConsumerConfig, ExpressionType};
 use super::registry::GroupClaim;
 use super::ReceivedMessage;
 use crate::error::ClientError;
@@ -159,22 +159,23 @@ impl ConsumerCore {
 
     pub fn subscribe(&self, topic: &str, expression: &str) {
         let topic = &crate::namespace::wrap(self.config.namespace.as_deref(), topic);
-        let sub = build_subscription(topic, expression);
+        let sub = build_subscription(topic, expression, self.config.expression_type);
         self.subscriptions.write().insert(topic.to_owned(), sub);
         if self.config.message_model == MessageModel::Clustering {
             let retry = format!("%RETRY%{}", self.config.group);
             self.subscriptions
                 .write()
                 .entry(retry.clone())
-                .or_insert_with(|| build_subscription(&retry, "*"));
+                .or_insert_with(|| build_subscription(&retry, "*", ExpressionType::Tag));
         }
     }
 
     /// A subscription used only for pulling assigned queues (no retry topic).
     pub fn subscribe_without_retry(&self, topic: &str, expression: &str) {
-        self.subscriptions
-            .write()
-            .insert(topic.to_owned(), build_subscription(topic, expression));
+        self.subscriptions.write().insert(
+            topic.to_owned(),
+            build_subscription(topic, expression, self.config.expression_type),
+        );
     }
 
     pub fn assigned(&self) -> Vec<MessageQueue> {
@@ -255,6 +256,37 @@ impl ConsumerCore {
                     .next()
                     .map(|(id, a)| (a.clone(), *id == MASTER_ID))
             })
+    }
+
+    /// Before consuming with SQL92 selectors, asks every broker of the subscribed topics
+    /// whether it serves them (CHECK_CLIENT_CONFIG), as Java clients do, so a broker without
+    /// `enablePropertyFilter` or a malformed selector fails the start with the broker's reason.
+    pub async fn check_client_config(&self) -> Result<(), ClientError> {
+        let subs: Vec<SubscriptionData> = self
+            .subscriptions
+            .read()
+            .values()
+            .filter(|s| s.expression_type.as_deref() == Some(ExpressionType::Sql92.as_str()))
+            .cloned()
+            .collect();
+        for sub in subs {
+            let route = self.fetch_route(&sub.topic).await?;
+            let body = serde_json::json!({
+                "clientId": self.client_id,
+                "group": self.config.group,
+                "subscriptionData": sub,
+            });
+            for broker in route.broker_datas.iter().filter_map(|b| b.master_addr()) {
+                let request =
+                    RemotingCommand::request(RequestCode::CHECK_CLIENT_CONFIG, ExtFields::new())
+                        .with_body(body.to_string().into_bytes());
+                self.instance
+                    .remoting
+                    .invoke_ok(broker, request, CALL_TIMEOUT)
+                    .await?;
+            }
+        }
+        Ok(())
     }
 
     /// Asks the background task to re-read routes now (a broker stopped answering).
@@ -663,8 +695,17 @@ impl ConsumerCore {
     }
 }
 
-fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
+fn build_subscription(topic: &str, expression: &str, kind: ExpressionType) -> SubscriptionData {
     let expression = expression.trim();
+    if kind == ExpressionType::Sql92 {
+        return SubscriptionData {
+            topic: topic.to_owned(),
+            sub_string: expression.to_owned(),
+            sub_version: crate::admin::now_ms(),
+            expression_type: Some(kind.as_str().into()),
+            ..Default::default()
+        };
+    }
     let sub_string = if expression.is_empty() {
         "*".to_owned()
     } else {

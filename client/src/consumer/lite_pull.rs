@@ -72,6 +72,10 @@ impl LitePullConsumer {
         for (topic, expression) in subscriptions {
             core.subscribe(topic, expression);
         }
+        if let Err(e) = core.check_client_config().await {
+            core.shutdown().await;
+            return Err(e);
+        }
         tokio::spawn(core.clone().run_background());
         Ok(Self {
             core,

@@ -15,7 +15,7 @@ use stellmq_remoting::protocol::body::MessageQueue;
 use stellmq_remoting::protocol::message::{property, MessageRecord};
 
 pub use lite_pull::LitePullConsumer;
-pub use push::{ConsumeResult, ConsumerConfig, PushConsumer};
+pub use push::{ConsumeResult, ConsumerConfig, ExpressionType, PushConsumer};
 
 /// A message as consumers see it: the body inflated and a retried message's original topic
 /// restored.

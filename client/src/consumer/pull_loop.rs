@@ -78,7 +78,7 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
             suspend_timeout_millis: PULL_SUSPEND_MS,
             subscription: Some(sub.sub_string.clone()),
             sub_version: sub.sub_version,
-            expression_type: Some("TAG".into()),
+            expression_type: sub.expression_type.clone(),
             max_msg_bytes: None,
         };
         let request = RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields());

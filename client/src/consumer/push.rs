@@ -52,6 +52,26 @@ pub struct ConsumerConfig {
     pub offset_store_dir: PathBuf,
     /// Optional namespace: topics and the group become `<namespace>%<name>` on the broker.
     pub namespace: Option<String>,
+    /// How subscription expressions are read: tags (`TagA || TagB`) or SQL92 selectors on
+    /// message properties (`a > 5 AND TAGS = 'TagA'`, needs `enablePropertyFilter`).
+    pub expression_type: ExpressionType,
+}
+
+/// RocketMQ's `ExpressionType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpressionType {
+    #[default]
+    Tag,
+    Sql92,
+}
+
+impl ExpressionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpressionType::Tag => "TAG",
+            ExpressionType::Sql92 => "SQL92",
+        }
+    }
 }
 
 impl Default for ConsumerConfig {
@@ -72,6 +92,7 @@ impl Default for ConsumerConfig {
             max_reconsume_times: 16,
             rebalance_interval: Duration::from_secs(20),
             namespace: None,
+            expression_type: ExpressionType::Tag,
             offset_store_dir: std::env::var_os("HOME")
                 .map_or_else(|| PathBuf::from("."), PathBuf::from)
                 .join(".rocketmq_offsets"),
@@ -238,6 +259,10 @@ impl PushConsumer {
         let core = ConsumerCore::new(config, sink).await?;
         for (topic, expression) in subscriptions {
             core.subscribe(topic, expression);
+        }
+        if let Err(e) = core.check_client_config().await {
+            core.shutdown().await;
+            return Err(e);
         }
         tokio::spawn(core.clone().run_background());
         Ok(Self { core })
