@@ -553,3 +553,30 @@ async fn the_vip_channel_serves_sends_on_listen_port_minus_two() {
     );
     stack.stop().await;
 }
+
+/// With slaveReadEnable, a consumer reading data no longer in memory (past
+/// accessMessageInMemoryMaxRatio of RAM behind the head) is pointed at the group's
+/// whichBrokerWhenConsumeSlowly (1); otherwise at the group's brokerId (0).
+#[tokio::test]
+async fn slave_read_suggests_the_slave_for_data_out_of_memory() {
+    for (slave_read, ratio, expected) in [(true, 40, "0"), (true, 0, "1"), (false, 0, "0")] {
+        let stack = Stack::start_with(|c| {
+            c.broker.slave_read_enable = slave_read;
+            c.store.access_message_in_memory_max_ratio = ratio;
+        })
+        .await;
+        for i in 0..3 {
+            let r = stack.send("Slow", 0, &format!("s{i}"), &[]).await;
+            assert_eq!(r.code, 0);
+        }
+        assert!(stack.broker().store().wait_dispatched(T));
+        let r = stack.pull("slow", "Slow", 0, 0, 0x4, Some("*"), 0).await;
+        assert_eq!(r.code, 0, "{}", r.remark_str());
+        assert_eq!(
+            r.ext_fields.get("suggestWhichBrokerId"),
+            Some(expected),
+            "slaveReadEnable={slave_read} accessMessageInMemoryMaxRatio={ratio}"
+        );
+        stack.stop().await;
+    }
+}
