@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use stellmq_remoting::protocol::body::{DelayOffsetSerializeWrapper, IntKeyMap};
-use stellmq_remoting::protocol::message::{property, sys_flag, MessageRecord};
+use stellmq_remoting::protocol::message::{property, MessageRecord};
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessage};
 use tokio_util::sync::CancellationToken;
 
@@ -138,20 +138,7 @@ impl ScheduleMessageService {
         let mut props = props.clone();
         props.remove(property::DELAY);
         props.insert(property::WAIT, "false");
-        let msg = PutMessage {
-            topic,
-            queue_id,
-            flag: record.head.flag,
-            body: record.body.clone(),
-            properties: props.encode(),
-            sys_flag: record.head.sys_flag & !(sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6),
-            born_timestamp: record.head.born_timestamp,
-            born_host: record.head.born_host,
-            store_host: record.head.store_host,
-            reconsume_times: record.head.reconsume_times,
-            prepared_transaction_offset: 0,
-            wait_store_ok: false,
-        };
+        let msg = PutMessage::from_record(&record, &props, topic, queue_id, record.head.store_host);
         let result = self.store.put_message(msg).await;
         if !result.status.is_stored() {
             tracing::warn!(status = ?result.status, remark = ?result.remark, "delivering a scheduled message failed; will retry");

@@ -4,18 +4,13 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use stellmq_broker::{BrokerHandle, BrokerStartConfig};
-use stellmq_client::{
-    AdminClient, ConsumeResult, ConsumerConfig, Message, Producer, ProducerConfig, PushConsumer,
-};
-use stellmq_remoting::protocol::body::{ConsumeFromWhere, SubscriptionGroupConfig, TopicConfig};
+use stellmq_client::{AdminClient, Message, Producer, ProducerConfig};
+use stellmq_remoting::protocol::body::{SubscriptionGroupConfig, TopicConfig};
 
 fn broker_config(root: &Path, ns_addr: &str, role: &str, id: i64) -> BrokerStartConfig {
     let mut c = common::broker_config(root, ns_addr, "broker-r");
@@ -69,28 +64,9 @@ async fn consumers_pull_from_the_slave_the_master_suggests() {
     })
     .await;
 
-    let seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
-    let recorder = seen.clone();
-    let consumer = PushConsumer::start_concurrently(
-        ConsumerConfig {
-            namesrv_addr: ns_addr.clone(),
-            group: "reader".into(),
-            instance_name: "slave-reader".into(),
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            ..Default::default()
-        },
-        &[("SlaveRead", "*")],
-        move |msgs| {
-            for m in msgs {
-                recorder
-                    .lock()
-                    .insert(String::from_utf8_lossy(&m.body).into_owned());
-            }
-            ConsumeResult::Success
-        },
-    )
-    .await
-    .expect("consumer");
+    let mut config = common::consumer_config(&ns_addr, "reader");
+    config.instance_name = "slave-reader".into();
+    let (consumer, seen) = common::recording_consumer(config, "SlaveRead", "*").await;
     let producer = Producer::start(ProducerConfig {
         namesrv_addr: ns_addr.clone(),
         group: "writer".into(),

@@ -4,24 +4,18 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use stellmq_client::{
     AdminClient, ConsumeResult, ConsumerConfig, ExpressionType, Message, Producer, ProducerConfig,
     PushConsumer,
 };
-use stellmq_remoting::protocol::body::{ConsumeFromWhere, TopicConfig};
+use stellmq_remoting::protocol::body::TopicConfig;
 
 fn sql_consumer(ns_addr: &str, group: &str) -> ConsumerConfig {
     ConsumerConfig {
-        namesrv_addr: ns_addr.to_owned(),
-        group: group.into(),
-        instance_name: group.into(),
-        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
         expression_type: ExpressionType::Sql92,
-        ..Default::default()
+        ..common::consumer_config(ns_addr, group)
     }
 }
 
@@ -53,22 +47,12 @@ async fn stack(
 async fn sql92_subscriptions_receive_only_matching_messages() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (ns, ns_addr, broker) = stack(dir.path(), true).await;
-    let seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
-    let recorder = seen.clone();
-    let consumer = PushConsumer::start_concurrently(
+    let (consumer, seen) = common::recording_consumer(
         sql_consumer(&ns_addr, "sql-reader"),
-        &[("Sql", "price > 50 AND region IN ('eu', 'us')")],
-        move |msgs| {
-            for m in msgs {
-                recorder
-                    .lock()
-                    .insert(String::from_utf8_lossy(&m.body).into_owned());
-            }
-            ConsumeResult::Success
-        },
+        "Sql",
+        "price > 50 AND region IN ('eu', 'us')",
     )
-    .await
-    .expect("consumer");
+    .await;
     let producer = Producer::start(ProducerConfig {
         namesrv_addr: ns_addr.clone(),
         group: "sql-writer".into(),

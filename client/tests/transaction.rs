@@ -7,14 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-use stellmq_client::{
-    AdminClient, ConsumeResult, ConsumerConfig, Message, ProducerConfig, PushConsumer,
-    TransactionProducer, TransactionState,
-};
-use stellmq_remoting::protocol::body::{ConsumeFromWhere, TopicConfig};
-
-type Bodies = Arc<Mutex<BTreeSet<String>>>;
+use stellmq_client::{AdminClient, Message, ProducerConfig, TransactionProducer, TransactionState};
+use stellmq_remoting::protocol::body::TopicConfig;
 
 fn local_answer(body: &str) -> TransactionState {
     match body.split('-').next() {
@@ -42,7 +36,7 @@ async fn transactions_commit_roll_back_and_are_settled_by_checks() {
         .expect("topic");
     broker.register_now().await;
 
-    let asked: Bodies = Arc::default();
+    let asked: common::Bodies = Arc::default();
     let checker_log = asked.clone();
     let producer = TransactionProducer::start(
         ProducerConfig {
@@ -59,28 +53,12 @@ async fn transactions_commit_roll_back_and_are_settled_by_checks() {
     )
     .await
     .expect("producer");
-    let seen: Bodies = Arc::default();
-    let recorder = seen.clone();
-    let consumer = PushConsumer::start_concurrently(
-        ConsumerConfig {
-            namesrv_addr: ns_addr.clone(),
-            group: "tx-reader".into(),
-            instance_name: "tx-reader".into(),
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            ..Default::default()
-        },
-        &[("TxRust", "*")],
-        move |msgs| {
-            for m in msgs {
-                recorder
-                    .lock()
-                    .insert(String::from_utf8_lossy(&m.body).into_owned());
-            }
-            ConsumeResult::Success
-        },
+    let (consumer, seen) = common::recording_consumer(
+        common::consumer_config(&ns_addr, "tx-reader"),
+        "TxRust",
+        "*",
     )
-    .await
-    .expect("consumer");
+    .await;
 
     for kind in ["commit", "rollback", "unknown"] {
         for i in 0..3 {

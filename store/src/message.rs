@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
+use stellmq_remoting::protocol::message::{sys_flag, MessageRecord, Properties};
 
 /// One message to append. The store assigns physical offset, queue offset and store time.
 #[derive(Debug, Clone)]
@@ -22,6 +23,34 @@ pub struct PutMessage {
     pub prepared_transaction_offset: i64,
     /// The `WAIT` property: with SYNC_FLUSH, answer only after the flush (default true).
     pub wait_store_ok: bool,
+}
+
+impl PutMessage {
+    /// A stored record put again (a delivered delay, a committed or checked transaction)
+    /// with `properties`, to `topic` and `queue_id`; host-family bits are recomputed on
+    /// append, and nobody waits for its flush.
+    pub fn from_record(
+        record: &MessageRecord,
+        properties: &Properties,
+        topic: String,
+        queue_id: i32,
+        store_host: SocketAddr,
+    ) -> Self {
+        Self {
+            topic,
+            queue_id,
+            flag: record.head.flag,
+            body: record.body.clone(),
+            properties: properties.encode(),
+            sys_flag: record.head.sys_flag & !(sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6),
+            born_timestamp: record.head.born_timestamp,
+            born_host: record.head.born_host,
+            store_host,
+            reconsume_times: record.head.reconsume_times,
+            prepared_transaction_offset: 0,
+            wait_store_ok: false,
+        }
+    }
 }
 
 /// RocketMQ's `PutMessageStatus`.

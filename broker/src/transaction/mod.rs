@@ -45,22 +45,15 @@ pub fn to_half(msg: &mut PutMessage, props: &mut Properties) {
     msg.queue_id = 0;
 }
 
-/// A stored record as a new message to put (host-family bits are recomputed by the store).
+/// A stored record put again with `props`, to its own topic and queue.
 pub fn reput(record: &MessageRecord, props: &Properties, store_host: SocketAddr) -> PutMessage {
-    PutMessage {
-        topic: record.topic.clone(),
-        queue_id: record.head.queue_id,
-        flag: record.head.flag,
-        body: record.body.clone(),
-        properties: props.encode(),
-        sys_flag: record.head.sys_flag & !(sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6),
-        born_timestamp: record.head.born_timestamp,
-        born_host: record.head.born_host,
+    PutMessage::from_record(
+        record,
+        props,
+        record.topic.clone(),
+        record.head.queue_id,
         store_host,
-        reconsume_times: record.head.reconsume_times,
-        prepared_transaction_offset: 0,
-        wait_store_ok: false,
-    }
+    )
 }
 
 /// The op record that marks the half at `half_offset` resolved.

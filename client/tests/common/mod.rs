@@ -46,3 +46,42 @@ pub async fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> b
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Bodies a listener has seen.
+pub type Bodies = std::sync::Arc<parking_lot::Mutex<std::collections::BTreeSet<String>>>;
+
+/// A consumer of `group` (also its instance name) reading from the first offset.
+pub fn consumer_config(ns_addr: &str, group: &str) -> stellmq_client::ConsumerConfig {
+    stellmq_client::ConsumerConfig {
+        namesrv_addr: ns_addr.to_owned(),
+        group: group.into(),
+        instance_name: group.into(),
+        consume_from_where:
+            stellmq_remoting::protocol::body::ConsumeFromWhere::ConsumeFromFirstOffset,
+        ..Default::default()
+    }
+}
+
+/// A push consumer of `topic` (all tags) recording message bodies.
+pub async fn recording_consumer(
+    config: stellmq_client::ConsumerConfig,
+    topic: &str,
+    expression: &str,
+) -> (stellmq_client::PushConsumer, Bodies) {
+    let seen: Bodies = Default::default();
+    let recorder = seen.clone();
+    let consumer = stellmq_client::PushConsumer::start_concurrently(
+        config,
+        &[(topic, expression)],
+        move |msgs| {
+            let mut seen = recorder.lock();
+            for m in msgs {
+                seen.insert(String::from_utf8_lossy(&m.body).into_owned());
+            }
+            stellmq_client::ConsumeResult::Success
+        },
+    )
+    .await
+    .expect("consumer");
+    (consumer, seen)
+}
