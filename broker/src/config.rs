@@ -63,6 +63,11 @@ properties_config! {
         reject_transaction_message: bool = "rejectTransactionMessage" => false,
         /// Request/reply: also store replies in `<cluster>_REPLY_TOPIC`.
         store_reply_message_enable: bool = "storeReplyMessageEnable" => true,
+        /// Timer messages (`TIMER_DELIVER_MS` / `TIMER_DELAY_SEC` / `TIMER_DELAY_MS`);
+        /// off, such messages are delivered at once as RocketMQ 4.x does.
+        timer_wheel_enable: bool = "timerWheelEnable" => true,
+        /// The furthest a timer may be set, in seconds (3 days).
+        timer_max_delay_sec: i64 = "timerMaxDelaySec" => 259_200,
         /// Halves younger than this (ms) are not checked yet.
         transaction_time_out: i64 = "transactionTimeOut" => 6_000,
         /// Checks of one half before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC).

@@ -34,6 +34,7 @@ use crate::processor::send::{SendProcessor, SendProcessorHandle};
 use crate::registration::Registrar;
 use crate::schedule::ScheduleMessageService;
 use crate::slave_sync::SlaveSync;
+use crate::timer::TimerService;
 use crate::topic::TopicConfigManager;
 use crate::transaction::{
     self,
@@ -267,6 +268,10 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             config_path(&root, "delayOffset.json"),
         )
         .map_err(io("delayOffset.json"))?,
+    );
+    let timers = Arc::new(
+        TimerService::load(store.clone(), config_path(&root, "timerProgress.json"))
+            .map_err(io("timerProgress.json"))?,
     );
     let consumers = Arc::new(ConsumerManager::default());
     let producers = Arc::new(ProducerManager::default());
@@ -513,6 +518,10 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         tasks.push(tokio::spawn(sync.run(stop.clone())));
     } else {
         tasks.push(tokio::spawn(schedule.clone().run(
+            Duration::from_millis(bc.flush_delay_offset_interval),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(timers.run(
             Duration::from_millis(bc.flush_delay_offset_interval),
             stop.clone(),
         )));

@@ -33,6 +33,7 @@ pub const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[
     TRANS_CHECK_MAX_TIME_TOPIC,
     SELF_TEST_TOPIC,
     OFFSET_MOVED_EVENT,
+    crate::timer::TIMER_TOPIC,
 ];
 
 pub fn retry_topic(group: &str) -> String {

@@ -44,6 +44,16 @@ impl Message {
         self
     }
 
+    /// Deliver at this time (ms since the epoch; a RocketMQ 5 timer message).
+    pub fn with_deliver_time_ms(self, at_ms: i64) -> Self {
+        self.with_property("TIMER_DELIVER_MS", at_ms.to_string())
+    }
+
+    /// Deliver this many milliseconds after the broker stores it (a RocketMQ 5 timer message).
+    pub fn with_delay_time_ms(self, delay_ms: u64) -> Self {
+        self.with_property("TIMER_DELAY_MS", delay_ms.to_string())
+    }
+
     pub fn with_property(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.properties.insert(key.into(), value.into());
         self

@@ -106,6 +106,11 @@ async fn every_send_mode_stores_messages() {
         .await
         .expect("delayed send");
     assert_eq!(r.status, SendStatus::SendOk);
+    let r = producer
+        .send(Message::new("ProdTopic", "timed").with_delay_time_ms(300))
+        .await
+        .expect("timer send");
+    assert_eq!(r.status, SendStatus::SendOk);
 
     // Bad input is refused before it reaches the network.
     assert!(producer
@@ -122,7 +127,15 @@ async fn every_send_mode_stores_messages() {
         .iter()
         .map(|m| String::from_utf8_lossy(&m.uncompressed_body(1 << 20).expect("body")).into_owned())
         .collect();
-    for want in ["sync", "oneway", "async-9", "batch-4", "ordered-5", "later"] {
+    for want in [
+        "sync",
+        "oneway",
+        "async-9",
+        "batch-4",
+        "ordered-5",
+        "later",
+        "timed",
+    ] {
         assert!(
             bodies.iter().any(|b| b == want),
             "{want} missing from {bodies:?}"

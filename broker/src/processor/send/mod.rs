@@ -30,6 +30,7 @@ use crate::clients::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
+use crate::timer;
 use crate::topic::{self, TopicConfigManager, NOT_ALLOWED_SEND_TOPICS};
 use crate::transaction;
 use crate::writer::{self, MessageWriter};
@@ -253,6 +254,10 @@ impl SendProcessor {
             self.topics
                 .ensure_topic(topic::TRANS_HALF_TOPIC, 1, perm::READ | perm::WRITE);
             transaction::to_half(&mut msg, &mut props);
+        } else if let Some(due) = self.timer_due(&props)? {
+            self.topics
+                .ensure_topic(timer::TIMER_TOPIC, 1, perm::READ | perm::WRITE);
+            timer::to_timer(&mut msg, &mut props, due);
         } else {
             self.apply_delay(&mut msg, &mut props);
         }
@@ -295,6 +300,23 @@ impl SendProcessor {
             };
         }
         Ok(())
+    }
+
+    /// When a timer message is due (None: not a timer, or timers are off, or already due).
+    fn timer_due(&self, props: &Properties) -> Result<Option<i64>, ProcessorError> {
+        let (enabled, max_delay_sec) = {
+            let c = self.config.read();
+            (c.timer_wheel_enable, c.timer_max_delay_sec)
+        };
+        if !enabled {
+            return Ok(None);
+        }
+        timer::due_time(props, crate::context::now_ms(), max_delay_sec).map_err(|reason| {
+            ProcessorError::new(
+                ResponseCode::MESSAGE_ILLEGAL,
+                format!("the message is illegal: {reason}"),
+            )
+        })
     }
 
     /// A `DELAY` level moves the message to SCHEDULE_TOPIC_XXXX, queue level - 1 (spec 7.1).

@@ -1,0 +1,237 @@
+//! Timer messages (RocketMQ 5.x arbitrary delays, spec 7.1): a send carrying
+//! `TIMER_DELIVER_MS` (absolute), `TIMER_DELAY_SEC` or `TIMER_DELAY_MS` is parked in queue 0
+//! of `rmq_sys_wheel_timer` with its real topic and queue and its due time (`TIMER_OUT_MS`),
+//! and re-put to its real topic when due.
+//!
+//! Due times are not in queue order, so the service keeps the undelivered ones in memory,
+//! ordered by time. Progress lives in `timerProgress.json`: the offset below which every
+//! timer is delivered, plus the delivered offsets above it; a restart reloads the queue from
+//! there, so nothing is lost and a clean restart delivers nothing twice (after a crash,
+//! deliveries since the last save may repeat, which at-least-once delivery allows).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use stellmq_remoting::protocol::message::{property, MessageRecord, Properties};
+use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessage};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::now_ms;
+use crate::persist;
+
+pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+const DELIVER_MS: &str = "TIMER_DELIVER_MS";
+const DELAY_SEC: &str = "TIMER_DELAY_SEC";
+const DELAY_MS: &str = "TIMER_DELAY_MS";
+const OUT_MS: &str = "TIMER_OUT_MS";
+
+/// When a send's timer properties say it is due: `Ok(None)` for an ordinary message (or
+/// one already due), an error for a malformed or too distant time.
+pub fn due_time(props: &Properties, now: i64, max_delay_sec: i64) -> Result<Option<i64>, String> {
+    let number = |key: &str| -> Result<Option<i64>, String> {
+        props
+            .get(key)
+            .map(|v| {
+                v.trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("{key} is not a number: {v}"))
+            })
+            .transpose()
+    };
+    let due = if let Some(at) = number(DELIVER_MS)? {
+        at
+    } else if let Some(secs) = number(DELAY_SEC)? {
+        now.saturating_add(secs.saturating_mul(1000))
+    } else if let Some(ms) = number(DELAY_MS)? {
+        now.saturating_add(ms)
+    } else {
+        return Ok(None);
+    };
+    if props.delay_level() > 0 {
+        return Err("a message cannot have both a delay level and a timer".into());
+    }
+    if due - now > max_delay_sec.saturating_mul(1000) {
+        return Err(format!(
+            "the timer is more than timerMaxDelaySec ({max_delay_sec} s) away"
+        ));
+    }
+    Ok((due > now).then_some(due))
+}
+
+/// Parks a send in the timer queue until `due`.
+pub fn to_timer(msg: &mut PutMessage, props: &mut Properties, due: i64) {
+    props.insert(property::REAL_TOPIC, msg.topic.clone());
+    props.insert(property::REAL_QID, msg.queue_id.to_string());
+    props.insert(OUT_MS, due.to_string());
+    msg.topic = TIMER_TOPIC.to_owned();
+    msg.queue_id = 0;
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Progress {
+    /// Every timer below this queue offset is delivered.
+    delivered_below: i64,
+    /// Delivered timers at or above it.
+    delivered: BTreeSet<i64>,
+}
+
+#[derive(Default)]
+struct State {
+    progress: Progress,
+    /// Next queue offset to load into `pending`.
+    loaded_to: i64,
+    /// Undelivered timers: (due time, queue offset).
+    pending: BTreeSet<(i64, i64)>,
+}
+
+pub struct TimerService {
+    store: Arc<MessageStore>,
+    path: PathBuf,
+    state: Mutex<State>,
+}
+
+impl TimerService {
+    pub fn load(store: Arc<MessageStore>, path: PathBuf) -> std::io::Result<Self> {
+        let progress: Progress = persist::load(&path)?.unwrap_or_default();
+        let state = State {
+            loaded_to: progress.delivered_below,
+            progress,
+            pending: BTreeSet::new(),
+        };
+        Ok(Self {
+            store,
+            path,
+            state: Mutex::new(state),
+        })
+    }
+
+    pub fn persist(&self) {
+        let state = self.state.lock();
+        if let Err(e) = persist::store(&self.path, &state.progress) {
+            tracing::error!(file = %self.path.display(), error = %e, "cannot persist timerProgress.json");
+        }
+    }
+
+    /// Loads new timers, delivers the due ones; returns how many were delivered.
+    pub async fn tick(&self) -> usize {
+        self.load_new();
+        let mut delivered = 0;
+        loop {
+            let due = {
+                let state = self.state.lock();
+                state
+                    .pending
+                    .first()
+                    .copied()
+                    .filter(|(at, _)| *at <= now_ms())
+            };
+            let Some((at, offset)) = due else { break };
+            if !self.deliver(offset).await {
+                break; // retried on the next tick
+            }
+            let mut state = self.state.lock();
+            state.pending.remove(&(at, offset));
+            state.progress.delivered.insert(offset);
+            delivered += 1;
+        }
+        self.advance();
+        delivered
+    }
+
+    fn load_new(&self) {
+        let mut state = self.state.lock();
+        let min = self.store.min_offset_in_queue(TIMER_TOPIC, 0);
+        let mut offset = state.loaded_to.max(min);
+        loop {
+            let got = self
+                .store
+                .get_messages(TIMER_TOPIC, 0, offset, 32, &AcceptAll);
+            if got.status != GetMessageStatus::Found {
+                break;
+            }
+            for (raw, queue_offset) in got.messages.iter().zip(&got.queue_offsets) {
+                if state.progress.delivered.contains(queue_offset) {
+                    continue;
+                }
+                let due = MessageRecord::decode(raw, false)
+                    .ok()
+                    .and_then(|(r, _)| r.properties.get(OUT_MS)?.parse::<i64>().ok())
+                    .unwrap_or(0);
+                state.pending.insert((due, *queue_offset));
+            }
+            offset = got.next_begin_offset;
+        }
+        state.loaded_to = offset;
+    }
+
+    /// Moves the "delivered below" mark over delivered (or cleaned away) offsets.
+    fn advance(&self) {
+        let mut state = self.state.lock();
+        let min = self.store.min_offset_in_queue(TIMER_TOPIC, 0);
+        let progress = &mut state.progress;
+        if progress.delivered_below < min {
+            progress.delivered_below = min;
+            progress.delivered = progress.delivered.split_off(&min);
+        }
+        while progress.delivered.remove(&progress.delivered_below) {
+            progress.delivered_below += 1;
+        }
+    }
+
+    /// Re-puts the timer at `offset` to its real topic and queue.
+    async fn deliver(&self, offset: i64) -> bool {
+        let got = self
+            .store
+            .get_messages(TIMER_TOPIC, 0, offset, 1, &AcceptAll);
+        let record = got
+            .messages
+            .first()
+            .and_then(|raw| MessageRecord::decode(raw, false).ok())
+            .map(|(r, _)| r);
+        let Some(record) = record.filter(|_| got.status == GetMessageStatus::Found) else {
+            return true; // cleaned away: nothing left to deliver
+        };
+        let mut props = record.properties.clone();
+        let (Some(topic), Some(queue_id)) = (
+            props.remove(property::REAL_TOPIC),
+            props
+                .remove(property::REAL_QID)
+                .and_then(|q| q.parse::<i32>().ok()),
+        ) else {
+            tracing::error!(offset, "timer message without REAL_TOPIC/REAL_QID skipped");
+            return true;
+        };
+        for key in [DELIVER_MS, DELAY_SEC, DELAY_MS] {
+            props.remove(key);
+        }
+        props.insert(property::WAIT, "false");
+        let msg = PutMessage::from_record(&record, &props, topic, queue_id, record.head.store_host);
+        let result = self.store.put_message(msg).await;
+        if !result.status.is_stored() {
+            tracing::warn!(status = ?result.status, "delivering a timer message failed; will retry");
+        }
+        result.status.is_stored()
+    }
+
+    /// Delivers due timers every 100 ms and saves progress every `persist_every`, until `stop`.
+    pub async fn run(self: Arc<Self>, persist_every: Duration, stop: CancellationToken) {
+        let mut last_persist = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+            self.tick().await;
+            if last_persist.elapsed() >= persist_every {
+                self.persist();
+                last_persist = tokio::time::Instant::now();
+            }
+        }
+        self.persist();
+    }
+}
