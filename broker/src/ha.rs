@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use stellmq_remoting::protocol::message::record;
 use stellmq_store::MessageStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -295,6 +296,8 @@ async fn replicate(
         if let Some(addr) = addr {
             tokio::select! {
                 _ = stop.cancelled() => return,
+                // A new master address ends the connection to the old one.
+                _ = addrs.changed() => continue,
                 r = follow_master(&slave, &store, &addr) => {
                     if let Err(reason) = r {
                         tracing::warn!(master = %addr, %reason, "HA connection to the master closed");
@@ -320,6 +323,9 @@ async fn follow_master(slave: &HaSlave, store: &MessageStore, addr: &str) -> Res
     tracing::info!(event = "HA_MASTER_CONNECTED", master = %addr, "replicating from the master");
     let (mut reader, mut writer) = stream.into_split();
     let mut reported = store.commit_log_max_offset();
+    // A log that ends on a record boundary (fully dispatched) can check that the master's
+    // first bytes start a record there.
+    let mut verify_first = reported > 0 && store.dispatch_behind_bytes() == 0;
     report(&mut writer, reported).await?;
     let mut last_report = tokio::time::Instant::now();
     let mut header = [0u8; HEADER_LEN];
@@ -340,6 +346,10 @@ async fn follow_master(slave: &HaSlave, store: &MessageStore, addr: &str) -> Res
             .await
             .map_err(|e| e.to_string())?;
         if size > 0 {
+            if verify_first {
+                continues_log(offset, &body)?;
+                verify_first = false;
+            }
             store
                 .append_replicated(offset, &body)
                 .map_err(|e| e.to_string())?;
@@ -351,6 +361,38 @@ async fn follow_master(slave: &HaSlave, store: &MessageStore, addr: &str) -> Res
             reported = local;
             last_report = tokio::time::Instant::now();
         }
+    }
+}
+
+/// The classic HA protocol has no handshake, so a slave that reaches some other group's
+/// master (a stale address now reused) would append foreign bytes. The first bytes for a
+/// slave whose log ends on a record boundary must start a record (or an end-of-file blank)
+/// that says it lives at `offset`; anything else is refused before it is written.
+fn continues_log(offset: i64, bytes: &[u8]) -> Result<(), String> {
+    let refuse = || {
+        format!(
+            "the bytes this master sends at {offset} do not start a record: it is not this \
+             slave's master, or the logs diverged"
+        )
+    };
+    let (total, magic) = record::peek(bytes).map_err(|_| refuse())?;
+    if total <= 0 {
+        return Err(refuse());
+    }
+    match magic {
+        record::BLANK_MAGIC => Ok(()),
+        record::MAGIC_V1 | record::MAGIC_V2 => {
+            let pos = record::PHYSICAL_OFFSET_POS;
+            match bytes.get(pos..pos + 8) {
+                Some(field)
+                    if i64::from_be_bytes(field.try_into().unwrap_or_default()) != offset =>
+                {
+                    Err(refuse())
+                }
+                _ => Ok(()),
+            }
+        }
+        _ => Err(refuse()),
     }
 }
 

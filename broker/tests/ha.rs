@@ -450,3 +450,39 @@ async fn a_slave_copies_delay_progress_instead_of_delivering() {
     slave.shutdown().await;
     stack.stop().await;
 }
+
+/// A slave that reaches another group's master (e.g. a stale address now reused) refuses its
+/// bytes instead of mixing them into its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_refuses_bytes_from_another_groups_master() {
+    let dirs = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let ours = Arc::new(MessageStore::open(config(dirs.0.path())).expect("master store"));
+    let other = Arc::new(MessageStore::open(config(dirs.1.path())).expect("other store"));
+    let slave = Arc::new(MessageStore::open(config(dirs.2.path())).expect("slave store"));
+    put(&ours, 0..2).await;
+    // The other log's first record spans our whole log, so our end falls inside it.
+    let mut big = message(0, 7);
+    big.body = Bytes::from(vec![b'o'; 8000]);
+    assert!(other.put_message(big).await.status.is_stored());
+    put(&other, 2..10).await;
+
+    let stop = CancellationToken::new();
+    let mut addrs = Vec::new();
+    for store in [&ours, &other] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        addrs.push(listener.local_addr().expect("addr").to_string());
+        HaMaster::start(store.clone(), listener, stop.clone());
+    }
+    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    follower.set_master(&addrs[0]);
+    caught_up(&ours, &slave).await;
+
+    follower.set_master(&addrs[1]);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_same_log(&ours, &slave);
+    stop.cancel();
+}

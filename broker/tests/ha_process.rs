@@ -107,6 +107,13 @@ async fn pull_all(client: &RemotingClient, addr: &str) -> Option<Vec<String>> {
     }
 }
 
+/// These tests kill and restart brokers on ephemeral ports; run one group at a time so a
+/// restarted broker's port never belongs to another test's group.
+async fn one_group_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static GROUPS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    GROUPS.lock().await
+}
+
 fn kill(child: &mut Child, signal: &str) {
     signal_process(child, signal);
     let _ = child.wait();
@@ -124,6 +131,7 @@ fn signal_process(child: &Child, signal: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_group_survives_the_loss_of_its_master() {
+    let _alone = one_group_at_a_time().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let master_store = dir.path().join("master");
@@ -225,6 +233,7 @@ fn missing(acked: &Bodies, seen: &Bodies) -> Vec<String> {
 /// a send load, misses no acknowledged message, and goes on once the master is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_fail_over_to_the_slave_under_load() {
+    let _alone = one_group_at_a_time().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let master_store = dir.path().join("master");
@@ -354,6 +363,7 @@ async fn runtime_value(admin: &AdminClient, broker: &str, key: &str) -> i64 {
 /// catches up to the master's exact offset and serves every message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_slave_catches_up_after_a_pause() {
+    let _alone = one_group_at_a_time().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let (mut master, master_addr) = spawn_broker(
@@ -424,6 +434,7 @@ async fn async_slave_catches_up_after_a_pause() {
 /// syncFlushTimeout; the message stays stored and reaches the slave once it resumes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
+    let _alone = one_group_at_a_time().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
     let (mut master, master_addr) = spawn_broker_with(
