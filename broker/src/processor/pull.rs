@@ -55,6 +55,27 @@ enum Pulled {
     },
 }
 
+/// The broker settings a pull reads, copied out of the shared config once per pull.
+struct PullSettings {
+    broker_permission: i32,
+    enable_property_filter: bool,
+    slave_read_enable: bool,
+    long_polling_enable: bool,
+    short_polling_time_mills: u64,
+}
+
+impl From<&BrokerConfig> for PullSettings {
+    fn from(c: &BrokerConfig) -> Self {
+        Self {
+            broker_permission: c.broker_permission,
+            enable_property_filter: c.enable_property_filter,
+            slave_read_enable: c.slave_read_enable,
+            long_polling_enable: c.long_polling_enable,
+            short_polling_time_mills: c.short_polling_time_mills,
+        }
+    }
+}
+
 impl PullCore {
     fn subscription(
         &self,
@@ -119,7 +140,7 @@ impl PullCore {
         allow_suspend: bool,
     ) -> Result<Pulled, ProcessorError> {
         let h: PullMessageRequestHeader = header(request)?;
-        let config = self.config.read().clone();
+        let config = PullSettings::from(&*self.config.read());
         if !perm::is_readable(config.broker_permission) {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
