@@ -18,6 +18,7 @@ pub mod registration;
 pub mod schedule;
 mod server;
 pub mod slave_sync;
+pub mod stats;
 pub mod timer;
 pub mod topic;
 pub mod transaction;

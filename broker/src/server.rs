@@ -34,6 +34,7 @@ use crate::processor::send::{SendProcessor, SendProcessorHandle};
 use crate::registration::Registrar;
 use crate::schedule::ScheduleMessageService;
 use crate::slave_sync::SlaveSync;
+use crate::stats::BrokerStats;
 use crate::timer::TimerService;
 use crate::topic::TopicConfigManager;
 use crate::transaction::{
@@ -273,6 +274,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         TimerService::load(store.clone(), config_path(&root, "timerProgress.json"))
             .map_err(io("timerProgress.json"))?,
     );
+    let traffic = Arc::new(BrokerStats::default());
     let consumers = Arc::new(ConsumerManager::default());
     let producers = Arc::new(ProducerManager::default());
     let locks = Arc::new(RebalanceLockManager::default());
@@ -287,6 +289,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         consumers: consumers.clone(),
         offsets: offsets.clone(),
         selectors: Default::default(),
+        traffic: traffic.clone(),
     });
     let hold = PullHoldService::new(pull_core, tokio::runtime::Handle::current());
     store.set_arriving_listener(hold.clone());
@@ -310,7 +313,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         delay_levels as i32,
         writer.clone(),
     )
-    .with_replies(producers.clone(), bc.store_reply_message_enable);
+    .with_replies(producers.clone(), bc.store_reply_message_enable)
+    .with_stats(traffic.clone());
     let send = Arc::new(SendProcessorHandle(Arc::new(send)));
     let send_lane = Lane::new(
         "send",
@@ -459,6 +463,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::GET_CONSUMER_CONNECTION_LIST,
                 RequestCode::GET_PRODUCER_CONNECTION_LIST,
                 RequestCode::GET_CONSUMER_RUNNING_INFO,
+                RequestCode::VIEW_BROKER_STATS_DATA,
             ],
             Arc::new(StatsAdminProcessor {
                 store: store.clone(),
@@ -468,6 +473,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 boot_timestamp: now_ms(),
                 ha_master: ha_master.clone(),
                 ha_slave: ha_slave.clone(),
+                traffic: traffic.clone(),
             }),
             admin_lane.clone(),
         )
@@ -505,6 +511,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     registrar.register_initially().await;
     let mut tasks = vec![
         tokio::spawn(registrar.clone().run(stop.clone())),
+        tokio::spawn(traffic.run(stop.clone())),
         tokio::spawn(hold.clone().run(stop.clone())),
     ];
     if ha_slave.is_some() {

@@ -447,3 +447,43 @@ async fn runtime_info_and_broker_config() {
     tokio::time::sleep(Duration::from_millis(10)).await;
     stack.stop().await;
 }
+
+/// VIEW_BROKER_STATS_DATA: put and get counters by topic and topic@group, with windows.
+#[tokio::test]
+async fn broker_stats_count_puts_and_gets() {
+    use stellmq_remoting::protocol::body::{fastjson, BrokerStatsData};
+    use stellmq_remoting::protocol::{RequestCode, ResponseCode};
+    let stack = common::Stack::start().await;
+    for i in 0..5 {
+        assert_eq!(
+            stack
+                .send("StatsTopic", 0, &format!("s{i}"), &[])
+                .await
+                .code,
+            0
+        );
+    }
+    assert_eq!(stack.pull_until("sg", "StatsTopic", 0, 5).await.len(), 5);
+    let stats = |name: &str, key: &str| {
+        common::request(
+            RequestCode::VIEW_BROKER_STATS_DATA,
+            &[("statsName", name), ("statsKey", key)],
+        )
+    };
+    let puts = stack.call(stats("TOPIC_PUT_NUMS", "StatsTopic")).await;
+    assert_eq!(puts.code, 0, "{}", puts.remark_str());
+    let puts: BrokerStatsData = fastjson::decode(&puts.body).expect("stats body");
+    assert_eq!(puts.stats_minute.sum, 5);
+    assert_eq!(puts.stats_day.sum, 5);
+    assert!(puts.stats_minute.tps > 0.0);
+    assert_eq!(puts.stats_minute.avgpt, 1.0, "one message per send");
+    let gets = stack.call(stats("GROUP_GET_NUMS", "StatsTopic@sg")).await;
+    let gets: BrokerStatsData = fastjson::decode(&gets.body).expect("stats body");
+    assert_eq!(gets.stats_hour.sum, 5);
+    let unknown_key = stack.call(stats("TOPIC_PUT_NUMS", "NoSuchTopic")).await;
+    assert_eq!(unknown_key.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    assert!(unknown_key.remark_str().contains("not exist"));
+    let unknown_name = stack.call(stats("NO_SUCH_STATS", "StatsTopic")).await;
+    assert_eq!(unknown_name.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    stack.stop().await;
+}

@@ -6,8 +6,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
 use stellmq_remoting::protocol::body::{
-    fastjson, ClusterInfo, ConsumeStats, ConsumeStatsList, ConsumerConnection, KvTable,
-    ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig, TopicConfig,
+    fastjson, BrokerStatsData, ClusterInfo, ConsumeStats, ConsumeStatsList, ConsumerConnection,
+    GroupList, KvTable, ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig, TopicConfig,
     TopicConfigSerializeWrapper, TopicList, TopicRouteData, TopicStatsTable,
 };
 use stellmq_remoting::protocol::headers::*;
@@ -300,6 +300,42 @@ impl AdminClient {
         };
         let response = self
             .call(broker, req(RequestCode::GET_CONSUME_STATS, &header))
+            .await?;
+        Ok(fastjson::decode(&response.body)?)
+    }
+
+    /// Groups with offsets for `topic` on `broker` (QUERY_TOPIC_CONSUME_BY_WHO).
+    pub async fn topic_consumed_by(
+        &self,
+        broker: &str,
+        topic: &str,
+    ) -> Result<Vec<String>, ClientError> {
+        let header = QueryTopicConsumeByWhoRequestHeader {
+            topic: topic.to_owned(),
+        };
+        let response = self
+            .call(
+                broker,
+                req(RequestCode::QUERY_TOPIC_CONSUME_BY_WHO, &header),
+            )
+            .await?;
+        Ok(fastjson::decode::<GroupList>(&response.body)?.group_list)
+    }
+
+    /// One traffic counter of `broker` (VIEW_BROKER_STATS_DATA): `name` such as
+    /// TOPIC_PUT_NUMS with a topic, or GROUP_GET_NUMS with `topic@group`.
+    pub async fn broker_stats(
+        &self,
+        broker: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<BrokerStatsData, ClientError> {
+        let header = ViewBrokerStatsDataRequestHeader {
+            stats_name: name.to_owned(),
+            stats_key: key.to_owned(),
+        };
+        let response = self
+            .call(broker, req(RequestCode::VIEW_BROKER_STATS_DATA, &header))
             .await?;
         Ok(fastjson::decode(&response.body)?)
     }

@@ -177,6 +177,14 @@ async fn topics_messages_and_queries() {
     assert!(consumed.contains("body: hello admin"), "{consumed}");
     let printed = ok(ns, &["printMsg", "-t", "AdminTopic"]).await;
     assert!(printed.contains("BODY: hello admin"), "{printed}");
+    // One message in, none consumed by a group yet: statsAll shows it with no consumer.
+    let stats = ok(ns, &["statsAll", "-t", "AdminTopic"]).await;
+    let row = stats
+        .lines()
+        .find(|l| l.starts_with("AdminTopic"))
+        .unwrap_or_else(|| panic!("{stats}"));
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(columns[columns.len() - 2..], ["1", "NO_CONSUMER"], "{row}");
 
     let missing = mqadmin(ns, &["queryMsgById", "-i", "nothex"]).await;
     assert!(!missing.0 && missing.2.contains("nothex"), "{missing:?}");

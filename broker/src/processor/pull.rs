@@ -27,6 +27,7 @@ use crate::context::BrokerIdentity;
 use crate::filter::{self, FilterError, SelectorCache, SubscriptionFilter};
 use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
+use crate::stats::{BrokerStats, GROUP_GET_NUMS, GROUP_GET_SIZE};
 use crate::topic::TopicConfigManager;
 
 /// Everything a pull reads.
@@ -40,6 +41,7 @@ pub struct PullCore {
     pub offsets: Arc<ConsumerOffsetManager>,
     /// Parsed SQL92 subscriptions.
     pub selectors: SelectorCache,
+    pub traffic: Arc<BrokerStats>,
 }
 
 /// The outcome of running a pull once.
@@ -243,6 +245,11 @@ impl PullCore {
             .response_to(code, Some(result.status.name().to_owned()))
             .with_ext_fields(fields);
         if code == ResponseCode::SUCCESS {
+            let key = format!("{}@{}", h.topic, h.consumer_group);
+            let bytes: usize = result.messages.iter().map(|m| m.len()).sum();
+            self.traffic
+                .add(GROUP_GET_NUMS, &key, result.messages.len() as u64, 1);
+            self.traffic.add(GROUP_GET_SIZE, &key, bytes as u64, 1);
             response = response.with_body(result.concat());
         }
         Ok(Pulled::Answer(response))

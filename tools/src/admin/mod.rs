@@ -5,6 +5,7 @@ mod broker;
 mod group;
 mod message;
 mod namesrv;
+mod stats;
 mod topic;
 
 use clap::{Parser, Subcommand};
@@ -149,6 +150,11 @@ pub enum Command {
         about = "Add write perm of a broker in every name server"
     )]
     AddWritePerm(namesrv::BrokerNameArg),
+    #[command(
+        name = "statsAll",
+        about = "Topic and consumer TPS and 24-hour message counts"
+    )]
+    StatsAll(stats::StatsAll),
     #[command(name = "getNamesrvConfig", about = "Get configs of name servers")]
     GetNamesrvConfig,
     #[command(name = "updateNamesrvConfig", about = "Update configs of name servers")]
@@ -204,6 +210,7 @@ async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientErr
         ConsumeMessage(a) => message::consume_message(admin, a).await,
         WipeWritePerm(a) => namesrv::wipe_write_perm(admin, a).await,
         AddWritePerm(a) => namesrv::add_write_perm(admin, a).await,
+        StatsAll(a) => stats::stats_all(admin, a).await,
         GetNamesrvConfig => namesrv::get_namesrv_config(admin).await,
         UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, a).await,
         UpdateKvConfig(a) => namesrv::update_kv_config(admin, a).await,

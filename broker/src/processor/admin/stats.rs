@@ -11,7 +11,7 @@ use stellmq_remoting::net::{
 use stellmq_remoting::protocol::body::{fastjson, KvTable, ProducerConnection};
 use stellmq_remoting::protocol::headers::{
     GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader,
-    GetProducerConnectionListRequestHeader,
+    GetProducerConnectionListRequestHeader, ViewBrokerStatsDataRequestHeader,
 };
 use stellmq_remoting::protocol::version::{CURRENT_VERSION, CURRENT_VERSION_DESC};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -20,6 +20,7 @@ use stellmq_store::MessageStore;
 use crate::clients::{ConsumerManager, ProducerManager};
 use crate::ha::{HaMaster, HaSlave};
 use crate::processor::header;
+use crate::stats::BrokerStats;
 
 pub struct StatsAdminProcessor {
     pub store: Arc<MessageStore>,
@@ -29,6 +30,7 @@ pub struct StatsAdminProcessor {
     pub boot_timestamp: i64,
     pub ha_master: Option<Arc<HaMaster>>,
     pub ha_slave: Option<Arc<HaSlave>>,
+    pub traffic: Arc<BrokerStats>,
 }
 
 fn human_bytes(bytes: f64) -> String {
@@ -177,6 +179,29 @@ impl StatsAdminProcessor {
         Ok(Some(request.success_to().with_body(fastjson::encode(&t))))
     }
 
+    /// VIEW_BROKER_STATS_DATA: minute/hour/day windows of one counter.
+    fn stats_data(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: ViewBrokerStatsDataRequestHeader = header(request)?;
+        if !BrokerStats::is_known_name(&h.stats_name) {
+            return Err(ProcessorError::system(format!(
+                "unknown statsName {}",
+                h.stats_name
+            )));
+        }
+        let data = self
+            .traffic
+            .data(&h.stats_name, &h.stats_key)
+            .ok_or_else(|| {
+                ProcessorError::system(format!(
+                    "The stats <{}> <{}> not exist",
+                    h.stats_name, h.stats_key
+                ))
+            })?;
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&data)),
+        ))
+    }
+
     async fn running_info(
         consumers: Arc<ConsumerManager>,
         request: RemotingCommand,
@@ -260,6 +285,7 @@ impl RequestProcessor for StatsAdminProcessor {
             Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
                 return Box::pin(Self::running_info(self.consumers.clone(), request));
             }
+            Some(RequestCode::VIEW_BROKER_STATS_DATA) => self.stats_data(&request),
             _ => Ok(Some(request.not_supported_to())),
         };
         Box::pin(std::future::ready(result))

@@ -30,6 +30,7 @@ use crate::clients::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
+use crate::stats::{BrokerStats, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE};
 use crate::timer;
 use crate::topic::{self, TopicConfigManager, NOT_ALLOWED_SEND_TOPICS};
 use crate::transaction;
@@ -48,6 +49,7 @@ pub struct SendProcessor {
     writer: Arc<MessageWriter>,
     /// Where replies go (request/reply); none until [`SendProcessor::with_replies`].
     replies: Option<reply::Replies>,
+    traffic: Arc<BrokerStats>,
 }
 
 /// A validated send: where it goes and what it carries.
@@ -76,7 +78,14 @@ impl SendProcessor {
             delay_levels,
             writer,
             replies: None,
+            traffic: Arc::default(),
         }
+    }
+
+    /// Counts stored sends by topic (TOPIC_PUT_NUMS / TOPIC_PUT_SIZE).
+    pub fn with_stats(mut self, traffic: Arc<BrokerStats>) -> Self {
+        self.traffic = traffic;
+        self
     }
 
     /// Serves SEND_REPLY_MESSAGE(_V2): replies are pushed to the requesting producer's
@@ -263,7 +272,7 @@ impl SendProcessor {
         }
         msg.properties = props.encode();
         let result = self.writer.put(vec![msg]).await;
-        self.respond(&request, target.queue_id, result)
+        self.respond(&request, &target, result)
     }
 
     /// `%RETRY%group` sends: the group must exist, and past the retry limit the message goes
@@ -385,19 +394,24 @@ impl SendProcessor {
             msgs.push(msg);
         }
         let result = self.writer.put(msgs).await;
-        self.respond(request, target.queue_id, result)
+        self.respond(request, target, result)
     }
 
     fn respond(
         &self,
         request: &RemotingCommand,
-        queue_id: i32,
+        target: &Target,
         result: PutMessageResult,
     ) -> ProcessResult {
+        let queue_id = target.queue_id;
         let code = writer::response_code(&result)?;
         let Some(append) = result.append else {
             return Err(ProcessorError::system("stored without a position"));
         };
+        let count = append.phys_offsets.len() as u64;
+        self.traffic.add(TOPIC_PUT_NUMS, &target.topic, count, 1);
+        self.traffic
+            .add(TOPIC_PUT_SIZE, &target.topic, append.wrote_bytes as u64, 1);
         let msg_id = append
             .phys_offsets
             .iter()

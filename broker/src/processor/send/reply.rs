@@ -49,7 +49,7 @@ impl SendProcessor {
         props.remove(property::WAIT);
         msg.properties = props.encode();
         let result = self.writer.put(vec![msg]).await;
-        let stored = self.respond(&request, target.queue_id, result);
+        let stored = self.respond(&request, &target, result);
         // A reply that reached no one is a failure even when stored (as RocketMQ answers).
         pushed.map_err(ProcessorError::system)?;
         stored
