@@ -62,6 +62,17 @@ impl ConsumerOffsetManager {
             .unwrap_or_default()
     }
 
+    /// Copies `src`'s offsets of `topic` to `dest` (replacing `dest`'s); false when `src`
+    /// has none.
+    pub fn clone_offsets(&self, src: &str, dest: &str, topic: &str) -> bool {
+        let mut table = self.table.write();
+        let Some(offsets) = table.get(&key(topic, src)).cloned() else {
+            return false;
+        };
+        table.insert(key(topic, dest), offsets);
+        true
+    }
+
     /// Topics a group has offsets for.
     pub fn topics_of_group(&self, group: &str) -> BTreeSet<String> {
         self.table

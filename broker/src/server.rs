@@ -446,6 +446,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::INVOKE_BROKER_TO_RESET_OFFSET,
                 RequestCode::QUERY_TOPIC_CONSUME_BY_WHO,
                 RequestCode::GET_BROKER_CONSUME_STATS,
+                RequestCode::CLONE_GROUP_OFFSET,
             ],
             Arc::new(OffsetAdminProcessor {
                 identity: identity.clone(),

@@ -304,6 +304,26 @@ impl AdminClient {
         Ok(fastjson::decode(&response.body)?)
     }
 
+    /// Copies `src` group's offsets of `topic` to `dest` on `broker` (CLONE_GROUP_OFFSET).
+    pub async fn clone_group_offset(
+        &self,
+        broker: &str,
+        src: &str,
+        dest: &str,
+        topic: &str,
+        offline: bool,
+    ) -> Result<(), ClientError> {
+        let header = CloneGroupOffsetRequestHeader {
+            src_group: src.to_owned(),
+            dest_group: dest.to_owned(),
+            topic: Some(topic.to_owned()),
+            offline: Some(offline),
+        };
+        self.call(broker, req(RequestCode::CLONE_GROUP_OFFSET, &header))
+            .await
+            .map(|_| ())
+    }
+
     /// Groups with offsets for `topic` on `broker` (QUERY_TOPIC_CONSUME_BY_WHO).
     pub async fn topic_consumed_by(
         &self,

@@ -264,6 +264,41 @@ async fn brokers_groups_and_name_servers() {
     )
     .await;
     assert!(progress.contains("Diff Total:"), "{progress}");
+    // A new group can start where another one is.
+    let admin = stellmq_client::AdminClient::new(ns).expect("admin");
+    admin
+        .update_consumer_offset(&addr, "adminGroup", "Progress", 0, 1)
+        .await
+        .expect("offset");
+    let cloned = ok(
+        ns,
+        &[
+            "cloneGroupOffset",
+            "-s",
+            "adminGroup",
+            "-d",
+            "clonedGroup",
+            "-t",
+            "Progress",
+            "-o",
+            "true",
+        ],
+    )
+    .await;
+    assert!(cloned.contains("clone group offset success"), "{cloned}");
+    let stats = admin
+        .consume_stats(&addr, "clonedGroup", Some("Progress"))
+        .await
+        .expect("consume stats");
+    assert!(
+        stats
+            .offset_table
+            .0
+            .iter()
+            .any(|(mq, o)| mq.queue_id == 0 && o.consumer_offset == 1),
+        "{stats:?}"
+    );
+    admin.shutdown().await;
     let consume = ok(ns, &["brokerConsumeStats", "-b", &addr]).await;
     assert!(consume.contains("Diff Total:"), "{consume}");
     let rt = ok(ns, &["clusterRT", "-a", "5"]).await;

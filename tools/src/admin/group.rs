@@ -82,6 +82,39 @@ pub async fn delete_sub_group(admin: &AdminClient, a: DeleteSubGroup) -> Result<
 }
 
 #[derive(clap::Args, Debug)]
+pub struct CloneGroupOffset {
+    #[arg(short = 's', long = "srcGroup")]
+    src: String,
+    #[arg(short = 'd', long = "destGroup")]
+    dest: String,
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// The source group is offline (do not require it to subscribe to the topic).
+    #[arg(short = 'o', long = "offline", default_value_t = false, action = clap::ArgAction::Set)]
+    offline: bool,
+}
+
+/// Copies a group's offsets of a topic to another group on every master of the topic.
+pub async fn clone_group_offset(
+    admin: &AdminClient,
+    a: CloneGroupOffset,
+) -> Result<(), ClientError> {
+    let route = admin.topic_route(&a.topic).await?;
+    for broker in route.broker_datas.iter().filter_map(|b| b.master_addr()) {
+        admin
+            .clone_group_offset(broker, &a.src, &a.dest, &a.topic, a.offline)
+            .await?;
+    }
+    crate::outln!(
+        "clone group offset success. srcGroup[{}], destGroup=[{}], topic[{}]",
+        a.src,
+        a.dest,
+        a.topic
+    );
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
 pub struct ConsumerProgress {
     #[arg(short = 'g', long = "groupName")]
     group: String,

@@ -109,6 +109,11 @@ pub enum Command {
         about = "Delete subscription group from brokers"
     )]
     DeleteSubGroup(group::DeleteSubGroup),
+    #[command(
+        name = "cloneGroupOffset",
+        about = "Clone a consumer group's offsets to another group"
+    )]
+    CloneGroupOffset(group::CloneGroupOffset),
     #[command(name = "consumerProgress", about = "Query consumer's progress")]
     ConsumerProgress(group::ConsumerProgress),
     #[command(
@@ -197,6 +202,7 @@ async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientErr
         UpdateBrokerConfig(a) => broker::update_broker_config(admin, a).await,
         UpdateSubGroup(a) => group::update_sub_group(admin, a).await,
         DeleteSubGroup(a) => group::delete_sub_group(admin, a).await,
+        CloneGroupOffset(a) => group::clone_group_offset(admin, a).await,
         ConsumerProgress(a) => group::consumer_progress(admin, a).await,
         ConsumerConnection(a) => group::consumer_connection(admin, a).await,
         ProducerConnection(a) => group::producer_connection(admin, a).await,

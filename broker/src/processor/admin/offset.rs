@@ -11,8 +11,8 @@ use stellmq_remoting::protocol::body::{
     ResetOffsetBody, ResetOffsetBodyForC,
 };
 use stellmq_remoting::protocol::headers::{
-    CommandHeader, GetConsumeStatsRequestHeader, QueryTopicConsumeByWhoRequestHeader,
-    ResetOffsetRequestHeader,
+    CloneGroupOffsetRequestHeader, CommandHeader, GetConsumeStatsRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader,
 };
 use stellmq_remoting::protocol::{LanguageCode, RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageStore;
@@ -34,6 +34,43 @@ pub struct OffsetAdminProcessor {
 }
 
 impl OffsetAdminProcessor {
+    /// CLONE_GROUP_OFFSET: a new group starts where another one is, for one topic or for
+    /// every topic the source group has offsets for. Unless `offline`, a topic the online
+    /// source group does not subscribe to is skipped, as RocketMQ does.
+    fn clone_offsets(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: CloneGroupOffsetRequestHeader = header(request)?;
+        let topics: Vec<String> = match h.topic.as_deref().map(str::trim) {
+            Some(topic) if !topic.is_empty() => vec![topic.to_owned()],
+            _ => self
+                .offsets
+                .topics_of_group(&h.src_group)
+                .into_iter()
+                .collect(),
+        };
+        let online = self.consumers.group(&h.src_group).is_some();
+        for topic in topics {
+            if self.topics.get(&topic).is_none() {
+                tracing::warn!(%topic, "clone group offset: no such topic");
+                continue;
+            }
+            if !h.offline.unwrap_or(false)
+                && online
+                && self.consumers.subscription(&h.src_group, &topic).is_none()
+            {
+                tracing::warn!(group = %h.src_group, %topic, "clone group offset: the group does not subscribe to the topic");
+                continue;
+            }
+            if self
+                .offsets
+                .clone_offsets(&h.src_group, &h.dest_group, &topic)
+            {
+                tracing::info!(event = "GROUP_OFFSET_CLONED", src = %h.src_group, dest = %h.dest_group, %topic, "consumer offsets cloned");
+            }
+        }
+        self.offsets.persist();
+        Ok(Some(request.success_to()))
+    }
+
     fn mq(&self, topic: &str, queue_id: i32) -> MessageQueue {
         MessageQueue {
             broker_name: self.identity.broker_name.clone(),
@@ -216,6 +253,7 @@ impl RequestProcessor for OffsetAdminProcessor {
                     .with_body(fastjson::encode(&self.schedule.wrapper())),
             )),
             Some(RequestCode::GET_CONSUME_STATS) => self.consume_stats(&request),
+            Some(RequestCode::CLONE_GROUP_OFFSET) => self.clone_offsets(&request),
             Some(RequestCode::INVOKE_BROKER_TO_RESET_OFFSET) => self.reset_offset(&request),
             Some(RequestCode::QUERY_TOPIC_CONSUME_BY_WHO) => self.consumed_by(&request),
             Some(RequestCode::GET_BROKER_CONSUME_STATS) => self.broker_consume_stats(&request),
