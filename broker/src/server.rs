@@ -447,6 +447,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::QUERY_TOPIC_CONSUME_BY_WHO,
                 RequestCode::GET_BROKER_CONSUME_STATS,
                 RequestCode::CLONE_GROUP_OFFSET,
+                RequestCode::QUERY_CONSUME_QUEUE,
             ],
             Arc::new(OffsetAdminProcessor {
                 identity: identity.clone(),

@@ -7,8 +7,9 @@ use bytes::Bytes;
 use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
 use stellmq_remoting::protocol::body::{
     fastjson, BrokerStatsData, ClusterInfo, ConsumeStats, ConsumeStatsList, ConsumerConnection,
-    GroupList, KvTable, ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig, TopicConfig,
-    TopicConfigSerializeWrapper, TopicList, TopicRouteData, TopicStatsTable,
+    GroupList, KvTable, ProducerConnection, QueryConsumeQueueResponseBody, ResetOffsetBody,
+    SubscriptionGroupConfig, TopicConfig, TopicConfigSerializeWrapper, TopicList, TopicRouteData,
+    TopicStatsTable,
 };
 use stellmq_remoting::protocol::headers::*;
 use stellmq_remoting::protocol::message::MessageRecord;
@@ -322,6 +323,28 @@ impl AdminClient {
         self.call(broker, req(RequestCode::CLONE_GROUP_OFFSET, &header))
             .await
             .map(|_| ())
+    }
+
+    /// `count` ConsumeQueue entries of a queue from `index` (QUERY_CONSUME_QUEUE).
+    pub async fn query_consume_queue(
+        &self,
+        broker: &str,
+        mq: (&str, i32),
+        index: i64,
+        count: i32,
+        group: Option<&str>,
+    ) -> Result<QueryConsumeQueueResponseBody, ClientError> {
+        let header = QueryConsumeQueueRequestHeader {
+            topic: mq.0.to_owned(),
+            queue_id: mq.1,
+            index,
+            count,
+            consumer_group: group.map(str::to_owned),
+        };
+        let response = self
+            .call(broker, req(RequestCode::QUERY_CONSUME_QUEUE, &header))
+            .await?;
+        Ok(fastjson::decode(&response.body)?)
     }
 
     /// Groups with offsets for `topic` on `broker` (QUERY_TOPIC_CONSUME_BY_WHO).

@@ -175,6 +175,29 @@ async fn topics_messages_and_queries() {
     );
     let consumed = ok(ns, &["consumeMessage", "-t", "AdminTopic"]).await;
     assert!(consumed.contains("body: hello admin"), "{consumed}");
+    let cq = ok(
+        ns,
+        &[
+            "queryCq",
+            "-t",
+            "AdminTopic",
+            "-q",
+            "1",
+            "-i",
+            "0",
+            "-c",
+            "5",
+        ],
+    )
+    .await;
+    assert!(cq.contains("maxQueueIndex: 1"), "{cq}");
+    let tags_code = stellmq_remoting::protocol::message::java_string_hash("TagX");
+    assert!(
+        cq.contains("idx: 0, physicOffset: ") && cq.contains(&format!("tagsCode: {tags_code}")),
+        "{cq}"
+    );
+    let beyond = mqadmin(ns, &["queryCq", "-t", "AdminTopic", "-q", "1", "-i", "7"]).await;
+    assert!(!beyond.0 && beyond.2.contains("Index 7"), "{beyond:?}");
     let printed = ok(ns, &["printMsg", "-t", "AdminTopic"]).await;
     assert!(printed.contains("BODY: hello admin"), "{printed}");
     // One message in, none consumed by a group yet: statsAll shows it with no consumer.

@@ -82,6 +82,8 @@ pub enum Command {
         about = "Create, get or delete an order topic config"
     )]
     UpdateOrderConf(topic::UpdateOrderConf),
+    #[command(name = "queryCq", about = "Query a consume queue's raw entries")]
+    QueryCq(topic::QueryCq),
     #[command(name = "clusterList", about = "List the brokers of each cluster")]
     ClusterList,
     #[command(
@@ -193,6 +195,7 @@ async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientErr
         TopicClusterList(a) => topic::topic_cluster_list(admin, a).await,
         UpdateTopicPerm(a) => topic::update_topic_perm(admin, a).await,
         UpdateOrderConf(a) => topic::update_order_conf(admin, a).await,
+        QueryCq(a) => topic::query_cq(admin, a).await,
         ClusterList => broker::cluster_list(admin).await,
         BrokerStatus(t) => broker::broker_status(admin, t).await,
         HaStatus(t) => broker::ha_status(admin, t).await,

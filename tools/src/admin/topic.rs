@@ -256,3 +256,72 @@ pub async fn update_order_conf(admin: &AdminClient, a: UpdateOrderConf) -> Resul
     }
     Ok(())
 }
+
+#[derive(clap::Args, Debug)]
+pub struct QueryCq {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    #[arg(short = 'q', long = "queue")]
+    queue_id: i32,
+    #[arg(short = 'i', long = "index")]
+    index: i64,
+    #[arg(short = 'c', long = "count", default_value_t = 10)]
+    count: i32,
+    /// Broker address (default: every master of the topic).
+    #[arg(short = 'b', long = "broker")]
+    broker: Option<String>,
+    /// Consumer group whose subscription evaluates each entry.
+    #[arg(short = 'g', long = "consumer")]
+    group: Option<String>,
+}
+
+/// `queryCq`: raw ConsumeQueue entries of one queue.
+pub async fn query_cq(admin: &AdminClient, a: QueryCq) -> Result<(), ClientError> {
+    let brokers = match a.broker {
+        Some(broker) => vec![broker],
+        None => admin
+            .topic_route(&a.topic)
+            .await?
+            .broker_datas
+            .iter()
+            .filter_map(|b| b.master_addr().map(str::to_owned))
+            .collect(),
+    };
+    for broker in brokers {
+        let body = admin
+            .query_consume_queue(
+                &broker,
+                (&a.topic, a.queue_id),
+                a.index,
+                a.count,
+                a.group.as_deref(),
+            )
+            .await?;
+        crate::outln!(
+            "queue: {}@{}, broker: {}, minQueueIndex: {}, maxQueueIndex: {}",
+            a.topic,
+            a.queue_id,
+            broker,
+            body.min_queue_index,
+            body.max_queue_index
+        );
+        if let Some(sub) = &body.subscription_data {
+            crate::outln!(
+                "subscription: {} ({})",
+                sub.sub_string,
+                sub.expression_type.as_deref().unwrap_or("TAG")
+            );
+        }
+        for (i, entry) in body.queue_data.iter().enumerate() {
+            crate::outln!(
+                "idx: {}, physicOffset: {}, physicSize: {}, tagsCode: {}, eval: {}",
+                a.index + i as i64,
+                entry.physic_offset,
+                entry.physic_size,
+                entry.tags_code,
+                entry.eval
+            );
+        }
+    }
+    Ok(())
+}

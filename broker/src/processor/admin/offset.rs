@@ -7,18 +7,19 @@ use stellmq_remoting::net::{
     ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
 };
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumeStats, ConsumeStatsList, GroupList, MessageQueue, OffsetWrapper,
-    ResetOffsetBody, ResetOffsetBodyForC,
+    fastjson, ConsumeQueueData, ConsumeStats, ConsumeStatsList, GroupList, MessageQueue,
+    OffsetWrapper, QueryConsumeQueueResponseBody, ResetOffsetBody, ResetOffsetBodyForC,
 };
 use stellmq_remoting::protocol::headers::{
     CloneGroupOffsetRequestHeader, CommandHeader, GetConsumeStatsRequestHeader,
-    QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader,
+    QueryConsumeQueueRequestHeader, QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader,
 };
 use stellmq_remoting::protocol::{LanguageCode, RemotingCommand, RequestCode, ResponseCode};
-use stellmq_store::MessageStore;
+use stellmq_store::{MessageFilter, MessageStore};
 
 use crate::clients::ConsumerManager;
 use crate::context::BrokerIdentity;
+use crate::filter::{self, TagFilter};
 use crate::offset::ConsumerOffsetManager;
 use crate::processor::header;
 use crate::schedule::ScheduleMessageService;
@@ -34,6 +35,60 @@ pub struct OffsetAdminProcessor {
 }
 
 impl OffsetAdminProcessor {
+    /// QUERY_CONSUME_QUEUE: raw ConsumeQueue entries (physical offset, size, tags code),
+    /// and with a consumer group whether its tag subscription takes each one.
+    fn query_consume_queue(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: QueryConsumeQueueRequestHeader = header(request)?;
+        let store = &self.store;
+        if !store.queue_ids(&h.topic).contains(&h.queue_id) {
+            return Err(ProcessorError::system(format!(
+                "{}@{} is not exist!",
+                h.queue_id, h.topic
+            )));
+        }
+        let (min, max) = (
+            store.min_offset_in_queue(&h.topic, h.queue_id),
+            store.max_offset_in_queue(&h.topic, h.queue_id),
+        );
+        if h.index < min || h.index >= max {
+            return Err(ProcessorError::system(format!(
+                "Index {} of {}@{} is not exist!",
+                h.index, h.queue_id, h.topic
+            )));
+        }
+        let subscription = h
+            .consumer_group
+            .as_deref()
+            .and_then(|g| self.consumers.subscription(g, &h.topic));
+        let tags = subscription
+            .as_ref()
+            .filter(|s| filter::is_tag_type(s.expression_type.as_deref()))
+            .map(TagFilter::new);
+        let count = i64::from(h.count.clamp(1, 1000));
+        let queue_data = (h.index..(h.index + count).min(max))
+            .filter_map(|offset| store.consume_queue_entry(&h.topic, h.queue_id, offset))
+            .map(|e| ConsumeQueueData {
+                physic_offset: e.phys_offset,
+                physic_size: e.size,
+                tags_code: e.tags_code,
+                eval: tags
+                    .as_ref()
+                    .is_none_or(|t| t.matches_tags_code(e.tags_code)),
+                ..Default::default()
+            })
+            .collect();
+        let body = QueryConsumeQueueResponseBody {
+            subscription_data: subscription,
+            filter_data: None,
+            queue_data,
+            max_queue_index: max,
+            min_queue_index: min,
+        };
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&body)),
+        ))
+    }
+
     /// CLONE_GROUP_OFFSET: a new group starts where another one is, for one topic or for
     /// every topic the source group has offsets for. Unless `offline`, a topic the online
     /// source group does not subscribe to is skipped, as RocketMQ does.
@@ -254,6 +309,7 @@ impl RequestProcessor for OffsetAdminProcessor {
             )),
             Some(RequestCode::GET_CONSUME_STATS) => self.consume_stats(&request),
             Some(RequestCode::CLONE_GROUP_OFFSET) => self.clone_offsets(&request),
+            Some(RequestCode::QUERY_CONSUME_QUEUE) => self.query_consume_queue(&request),
             Some(RequestCode::INVOKE_BROKER_TO_RESET_OFFSET) => self.reset_offset(&request),
             Some(RequestCode::QUERY_TOPIC_CONSUME_BY_WHO) => self.consumed_by(&request),
             Some(RequestCode::GET_BROKER_CONSUME_STATS) => self.broker_consume_stats(&request),

@@ -239,6 +239,40 @@ pub struct BrokerStatsData {
     pub stats_day: BrokerStatsItem,
 }
 
+/// One entry of [`QueryConsumeQueueResponseBody`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumeQueueData {
+    pub physic_offset: i64,
+    pub physic_size: i32,
+    pub tags_code: i64,
+    #[serde(default)]
+    pub extend_data_json: Option<String>,
+    #[serde(default)]
+    pub bit_map: Option<String>,
+    /// Whether the consumer group's subscription would take the entry.
+    #[serde(default)]
+    pub eval: bool,
+    #[serde(default)]
+    pub msg: Option<String>,
+}
+
+/// QUERY_CONSUME_QUEUE body.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryConsumeQueueResponseBody {
+    #[serde(default)]
+    pub subscription_data: Option<SubscriptionData>,
+    #[serde(default)]
+    pub filter_data: Option<String>,
+    #[serde(default)]
+    pub queue_data: Vec<ConsumeQueueData>,
+    #[serde(default)]
+    pub max_queue_index: i64,
+    #[serde(default)]
+    pub min_queue_index: i64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -130,6 +130,17 @@ command_header! {
 }
 
 command_header! {
+    /// QUERY_CONSUME_QUEUE (321): `count` entries of a ConsumeQueue from `index`.
+    pub struct QueryConsumeQueueRequestHeader {
+        required topic: String = "topic",
+        required queue_id: i32 = "queueId",
+        required index: i64 = "index",
+        required count: i32 = "count",
+        optional consumer_group: String = "consumerGroup",
+    }
+}
+
+command_header! {
     /// CLONE_GROUP_OFFSET (314).
     pub struct CloneGroupOffsetRequestHeader {
         required src_group: String = "srcGroup",
