@@ -181,6 +181,8 @@ async fn pull_statuses_and_heartbeat_subscriptions_with_tags() {
             0
         );
     }
+    // Dispatch is asynchronous (as in RocketMQ): pull once everything is in the queue.
+    assert!(stack.broker().store().wait_dispatched(T));
     // No subscription flag and no heartbeat: SUBSCRIPTION_NOT_EXIST.
     let r = stack.pull("tg", "Tagged", 0, 0, 0, None, 0).await;
     assert_eq!(r.code, ResponseCode::SUBSCRIPTION_NOT_EXIST.as_i32());
