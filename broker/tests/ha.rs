@@ -137,6 +137,15 @@ async fn slave_replicates_exact_bytes_and_resumes_after_a_restart() {
         slave_stop.clone(),
     );
     follower.set_master(&ha_addr);
+    // Connected while the master is empty, the slave copies from offset 0 (a slave that
+    // arrives later starts at the master's last segment).
+    for _ in 0..200 {
+        if !ha.slaves().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(ha.slaves().len(), 1, "the slave connected");
     put(&master, 0..150).await;
     caught_up(&master, &slave).await;
     assert!(
