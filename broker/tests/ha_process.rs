@@ -451,7 +451,22 @@ async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
     )
     .await;
     let client = RemotingClient::new(ClientConfig::default());
-    send_acknowledged(&client, &master_addr, "confirmed").await;
+    // Until the slave is connected a SYNC_MASTER answers SLAVE_NOT_AVAILABLE but keeps the
+    // message, so wait for it first: every message below is then stored exactly once.
+    let admin = AdminClient::new(&ns_addr).expect("admin");
+    wait_until_async("slave connected", || async {
+        runtime_value(&admin, &master_addr, "haSlaveCount").await == 1
+    })
+    .await;
+    let r = client
+        .invoke(
+            &master_addr,
+            send_request("HaProc", 0, b"confirmed", &[]),
+            T,
+        )
+        .await
+        .expect("master answers");
+    assert_eq!(r.code, 0, "{}", r.remark_str());
 
     signal_process(&slave, "-STOP");
     let started = Instant::now();
@@ -480,7 +495,19 @@ async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
     );
 
     signal_process(&slave, "-CONT");
-    send_acknowledged(&client, &master_addr, "after-resume").await;
+    wait_until_async("slave caught up", || async {
+        runtime_value(&admin, &master_addr, "haSlaveFallBehindBytes").await == 0
+    })
+    .await;
+    let r = client
+        .invoke(
+            &master_addr,
+            send_request("HaProc", 0, b"after-resume", &[]),
+            T,
+        )
+        .await
+        .expect("master answers");
+    assert_eq!(r.code, 0, "{}", r.remark_str());
     assert_eq!(
         pull_count(&client, &slave_addr, 3).await,
         ["confirmed", "unconfirmed", "after-resume"]
