@@ -5,6 +5,7 @@ ports (the servers bind port 0 and report it) and a temporary store directory.
 """
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -84,6 +85,9 @@ class Stack:
             if name.endswith(".log"):
                 text = open(os.path.join(self.work, name)).read()
                 assert " ERROR " not in text, "%s logged errors:\n%s" % (name, text)
+        # Clean runs leave nothing behind (each store preallocates hundreds of MB); a run
+        # with errors keeps its directory for inspection.
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
