@@ -8,6 +8,7 @@
 pub mod clients;
 pub mod config;
 pub mod context;
+pub mod deferred;
 pub mod filter;
 pub mod group;
 pub mod ha;

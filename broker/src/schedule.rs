@@ -7,15 +7,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::Mutex;
 use stellmq_remoting::protocol::body::{DelayOffsetSerializeWrapper, IntKeyMap};
 use stellmq_remoting::protocol::message::{property, MessageRecord};
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessage};
-use tokio_util::sync::CancellationToken;
 
 use crate::context::now_ms;
+use crate::deferred::{self, DueDelivery};
 use crate::persist;
 use crate::topic::SCHEDULE_TOPIC;
 
@@ -125,17 +124,11 @@ impl ScheduleMessageService {
             tracing::error!("undecodable scheduled message skipped");
             return true;
         };
-        let props = &record.properties;
-        let (Some(topic), Some(queue_id)) = (
-            props.get(property::REAL_TOPIC).map(str::to_owned),
-            props
-                .get(property::REAL_QID)
-                .and_then(|q| q.parse::<i32>().ok()),
-        ) else {
+        let Some((topic, queue_id)) = deferred::real_target(&record.properties) else {
             tracing::error!(msg_id = %record.msg_id(), "scheduled message without REAL_TOPIC/REAL_QID skipped");
             return true;
         };
-        let mut props = props.clone();
+        let mut props = record.properties.clone();
         props.remove(property::DELAY);
         props.insert(property::WAIT, "false");
         let msg = PutMessage::from_record(&record, &props, topic, queue_id, record.head.store_host);
@@ -145,21 +138,14 @@ impl ScheduleMessageService {
         }
         result.status.is_stored()
     }
+}
 
-    /// Delivers due messages every 100 ms and persists progress periodically, until `stop`.
-    pub async fn run(self: Arc<Self>, persist_every: Duration, stop: CancellationToken) {
-        let mut last_persist = tokio::time::Instant::now();
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-            self.deliver_due().await;
-            if last_persist.elapsed() >= persist_every {
-                self.persist();
-                last_persist = tokio::time::Instant::now();
-            }
-        }
-        self.persist();
+impl DueDelivery for ScheduleMessageService {
+    async fn deliver_due(&self) -> usize {
+        ScheduleMessageService::deliver_due(self).await
+    }
+
+    fn persist(&self) {
+        ScheduleMessageService::persist(self);
     }
 }

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clients::{ConsumerManager, ProducerManager};
 use crate::config::BrokerStartConfig;
 use crate::context::{now_ms, BrokerIdentity};
+use crate::deferred;
 use crate::group::SubscriptionGroupManager;
 use crate::ha::{HaMaster, HaSlave};
 use crate::offset::ConsumerOffsetManager;
@@ -526,12 +527,15 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         };
         tasks.push(tokio::spawn(sync.run(stop.clone())));
     } else {
-        tasks.push(tokio::spawn(schedule.clone().run(
-            Duration::from_millis(bc.flush_delay_offset_interval),
+        let persist_every = Duration::from_millis(bc.flush_delay_offset_interval);
+        tasks.push(tokio::spawn(deferred::run(
+            schedule.clone(),
+            persist_every,
             stop.clone(),
         )));
-        tasks.push(tokio::spawn(timers.run(
-            Duration::from_millis(bc.flush_delay_offset_interval),
+        tasks.push(tokio::spawn(deferred::run(
+            timers,
+            persist_every,
             stop.clone(),
         )));
         let check = TransactionCheckService::new(

@@ -12,15 +12,14 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use stellmq_remoting::protocol::message::{property, MessageRecord, Properties};
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessage};
-use tokio_util::sync::CancellationToken;
 
 use crate::context::now_ms;
+use crate::deferred::{self, DueDelivery};
 use crate::persist;
 
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
@@ -64,11 +63,8 @@ pub fn due_time(props: &Properties, now: i64, max_delay_sec: i64) -> Result<Opti
 
 /// Parks a send in the timer queue until `due`.
 pub fn to_timer(msg: &mut PutMessage, props: &mut Properties, due: i64) {
-    props.insert(property::REAL_TOPIC, msg.topic.clone());
-    props.insert(property::REAL_QID, msg.queue_id.to_string());
     props.insert(OUT_MS, due.to_string());
-    msg.topic = TIMER_TOPIC.to_owned();
-    msg.queue_id = 0;
+    deferred::park(msg, props, TIMER_TOPIC, 0);
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -197,12 +193,7 @@ impl TimerService {
             return true; // cleaned away: nothing left to deliver
         };
         let mut props = record.properties.clone();
-        let (Some(topic), Some(queue_id)) = (
-            props.remove(property::REAL_TOPIC),
-            props
-                .remove(property::REAL_QID)
-                .and_then(|q| q.parse::<i32>().ok()),
-        ) else {
+        let Some((topic, queue_id)) = deferred::take_real_target(&mut props) else {
             tracing::error!(offset, "timer message without REAL_TOPIC/REAL_QID skipped");
             return true;
         };
@@ -217,21 +208,14 @@ impl TimerService {
         }
         result.status.is_stored()
     }
+}
 
-    /// Delivers due timers every 100 ms and saves progress every `persist_every`, until `stop`.
-    pub async fn run(self: Arc<Self>, persist_every: Duration, stop: CancellationToken) {
-        let mut last_persist = tokio::time::Instant::now();
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-            self.tick().await;
-            if last_persist.elapsed() >= persist_every {
-                self.persist();
-                last_persist = tokio::time::Instant::now();
-            }
-        }
-        self.persist();
+impl DueDelivery for TimerService {
+    async fn deliver_due(&self) -> usize {
+        self.tick().await
+    }
+
+    fn persist(&self) {
+        TimerService::persist(self);
     }
 }

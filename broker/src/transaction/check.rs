@@ -276,14 +276,8 @@ impl TransactionCheckService {
             )),
             topic: None,
         };
-        if let Some(topic) = half.properties.get(property::REAL_TOPIC) {
-            half.topic = topic.to_owned();
-        }
-        if let Some(queue_id) = half
-            .properties
-            .get(property::REAL_QID)
-            .and_then(|q| q.parse().ok())
-        {
+        if let Some((topic, queue_id)) = crate::deferred::real_target(&half.properties) {
+            half.topic = topic;
             half.head.queue_id = queue_id;
         }
         half.version = MessageVersion::V1;

@@ -122,12 +122,7 @@ impl EndTransactionProcessor {
         half_phys_offset: i64,
     ) -> Result<ResponseCode, ProcessorError> {
         let mut props = half.properties.clone();
-        let (Some(topic), Some(queue_id)) = (
-            props.remove(property::REAL_TOPIC),
-            props
-                .remove(property::REAL_QID)
-                .and_then(|q| q.parse::<i32>().ok()),
-        ) else {
+        let Some((topic, queue_id)) = crate::deferred::take_real_target(&mut props) else {
             return Err(ProcessorError::system(
                 "the prepared message has no REAL_TOPIC/REAL_QID",
             ));

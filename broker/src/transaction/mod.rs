@@ -38,11 +38,8 @@ pub fn is_half_request(props: &Properties) -> bool {
 /// transaction bits become NOT (so the half queue indexes it) and it goes to queue 0 of
 /// the half topic.
 pub fn to_half(msg: &mut PutMessage, props: &mut Properties) {
-    props.insert(property::REAL_TOPIC, msg.topic.clone());
-    props.insert(property::REAL_QID, msg.queue_id.to_string());
     msg.sys_flag = sys_flag::with_transaction_type(msg.sys_flag, sys_flag::TRANSACTION_NOT_TYPE);
-    msg.topic = TRANS_HALF_TOPIC.to_owned();
-    msg.queue_id = 0;
+    crate::deferred::park(msg, props, TRANS_HALF_TOPIC, 0);
 }
 
 /// A stored record put again with `props`, to its own topic and queue.

@@ -338,10 +338,7 @@ impl SendProcessor {
         }
         let level = level.min(self.delay_levels);
         props.insert(property::DELAY, level.to_string());
-        props.insert(property::REAL_TOPIC, msg.topic.clone());
-        props.insert(property::REAL_QID, msg.queue_id.to_string());
-        msg.topic = topic::SCHEDULE_TOPIC.to_owned();
-        msg.queue_id = level - 1;
+        crate::deferred::park(msg, props, topic::SCHEDULE_TOPIC, level - 1);
     }
 
     async fn send_batch(
