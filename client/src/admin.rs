@@ -37,12 +37,7 @@ fn empty(code: RequestCode) -> RemotingCommand {
 impl AdminClient {
     /// `namesrv` is RocketMQ's `ip:port;ip:port` list.
     pub fn new(namesrv: &str) -> Result<Self, ClientError> {
-        let list: Vec<String> = namesrv
-            .split(';')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
+        let list = crate::instance::namesrv_list(namesrv);
         if list.is_empty() {
             return Err(ClientError::NoNameServer);
         }

@@ -38,6 +38,16 @@ pub(crate) struct ClientInstance {
     key: Key,
 }
 
+/// RocketMQ's `ip:port;ip:port` name-server list, blanks dropped.
+pub(crate) fn namesrv_list(addrs: &str) -> Vec<String> {
+    addrs
+        .split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 impl ClientInstance {
     /// The running instance for `namesrv` and `instance_name`, or a new one connected to the
     /// first name server (the local address it connects from names the client).

@@ -101,13 +101,7 @@ fn retriable(code: i32) -> bool {
 impl Producer {
     /// Connects to the name servers and starts heartbeats and route refreshes.
     pub async fn start(config: ProducerConfig) -> Result<Self, ClientError> {
-        let namesrv: Vec<String> = config
-            .namesrv_addr
-            .split(';')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
+        let namesrv = crate::instance::namesrv_list(&config.namesrv_addr);
         let instance = ClientInstance::obtain(&namesrv, &config.instance_name).await?;
         let local_ip = instance.local_ip;
         let client_id = instance.client_id.clone();

@@ -112,13 +112,7 @@ impl ConsumerCore {
         sink: Arc<dyn MessageSink>,
     ) -> Result<Arc<Self>, ClientError> {
         config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
-        let namesrv: Vec<String> = config
-            .namesrv_addr
-            .split(';')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
+        let namesrv = crate::instance::namesrv_list(&config.namesrv_addr);
         let instance = ClientInstance::obtain(&namesrv, &config.instance_name).await?;
         let client_id = instance.client_id.clone();
         let rebalance_now = Arc::new(Notify::new());
@@ -258,10 +252,23 @@ impl ConsumerCore {
             })
     }
 
+    /// Subscribes to every (topic, expression), then checks SQL92 selectors with the
+    /// brokers; a refused selector shuts this consumer down and is the error.
+    pub async fn subscribe_all(&self, subscriptions: &[(&str, &str)]) -> Result<(), ClientError> {
+        for (topic, expression) in subscriptions {
+            self.subscribe(topic, expression);
+        }
+        if let Err(e) = self.check_client_config().await {
+            self.shutdown().await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Before consuming with SQL92 selectors, asks every broker of the subscribed topics
     /// whether it serves them (CHECK_CLIENT_CONFIG), as Java clients do, so a broker without
     /// `enablePropertyFilter` or a malformed selector fails the start with the broker's reason.
-    pub async fn check_client_config(&self) -> Result<(), ClientError> {
+    async fn check_client_config(&self) -> Result<(), ClientError> {
         let subs: Vec<SubscriptionData> = self
             .subscriptions
             .read()

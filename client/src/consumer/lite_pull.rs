@@ -69,13 +69,7 @@ impl LitePullConsumer {
     ) -> Result<Self, ClientError> {
         let (tx, rx) = mpsc::channel(config.pull_threshold_for_queue.max(64));
         let core = ConsumerCore::new(config, Arc::new(ChannelSink { tx })).await?;
-        for (topic, expression) in subscriptions {
-            core.subscribe(topic, expression);
-        }
-        if let Err(e) = core.check_client_config().await {
-            core.shutdown().await;
-            return Err(e);
-        }
+        core.subscribe_all(subscriptions).await?;
         tokio::spawn(core.clone().run_background());
         Ok(Self {
             core,

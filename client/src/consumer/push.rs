@@ -257,13 +257,7 @@ impl PushConsumer {
             ));
         }
         let core = ConsumerCore::new(config, sink).await?;
-        for (topic, expression) in subscriptions {
-            core.subscribe(topic, expression);
-        }
-        if let Err(e) = core.check_client_config().await {
-            core.shutdown().await;
-            return Err(e);
-        }
+        core.subscribe_all(subscriptions).await?;
         tokio::spawn(core.clone().run_background());
         Ok(Self { core })
     }
