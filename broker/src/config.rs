@@ -84,6 +84,16 @@ properties_config! {
         compressed_register: bool = "compressedRegister" => false,
         force_register: bool = "forceRegister" => true,
         offset_check_in_slave: bool = "offsetCheckInSlave" => false,
+        /// Auto-creation (sends, heartbeats, pulls, send-backs) stops once the broker has
+        /// this many topics; mqadmin can still create more. (StellMQ key.)
+        auto_create_topic_limit: usize = "autoCreateTopicLimit" => 10_000,
+        /// Auto-creation of subscription groups stops at this many groups. (StellMQ key.)
+        auto_create_subscription_group_limit: usize = "autoCreateSubscriptionGroupLimit" => 10_000,
+        /// Messages one SEND_BATCH_MESSAGE may hold (its body is also bounded by
+        /// maxMessageSize). (StellMQ key.)
+        max_batch_message_count: usize = "maxBatchMessageCount" => 10_000,
+        /// Topics and groups auto-created per second at most, together. (StellMQ key.)
+        auto_create_rate_per_second: u32 = "autoCreateRatePerSecond" => 100,
     }
 }
 

@@ -2,13 +2,18 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 use stellmq_remoting::protocol::body::{
     DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper,
 };
+use stellmq_remoting::protocol::names::{self, NameError, SYSTEM_GROUP_PREFIX};
+use thiserror::Error;
 
-use crate::persist;
+use crate::context::now_ms;
+use crate::limits::{AutoCreateLimits, AutoCreateRefused};
+use crate::persist::{self, ConfigFile, Persisted};
 
 /// Groups created at startup (spec 7.5); the last four may consume in broadcast mode.
 const SYSTEM_GROUPS: &[&str] = &[
@@ -21,21 +26,45 @@ const SYSTEM_GROUPS: &[&str] = &[
     "CID_ONSAPI_OWNER",
 ];
 
+/// Whether `group` is one of the broker's own (built in, or `CID_RMQ_SYS_...`): clients
+/// may not delete it, nor consume or commit offsets with the broker's internal groups.
+pub fn is_system_group(group: &str) -> bool {
+    SYSTEM_GROUPS.contains(&group) || is_internal_group(group)
+}
+
+/// Groups the broker itself consumes with (transaction checks).
+pub fn is_internal_group(group: &str) -> bool {
+    group.starts_with(SYSTEM_GROUP_PREFIX)
+}
+
+/// Why a group could not be found or created.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum GroupError {
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error(transparent)]
+    Limit(#[from] AutoCreateRefused),
+    #[error("subscription group {0} does not exist and autoCreateSubscriptionGroup is off")]
+    NotExist(String),
+    #[error("the group {0} is reserved for the broker")]
+    Reserved(String),
+}
+
 pub struct SubscriptionGroupManager {
-    path: PathBuf,
+    file: ConfigFile,
     table: RwLock<BTreeMap<String, SubscriptionGroupConfig>>,
     version: RwLock<DataVersion>,
     auto_create: bool,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    limits: Arc<AutoCreateLimits>,
 }
 
 impl SubscriptionGroupManager {
-    pub fn load(path: PathBuf, auto_create: bool) -> std::io::Result<Self> {
+    /// Loads `subscriptionGroup.json` (blocking); later writes go through the writer task.
+    pub fn load(
+        path: PathBuf,
+        auto_create: bool,
+        limits: Arc<AutoCreateLimits>,
+    ) -> std::io::Result<Self> {
         let loaded: SubscriptionGroupWrapper = persist::load(&path)?.unwrap_or_default();
         let mut table = loaded.subscription_group_table;
         for group in SYSTEM_GROUPS {
@@ -48,12 +77,13 @@ impl SubscriptionGroupManager {
             version = DataVersion::new(now_ms());
         }
         let manager = Self {
-            path,
+            file: ConfigFile::new(path),
             table: RwLock::new(table),
             version: RwLock::new(version),
             auto_create,
+            limits,
         };
-        manager.persist();
+        manager.file.mark_changed();
         Ok(manager)
     }
 
@@ -61,34 +91,47 @@ impl SubscriptionGroupManager {
         self.table.read().get(group).cloned()
     }
 
-    /// The group's config, auto-created with defaults when allowed (spec 7.7).
-    pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+    /// The group's config, auto-created with defaults when allowed (spec 7.7), for a
+    /// client's pull, heartbeat or send-back.
+    pub fn find_or_create(&self, group: &str) -> Result<SubscriptionGroupConfig, GroupError> {
         if let Some(config) = self.get(group) {
-            return Some(config);
+            return Ok(config);
         }
-        if !self.auto_create || group.trim().is_empty() {
-            return None;
+        names::check_group(group)?;
+        if !self.auto_create {
+            return Err(GroupError::NotExist(group.to_owned()));
         }
+        if is_internal_group(group) {
+            return Err(GroupError::Reserved(group.to_owned()));
+        }
+        self.limits.admit_group(self.table.read().len())?;
         let config = SubscriptionGroupConfig::new(group);
         tracing::info!(event = "GROUP_CREATED", %group, "subscription group auto-created");
         self.table.write().insert(group.to_owned(), config.clone());
         self.changed();
-        Some(config)
+        Ok(config)
     }
 
-    pub fn update(&self, config: SubscriptionGroupConfig) {
+    /// Creates or replaces a group (admin); the generation to wait for.
+    pub fn update(&self, config: SubscriptionGroupConfig) -> Result<u64, GroupError> {
+        names::check_group(&config.group_name)?;
         tracing::info!(event = "GROUP_UPDATED", group = %config.group_name, "subscription group created or updated");
         self.table.write().insert(config.group_name.clone(), config);
-        self.changed();
+        Ok(self.changed())
     }
 
-    pub fn delete(&self, group: &str) -> bool {
+    /// Removes a group; the generation to wait for, or `None` if it did not exist.
+    pub fn delete(&self, group: &str) -> Option<u64> {
         let removed = self.table.write().remove(group).is_some();
-        if removed {
+        removed.then(|| {
             tracing::info!(event = "GROUP_DELETED", %group, "subscription group deleted");
-            self.changed();
-        }
-        removed
+            self.changed()
+        })
+    }
+
+    /// Waits until the change of `generation` is in subscriptionGroup.json.
+    pub async fn persisted(&self, generation: u64) -> bool {
+        self.file.written(generation, persist::WRITE_WAIT).await
     }
 
     pub fn wrapper(&self) -> SubscriptionGroupWrapper {
@@ -98,25 +141,40 @@ impl SubscriptionGroupManager {
         }
     }
 
-    /// A slave takes its master's groups when their version changed (spec 9.4).
-    pub fn replace_from_master(&self, master: SubscriptionGroupWrapper) -> bool {
+    /// A slave takes its master's groups when their version changed (spec 9.4); groups
+    /// whose names are not valid are left out.
+    pub fn replace_from_master(&self, mut master: SubscriptionGroupWrapper) -> bool {
         if *self.version.read() == master.data_version {
             return false;
         }
+        master
+            .subscription_group_table
+            .retain(|name, _| names::check_group(name).is_ok());
         *self.table.write() = master.subscription_group_table;
         *self.version.write() = master.data_version;
-        self.persist();
+        self.file.mark_changed();
         true
     }
 
-    fn changed(&self) {
+    fn changed(&self) -> u64 {
         self.version.write().next(now_ms());
-        self.persist();
+        self.file.mark_changed()
     }
 
+    /// Writes subscriptionGroup.json now (blocking; shutdown).
     pub fn persist(&self) {
-        if let Err(e) = persist::store(&self.path, &self.wrapper()) {
-            tracing::error!(file = %self.path.display(), error = %e, "cannot persist subscriptionGroup.json");
+        if let Err(e) = self.write_file() {
+            tracing::error!(file = %self.file.path().display(), error = %e, "cannot persist subscriptionGroup.json");
         }
+    }
+}
+
+impl Persisted for SubscriptionGroupManager {
+    fn config_file(&self) -> &ConfigFile {
+        &self.file
+    }
+
+    fn write_file(&self) -> std::io::Result<()> {
+        persist::store(self.file.path(), &self.wrapper())
     }
 }

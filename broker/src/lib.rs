@@ -12,6 +12,7 @@ pub mod deferred;
 pub mod filter;
 pub mod group;
 pub mod ha;
+pub mod limits;
 pub mod offset;
 mod persist;
 pub mod processor;

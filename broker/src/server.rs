@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 use stellmq_remoting::net::{
-    Channel, ConnectionListener, Lane, RemotingServer, ServerConfig, ServerHandle,
+    Channel, ConnectionListener, Lane, RemotingServer, RequestProcessor, ServerConfig, ServerHandle,
 };
 use stellmq_remoting::protocol::RequestCode;
 use stellmq_store::{MessageStore, StoreError};
@@ -21,14 +21,16 @@ use crate::context::{now_ms, BrokerIdentity};
 use crate::deferred;
 use crate::group::SubscriptionGroupManager;
 use crate::ha::{HaMaster, HaSlave};
+use crate::limits::AutoCreateLimits;
 use crate::offset::ConsumerOffsetManager;
-use crate::persist::config_path;
+use crate::persist::{self, config_path};
 use crate::processor::admin::{
     config::ConfigAdminProcessor, group::GroupAdminProcessor, offset::OffsetAdminProcessor,
     stats::StatsAdminProcessor, topic::TopicAdminProcessor,
 };
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
+use crate::processor::guard::Guarded;
 use crate::processor::pull::{PullCore, PullHoldService, PullProcessor};
 use crate::processor::query::QueryProcessor;
 use crate::processor::send::{SendProcessor, SendProcessorHandle};
@@ -147,12 +149,21 @@ impl BrokerHandle {
         }
         self.registrar.unregister_all().await;
         self.server.shutdown().await;
-        self.offsets.persist();
-        self.schedule.persist();
-        self.topics.persist();
-        self.groups.persist();
-        let store = self.store;
-        let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        let (offsets, schedule, topics, groups, store) = (
+            self.offsets,
+            self.schedule,
+            self.topics,
+            self.groups,
+            self.store,
+        );
+        let _ = tokio::task::spawn_blocking(move || {
+            offsets.persist();
+            schedule.persist();
+            topics.persist();
+            groups.persist();
+            store.shutdown();
+        })
+        .await;
         tracing::info!(event = "BROKER_STOPPED", "broker stopped");
     }
 }
@@ -234,10 +245,16 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     );
     let stop = CancellationToken::new();
     let root = config.store.store_path_root_dir.clone();
-    let topics = Arc::new(
-        TopicConfigManager::load(config_path(&root, "topics.json"), &bc, delay_levels)
-            .map_err(io("topics.json"))?,
-    );
+    let limits = Arc::new(AutoCreateLimits::from_config(&bc));
+    let (topics, groups) = {
+        let (root, bc, limits) = (root.clone(), bc.clone(), limits.clone());
+        tokio::task::spawn_blocking(move || load_tables(&root, &bc, delay_levels, limits))
+            .await
+            .map_err(|e| BrokerError::Io {
+                what: "config files".into(),
+                source: std::io::Error::other(e.to_string()),
+            })??
+    };
     store.set_replica(!is_master);
     let ha_master = ha_listener.map(|l| HaMaster::start(store.clone(), l, stop.clone()));
     let ha_slave = (!is_master).then(|| {
@@ -252,13 +269,6 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         }
         slave
     });
-    let groups = Arc::new(
-        SubscriptionGroupManager::load(
-            config_path(&root, "subscriptionGroup.json"),
-            bc.auto_create_subscription_group,
-        )
-        .map_err(io("subscriptionGroup.json"))?,
-    );
     let offsets = Arc::new(
         ConsumerOffsetManager::load(config_path(&root, "consumerOffset.json"))
             .map_err(io("consumerOffset.json"))?,
@@ -295,6 +305,9 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     let hold = PullHoldService::new(pull_core, tokio::runtime::Handle::current());
     store.set_arriving_listener(hold.clone());
 
+    // Every processor sits behind the check of the names its requests carry.
+    let guarded =
+        |p: Arc<dyn RequestProcessor>| -> Arc<dyn RequestProcessor> { Arc::new(Guarded(p)) };
     let mut server = RemotingServer::new(ServerConfig {
         listen_addr,
         idle_timeout: Duration::from_secs(bc.server_channel_max_idle_time_seconds.max(1)),
@@ -347,31 +360,31 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::SEND_REPLY_MESSAGE,
                 RequestCode::SEND_REPLY_MESSAGE_V2,
             ],
-            send,
+            guarded(send),
             send_lane,
         )
         .register(
             &[RequestCode::END_TRANSACTION],
-            Arc::new(EndTransactionProcessor {
+            guarded(Arc::new(EndTransactionProcessor {
                 identity: identity.clone(),
                 store: store.clone(),
                 writer: writer.clone(),
                 topics: topics.clone(),
                 resolved: resolved_transactions.clone(),
-            }),
+            })),
             end_transaction_lane,
         )
         .register(
             &[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE],
-            Arc::new(PullProcessor { hold: hold.clone() }),
+            guarded(Arc::new(PullProcessor { hold: hold.clone() })),
             pull_lane,
         )
         .register(
             &[RequestCode::QUERY_MESSAGE, RequestCode::VIEW_MESSAGE_BY_ID],
-            Arc::new(QueryProcessor {
+            guarded(Arc::new(QueryProcessor {
                 store: store.clone(),
                 default_query_max_num: bc.default_query_max_num,
-            }),
+            })),
             query_lane,
         )
         .register(
@@ -380,14 +393,14 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::UNREGISTER_CLIENT,
                 RequestCode::CHECK_CLIENT_CONFIG,
             ],
-            Arc::new(ClientManageProcessor {
+            guarded(Arc::new(ClientManageProcessor {
                 consumers: consumers.clone(),
                 producers: producers.clone(),
                 groups: groups.clone(),
                 topics: topics.clone(),
                 notify_enabled: bc.notify_consumer_ids_changed_enable,
                 property_filter_enabled: bc.enable_property_filter,
-            }),
+            })),
             client_lane,
         )
         .register(
@@ -402,12 +415,14 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::SEARCH_OFFSET_BY_TIMESTAMP,
                 RequestCode::GET_EARLIEST_MSG_STORETIME,
             ],
-            Arc::new(ConsumerManageProcessor {
+            guarded(Arc::new(ConsumerManageProcessor {
                 consumers: consumers.clone(),
+                topics: topics.clone(),
+                groups: groups.clone(),
                 offsets: offsets.clone(),
                 store: store.clone(),
                 locks,
-            }),
+            })),
             consumer_lane,
         )
         .register(
@@ -418,12 +433,12 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::GET_TOPIC_STATS_INFO,
                 RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
             ],
-            Arc::new(TopicAdminProcessor {
+            guarded(Arc::new(TopicAdminProcessor {
                 identity: identity.clone(),
                 topics: topics.clone(),
                 offsets: offsets.clone(),
                 store: store.clone(),
-            }),
+            })),
             admin_lane.clone(),
         )
         .register(
@@ -432,11 +447,11 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::DELETE_SUBSCRIPTIONGROUP,
                 RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
             ],
-            Arc::new(GroupAdminProcessor {
+            guarded(Arc::new(GroupAdminProcessor {
                 groups: groups.clone(),
                 offsets: offsets.clone(),
                 is_slave: !is_master,
-            }),
+            })),
             admin_lane.clone(),
         )
         .register(
@@ -450,14 +465,14 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::CLONE_GROUP_OFFSET,
                 RequestCode::QUERY_CONSUME_QUEUE,
             ],
-            Arc::new(OffsetAdminProcessor {
+            guarded(Arc::new(OffsetAdminProcessor {
                 identity: identity.clone(),
                 offsets: offsets.clone(),
                 consumers: consumers.clone(),
                 topics: topics.clone(),
                 store: store.clone(),
                 schedule: schedule.clone(),
-            }),
+            })),
             admin_lane.clone(),
         )
         .register(
@@ -468,7 +483,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::GET_CONSUMER_RUNNING_INFO,
                 RequestCode::VIEW_BROKER_STATS_DATA,
             ],
-            Arc::new(StatsAdminProcessor {
+            guarded(Arc::new(StatsAdminProcessor {
                 store: store.clone(),
                 consumers: consumers.clone(),
                 producers: producers.clone(),
@@ -477,7 +492,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 ha_master: ha_master.clone(),
                 ha_slave: ha_slave.clone(),
                 traffic: traffic.clone(),
-            }),
+            })),
             admin_lane.clone(),
         )
         .register(
@@ -485,11 +500,11 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 RequestCode::UPDATE_BROKER_CONFIG,
                 RequestCode::GET_BROKER_CONFIG,
             ],
-            Arc::new(ConfigAdminProcessor {
+            guarded(Arc::new(ConfigAdminProcessor {
                 broker: shared_config.clone(),
                 store: config.store.clone(),
                 topics: topics.clone(),
-            }),
+            })),
             admin_lane,
         )
         .add_listener(Arc::new(ClientChannelWatcher {
@@ -513,6 +528,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     ));
     registrar.register_initially().await;
     let mut tasks = vec![
+        tokio::spawn(persist::run_writer(topics.clone(), stop.clone())),
+        tokio::spawn(persist::run_writer(groups.clone(), stop.clone())),
         tokio::spawn(registrar.clone().run(stop.clone())),
         tokio::spawn(traffic.run(stop.clone())),
         tokio::spawn(hold.clone().run(stop.clone())),
@@ -590,6 +607,29 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         stop,
         tasks,
     })
+}
+
+/// Loads topics.json and subscriptionGroup.json (blocking).
+fn load_tables(
+    root: &std::path::Path,
+    bc: &crate::config::BrokerConfig,
+    delay_levels: usize,
+    limits: Arc<AutoCreateLimits>,
+) -> Result<(Arc<TopicConfigManager>, Arc<SubscriptionGroupManager>), BrokerError> {
+    let topics = TopicConfigManager::load(
+        config_path(root, "topics.json"),
+        bc,
+        delay_levels,
+        limits.clone(),
+    )
+    .map_err(io("topics.json"))?;
+    let groups = SubscriptionGroupManager::load(
+        config_path(root, "subscriptionGroup.json"),
+        bc.auto_create_subscription_group,
+        limits,
+    )
+    .map_err(io("subscriptionGroup.json"))?;
+    Ok((Arc::new(topics), Arc::new(groups)))
 }
 
 /// RocketMQ's VIP channel: the same service on listenPort - 2, which Java clients before

@@ -8,10 +8,14 @@ use parking_lot::RwLock;
 use stellmq_remoting::protocol::body::{
     perm, DataVersion, TopicConfig, TopicConfigSerializeWrapper,
 };
+use stellmq_remoting::protocol::names::{self, NameError, SYSTEM_TOPIC_PREFIX};
+use thiserror::Error;
 use tokio::sync::Notify;
 
 use crate::config::BrokerConfig;
-use crate::persist;
+use crate::context::now_ms;
+use crate::limits::{AutoCreateLimits, AutoCreateRefused};
+use crate::persist::{self, ConfigFile, Persisted};
 
 pub const AUTO_CREATE_TOPIC_KEY: &str = "TBW102";
 pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
@@ -21,11 +25,9 @@ pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
 pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
-pub const RETRY_PREFIX: &str = "%RETRY%";
-pub const DLQ_PREFIX: &str = "%DLQ%";
-pub const MAX_TOPIC_LENGTH: usize = 127;
+pub use stellmq_remoting::protocol::names::{DLQ_PREFIX, RETRY_PREFIX};
 
-/// Topics producers may not send to (spec 7.5).
+/// Topics producers may not send to (spec 7.5), besides every `rmq_sys_` topic.
 pub const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[
     SCHEDULE_TOPIC,
     TRANS_HALF_TOPIC,
@@ -33,60 +35,44 @@ pub const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[
     TRANS_CHECK_MAX_TIME_TOPIC,
     SELF_TEST_TOPIC,
     OFFSET_MOVED_EVENT,
-    crate::timer::TIMER_TOPIC,
 ];
 
-pub fn retry_topic(group: &str) -> String {
-    format!("{RETRY_PREFIX}{group}")
+/// Whether producers may not send to `topic`.
+pub fn is_not_allowed_send_topic(topic: &str) -> bool {
+    NOT_ALLOWED_SEND_TOPICS.contains(&topic) || topic.starts_with(SYSTEM_TOPIC_PREFIX)
 }
 
-pub fn dlq_topic(group: &str) -> String {
-    format!("{DLQ_PREFIX}{group}")
-}
-
-/// Why a topic name is unusable, if it is (RocketMQ's rules and remarks).
-pub fn validate_topic_name(topic: &str) -> Option<String> {
-    if topic.trim().is_empty() {
-        return Some("The specified topic is blank.".into());
-    }
-    if !topic
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-'))
-    {
-        return Some(format!(
-            "The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-        ));
-    }
-    if topic.len() > MAX_TOPIC_LENGTH {
-        return Some(format!(
-            "The specified topic is longer than topic max length {MAX_TOPIC_LENGTH}."
-        ));
-    }
-    None
+/// Why a topic could not be created.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CreateTopicError {
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error(transparent)]
+    Limit(#[from] AutoCreateRefused),
+    /// The template does not exist or does not allow inheriting (spec 7.6).
+    #[error("the topic cannot be auto-created from its template {0}")]
+    NoTemplate(String),
 }
 
 pub struct TopicConfigManager {
-    path: PathBuf,
+    file: ConfigFile,
     table: RwLock<BTreeMap<String, TopicConfig>>,
     version: RwLock<DataVersion>,
     system_topics: Vec<String>,
     auto_create_enabled: bool,
+    limits: Arc<AutoCreateLimits>,
     /// Signalled when the name servers should hear about a change now.
     pub register_now: Arc<Notify>,
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 impl TopicConfigManager {
-    /// Loads `topics.json` and makes sure the system topics exist.
+    /// Loads `topics.json` (blocking) and makes sure the system topics exist; the file is
+    /// rewritten by the writer task ([`persist::run_writer`]).
     pub fn load(
         path: PathBuf,
         config: &BrokerConfig,
         delay_levels: usize,
+        limits: Arc<AutoCreateLimits>,
     ) -> std::io::Result<Self> {
         let loaded: Option<TopicConfigSerializeWrapper> = persist::load(&path)?;
         let loaded = loaded.unwrap_or_default();
@@ -148,14 +134,15 @@ impl TopicConfigManager {
             version = DataVersion::new(now_ms());
         }
         let manager = Self {
-            path,
+            file: ConfigFile::new(path),
             table: RwLock::new(table),
             version: RwLock::new(version),
             system_topics: system,
             auto_create_enabled: config.auto_create_topic_enable,
+            limits,
             register_now: Arc::new(Notify::new()),
         };
-        manager.persist();
+        manager.file.mark_changed();
         Ok(manager)
     }
 
@@ -163,30 +150,60 @@ impl TopicConfigManager {
         self.table.read().get(topic).cloned()
     }
 
-    pub fn is_system_topic(&self, topic: &str) -> bool {
-        self.system_topics.iter().any(|t| t == topic) || NOT_ALLOWED_SEND_TOPICS.contains(&topic)
+    pub fn contains(&self, topic: &str) -> bool {
+        self.table.read().contains_key(topic)
     }
 
-    /// Creates or replaces a topic (admin), persists and asks for re-registration.
-    pub fn update(&self, config: TopicConfig) {
+    pub fn len(&self) -> usize {
+        self.table.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.read().is_empty()
+    }
+
+    /// Topics created at startup, the fixed system topics and every `rmq_sys_` topic:
+    /// admins may neither create nor delete them.
+    pub fn is_system_topic(&self, topic: &str) -> bool {
+        self.system_topics.iter().any(|t| t == topic) || is_not_allowed_send_topic(topic)
+    }
+
+    /// Creates or replaces a topic (admin); returns the generation to wait for with
+    /// [`TopicConfigManager::persisted`].
+    pub fn update(&self, config: TopicConfig) -> Result<u64, CreateTopicError> {
+        names::check_topic(&config.topic_name)?;
+        Ok(self.insert(config))
+    }
+
+    fn insert(&self, config: TopicConfig) -> u64 {
         tracing::info!(event = "TOPIC_CREATED", topic = %config.topic_name, read = config.read_queue_nums, write = config.write_queue_nums, perm = config.perm, "topic created or updated");
         self.table.write().insert(config.topic_name.clone(), config);
-        self.changed();
+        self.changed()
     }
 
-    pub fn delete(&self, topic: &str) -> bool {
+    /// Removes a topic; the generation to wait for, or `None` if it did not exist.
+    pub fn delete(&self, topic: &str) -> Option<u64> {
         let removed = self.table.write().remove(topic).is_some();
-        if removed {
+        removed.then(|| {
             tracing::info!(event = "TOPIC_DELETED", %topic, "topic deleted");
-            self.changed();
-        }
-        removed
+            self.changed()
+        })
     }
 
-    fn changed(&self) {
+    fn changed(&self) -> u64 {
         self.version.write().next(now_ms());
-        self.persist();
         self.register_now.notify_one();
+        self.file.mark_changed()
+    }
+
+    /// Waits until the change of `generation` is in topics.json (false after a while).
+    pub async fn persisted(&self, generation: u64) -> bool {
+        self.file.written(generation, persist::WRITE_WAIT).await
+    }
+
+    /// Waits until every change so far is in topics.json (false after a while).
+    pub async fn persisted_all(&self) -> bool {
+        self.persisted(self.file.generation()).await
     }
 
     /// Auto-creates `topic` from the template `default_topic` on a send (spec 7.6).
@@ -196,34 +213,54 @@ impl TopicConfigManager {
         default_topic: &str,
         queue_nums: i32,
         topic_sys_flag: i32,
-    ) -> Option<TopicConfig> {
+    ) -> Result<TopicConfig, CreateTopicError> {
         if let Some(existing) = self.get(topic) {
-            return Some(existing);
+            return Ok(existing);
         }
-        let template = self.get(default_topic)?;
+        names::check_topic(topic)?;
+        let no_template = || CreateTopicError::NoTemplate(default_topic.to_owned());
+        let template = self.get(default_topic).ok_or_else(no_template)?;
         if default_topic == AUTO_CREATE_TOPIC_KEY && !self.auto_create_enabled {
-            return None;
+            return Err(no_template());
         }
         if !perm::is_inherited(template.perm) {
             tracing::warn!(%topic, template = %default_topic, "auto-create refused: the template topic does not allow inheriting");
-            return None;
+            return Err(no_template());
         }
+        self.limits.admit_topic(self.len())?;
         let queues = queue_nums.min(template.write_queue_nums).max(1);
         let mut config =
             TopicConfig::with_queues(topic, queues, queues, template.perm & !perm::INHERIT);
         config.topic_filter_type = template.topic_filter_type.clone();
         config.topic_sys_flag = topic_sys_flag;
-        self.update(config.clone());
-        Some(config)
+        self.insert(config.clone());
+        Ok(config)
     }
 
-    /// Creates a retry or DLQ topic if missing.
-    pub fn ensure_topic(&self, topic: &str, queue_nums: i32, perm: i32) -> TopicConfig {
+    /// Creates a retry or DLQ topic a client's action needs, within the auto-create limits.
+    pub fn auto_create(
+        &self,
+        topic: &str,
+        queue_nums: i32,
+        perm: i32,
+    ) -> Result<TopicConfig, CreateTopicError> {
+        if let Some(existing) = self.get(topic) {
+            return Ok(existing);
+        }
+        names::check_topic(topic)?;
+        self.limits.admit_topic(self.len())?;
+        let config = TopicConfig::with_queues(topic, queue_nums, queue_nums, perm);
+        self.insert(config.clone());
+        Ok(config)
+    }
+
+    /// Creates one of the broker's own topics (transactions, timers) if missing; no limits.
+    pub fn ensure_internal_topic(&self, topic: &str, queue_nums: i32, perm: i32) -> TopicConfig {
         if let Some(existing) = self.get(topic) {
             return existing;
         }
         let config = TopicConfig::with_queues(topic, queue_nums, queue_nums, perm);
-        self.update(config.clone());
+        self.insert(config.clone());
         config
     }
 
@@ -251,21 +288,39 @@ impl TopicConfigManager {
         }
     }
 
-    /// A slave takes its master's topics when their version changed (spec 9.4).
-    pub fn replace_from_master(&self, master: TopicConfigSerializeWrapper) -> bool {
+    /// A slave takes its master's topics when their version changed (spec 9.4); topics
+    /// whose names are not valid are left out.
+    pub fn replace_from_master(&self, mut master: TopicConfigSerializeWrapper) -> bool {
         if *self.version.read() == master.data_version {
             return false;
         }
+        master.topic_config_table.retain(|name, _| {
+            let valid = names::check_topic(name).is_ok();
+            if !valid {
+                tracing::warn!(topic = %name, "master's topic with an invalid name ignored");
+            }
+            valid
+        });
         *self.table.write() = master.topic_config_table;
         *self.version.write() = master.data_version;
-        self.persist();
+        self.file.mark_changed();
         true
     }
 
+    /// Writes topics.json now (blocking; shutdown).
     pub fn persist(&self) {
-        let wrapper = self.wrapper(None);
-        if let Err(e) = persist::store(&self.path, &wrapper) {
-            tracing::error!(file = %self.path.display(), error = %e, "cannot persist topics.json");
+        if let Err(e) = self.write_file() {
+            tracing::error!(file = %self.file.path().display(), error = %e, "cannot persist topics.json");
         }
+    }
+}
+
+impl Persisted for TopicConfigManager {
+    fn config_file(&self) -> &ConfigFile {
+        &self.file
+    }
+
+    fn write_file(&self) -> std::io::Result<()> {
+        persist::store(self.file.path(), &self.wrapper(None))
     }
 }

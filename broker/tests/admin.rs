@@ -245,6 +245,8 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
 #[tokio::test]
 async fn orderly_queue_locks_are_exclusive() {
     let stack = Stack::start().await;
+    // Locks are only kept for queues that exist.
+    assert_eq!(stack.send("O", 0, "first", &[]).await.code, 0);
     let mq = MessageQueue {
         broker_name: "broker-a".into(),
         queue_id: 0,
@@ -285,6 +287,20 @@ async fn orderly_queue_locks_are_exclusive() {
         0
     );
     assert_eq!(locked(stack.call(lock("b")).await), vec![mq]);
+    let ghost = LockBatchRequestBody {
+        consumer_group: "og".into(),
+        client_id: "a".into(),
+        mq_set: vec![MessageQueue {
+            broker_name: "broker-a".into(),
+            queue_id: 0,
+            topic: "NoSuchTopic".into(),
+        }],
+        only_this_broker: false,
+    };
+    let r = stack
+        .call(request(RequestCode::LOCK_BATCH_MQ, &[]).with_body(fastjson::encode(&ghost)))
+        .await;
+    assert!(locked(r).is_empty(), "a queue of no topic is never locked");
     stack.stop().await;
 }
 

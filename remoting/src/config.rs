@@ -325,7 +325,12 @@ pub fn write_atomically(path: &std::path::Path, content: &[u8]) -> std::io::Resu
     if path.exists() {
         std::fs::copy(path, with_suffix(path, ".bak"))?;
     }
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    // The rename is only durable once the directory entry is.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Reads a config file, falling back to `<file>.bak` when the file is missing or `parse`

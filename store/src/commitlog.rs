@@ -13,6 +13,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use stellmq_remoting::protocol::message::record::{self, encode_record, RecordHead, BLANK_MAGIC};
 use stellmq_remoting::protocol::message::{body_crc, sys_flag, MessageVersion};
+use stellmq_remoting::protocol::names;
 
 use crate::consume_queue::ConsumeQueueStore;
 use crate::error::StoreError;
@@ -130,8 +131,11 @@ impl CommitLog {
             if m.properties.len() > record::MAX_PROPERTIES_LEN {
                 return Err(AppendError::PropertiesTooLong);
             }
-            if m.topic.len() > i16::MAX as usize {
-                return Err(AppendError::MessageIllegal("topic too long".into()));
+            if !names::is_safe_file_name(&m.topic) {
+                return Err(AppendError::MessageIllegal(format!(
+                    "topic {:?} is not a valid topic name",
+                    m.topic
+                )));
             }
             lens.push(record::record_len(
                 &m.born_host,

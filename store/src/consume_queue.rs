@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use stellmq_remoting::protocol::names;
 
 use crate::error::{IoContext, StoreError};
 use crate::segments::SegmentQueue;
@@ -331,6 +332,9 @@ impl ConsumeQueueStore {
         if let Some(cq) = self.find(topic, queue_id) {
             return Ok(cq);
         }
+        if !names::is_safe_file_name(topic) || queue_id < 0 {
+            return Err(StoreError::UnsafeName(format!("{topic}/{queue_id}")));
+        }
         let mut queues = self.queues.write();
         let by_id = queues.entry(topic.to_owned()).or_default();
         if let Some(cq) = by_id.get(&queue_id) {
@@ -373,6 +377,9 @@ impl ConsumeQueueStore {
 
     /// Removes a topic's queues and files.
     pub fn delete_topic(&self, topic: &str) -> Result<Vec<i32>, StoreError> {
+        if !names::is_safe_file_name(topic) {
+            return Err(StoreError::UnsafeName(topic.to_owned()));
+        }
         let removed = self.queues.write().remove(topic).unwrap_or_default();
         for cq in removed.values() {
             cq.destroy()?;

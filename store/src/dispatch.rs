@@ -156,11 +156,22 @@ impl Dispatcher {
         listener: Option<&dyn MessageArrivingListener>,
     ) -> Result<(), StoreError> {
         if req.to_consume_queue {
-            let cq = queues.find_or_create(&req.topic, req.queue_id)?;
-            cq.put(req.queue_offset, req.phys_offset, req.size, req.tags_code)?;
+            match queues.find_or_create(&req.topic, req.queue_id) {
+                Ok(cq) => cq.put(req.queue_offset, req.phys_offset, req.size, req.tags_code)?,
+                // A record no queue can hold (only a foreign or corrupt log has one): skip
+                // it rather than stop dispatching for everyone.
+                Err(StoreError::UnsafeName(name)) => {
+                    tracing::error!(offset = req.phys_offset, queue = %name, "record names no valid queue; not dispatched");
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
         }
         if self.index_enabled && req.to_index {
-            index.put(&req.keys, req.phys_offset, req.store_timestamp)?;
+            // The index only serves key lookups: losing an entry must not stop consumption.
+            if let Err(e) = index.put(&req.keys, req.phys_offset, req.store_timestamp) {
+                tracing::error!(offset = req.phys_offset, error = %e, "cannot index a message; its keys will not be found");
+            }
         }
         self.last_store_timestamp
             .store(req.store_timestamp, Ordering::Release);

@@ -595,3 +595,27 @@ async fn async_flush_waits_for_its_interval_unless_untimed() {
         store.shutdown();
     }
 }
+
+#[tokio::test]
+async fn topic_names_never_leave_the_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    let store = MessageStore::open(small_config(&dir.path().join("store"))).expect("open");
+    for topic in ["../outside", "a/b", "..", ""] {
+        let r = store.put_message(message(topic, 0, b"x", "", "")).await;
+        assert_eq!(r.status, PutMessageStatus::MessageIllegal, "{topic:?}");
+        assert!(
+            matches!(
+                store.delete_topic(topic),
+                Err(stellmq_store::StoreError::UnsafeName(_))
+            ),
+            "{topic:?}"
+        );
+    }
+    assert!(outside.exists(), "nothing outside the store was touched");
+    let r = store.put_message(message("Fine", 0, b"x", "", "")).await;
+    assert!(r.is_ok());
+    assert!(store.wait_dispatched(std::time::Duration::from_secs(5)));
+    assert_eq!(read_all(&store, "Fine", 0).len(), 1);
+}

@@ -8,6 +8,7 @@ use stellmq_remoting::net::{
 };
 use stellmq_remoting::protocol::body::{fastjson, perm, HeartbeatData, SubscriptionData};
 use stellmq_remoting::protocol::headers::UnregisterClientRequestHeader;
+use stellmq_remoting::protocol::names;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::header;
@@ -15,7 +16,7 @@ use crate::clients::{ClientChannel, ConsumerManager, ConsumerRegistration, Produ
 use crate::filter::sql92::Selector;
 use crate::filter::{self, FilterError};
 use crate::group::SubscriptionGroupManager;
-use crate::topic::{self, TopicConfigManager};
+use crate::topic::{CreateTopicError, TopicConfigManager};
 
 /// CHECK_CLIENT_CONFIG's body.
 #[derive(Debug, serde::Deserialize)]
@@ -46,16 +47,26 @@ impl ClientManageProcessor {
             last_update: Instant::now(),
         };
         for consumer in data.consumer_data_set {
-            let Some(group) = self.groups.find_or_create(&consumer.group_name) else {
-                tracing::debug!(group = %consumer.group_name, "heartbeat for an unknown group skipped (autoCreateSubscriptionGroup=false)");
-                continue;
+            let group = match self.groups.find_or_create(&consumer.group_name) {
+                Ok(group) => group,
+                Err(e) => {
+                    tracing::debug!(peer = %ctx.channel.peer(), error = %e, "heartbeat for a group that cannot be used skipped");
+                    continue;
+                }
             };
             if group.retry_queue_nums > 0 {
-                self.topics.ensure_topic(
-                    &topic::retry_topic(&group.group_name),
-                    group.retry_queue_nums,
-                    perm::READ | perm::WRITE,
-                );
+                let retry = names::retry_topic(&group.group_name)
+                    .map_err(CreateTopicError::from)
+                    .and_then(|t| {
+                        self.topics.auto_create(
+                            &t,
+                            group.retry_queue_nums,
+                            perm::READ | perm::WRITE,
+                        )
+                    });
+                if let Err(e) = retry {
+                    tracing::warn!(group = %group.group_name, error = %e, "cannot create the group's retry topic");
+                }
             }
             let changed = self.consumers.register(
                 &consumer.group_name,
@@ -79,8 +90,10 @@ impl ClientManageProcessor {
             }
         }
         for producer in data.producer_data_set {
-            self.producers
-                .register(&producer.group_name, client.clone());
+            if names::check_group(&producer.group_name).is_ok() {
+                self.producers
+                    .register(&producer.group_name, client.clone());
+            }
         }
         Ok(Some(request.success_to()))
     }

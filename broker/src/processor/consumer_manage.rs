@@ -19,15 +19,20 @@ use stellmq_remoting::protocol::headers::{
     OffsetResponseHeader, QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 };
+use stellmq_remoting::protocol::names::NameKind;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageStore;
 
-use super::header;
+use super::{guard, header};
 use crate::clients::ConsumerManager;
+use crate::group::{is_internal_group, SubscriptionGroupManager};
 use crate::offset::ConsumerOffsetManager;
+use crate::topic::TopicConfigManager;
 
 /// `rocketmq.broker.rebalance.lockMaxLiveTime`.
 const LOCK_MAX_LIVE: Duration = Duration::from_secs(60);
+/// Above this many locks, expired ones are dropped before new ones are added.
+const LOCKS_BEFORE_PURGE: usize = 10_000;
 
 /// Orderly consumers' queue locks: (group, queue) -> (client id, last renewal).
 #[derive(Default)]
@@ -45,6 +50,9 @@ impl RebalanceLockManager {
     ) -> Vec<MessageQueue> {
         let now = Instant::now();
         let mut locks = self.locks.lock();
+        if locks.len() > LOCKS_BEFORE_PURGE {
+            locks.retain(|_, (_, at)| now.duration_since(*at) < LOCK_MAX_LIVE);
+        }
         queues
             .iter()
             .filter(|mq| {
@@ -86,6 +94,8 @@ impl RebalanceLockManager {
 
 pub struct ConsumerManageProcessor {
     pub consumers: Arc<ConsumerManager>,
+    pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
     pub store: Arc<MessageStore>,
     pub locks: Arc<RebalanceLockManager>,
@@ -134,15 +144,57 @@ impl ConsumerManageProcessor {
         ))
     }
 
+    /// The queue's topic exists and has the queue: offsets are kept only for real queues.
+    fn check_queue(&self, topic: &str, queue_id: i32) -> Result<(), ProcessorError> {
+        let config = self.topics.get(topic).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("Topic {topic} not exist!"),
+            )
+        })?;
+        let queues = config.read_queue_nums.max(config.write_queue_nums);
+        if !(0..queues).contains(&queue_id) {
+            return Err(ProcessorError::system(format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic}] has {queues} queues"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The group may commit offsets: a valid, existing (or auto-created) client group.
+    fn check_group(&self, group: &str) -> Result<(), ProcessorError> {
+        if is_internal_group(group) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the group[{group}] is reserved for the broker"),
+            ));
+        }
+        self.groups
+            .find_or_create(group)
+            .map(|_| ())
+            .map_err(guard::group_refusal)
+    }
+
     fn update_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let h: UpdateConsumerOffsetRequestHeader = header(request)?;
+        self.check_group(&h.consumer_group)?;
+        self.check_queue(&h.topic, h.queue_id)?;
         self.offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         Ok(Some(request.success_to()))
     }
 
+    /// A lock body names a valid group and only queues of existing topics.
+    fn check_lock_body(&self, body: &mut LockBatchRequestBody) -> Result<(), ProcessorError> {
+        guard::check_name(NameKind::Group, &body.consumer_group)?;
+        body.mq_set
+            .retain(|mq| self.check_queue(&mq.topic, mq.queue_id).is_ok());
+        Ok(())
+    }
+
     fn lock(&self, request: &RemotingCommand) -> ProcessResult {
-        let body: LockBatchRequestBody = fastjson::decode(&request.body)?;
+        let mut body: LockBatchRequestBody = fastjson::decode(&request.body)?;
+        self.check_lock_body(&mut body)?;
         let locked = self
             .locks
             .try_lock(&body.consumer_group, &body.client_id, &body.mq_set);

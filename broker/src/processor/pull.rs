@@ -20,7 +20,7 @@ use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::{GetMessageResult, GetMessageStatus, MessageArrivingListener, MessageStore};
 use tokio_util::sync::CancellationToken;
 
-use super::{header, FAQ};
+use super::{guard, header, FAQ};
 use crate::clients::ConsumerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
@@ -155,15 +155,7 @@ impl PullCore {
         let group = self
             .groups
             .find_or_create(&h.consumer_group)
-            .ok_or_else(|| {
-                ProcessorError::new(
-                    ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-                    format!(
-                        "subscription group [{}] does not exist{FAQ}",
-                        h.consumer_group
-                    ),
-                )
-            })?;
+            .map_err(guard::group_refusal)?;
         if !group.consume_enable {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,

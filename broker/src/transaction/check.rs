@@ -218,7 +218,7 @@ impl TransactionCheckService {
             "transaction checked transactionCheckMax times without an answer; moved to TRANS_CHECK_MAX_TIME_TOPIC"
         );
         self.topics
-            .ensure_topic(TRANS_CHECK_MAX_TIME_TOPIC, 1, perm::READ | perm::WRITE);
+            .ensure_internal_topic(TRANS_CHECK_MAX_TIME_TOPIC, 1, perm::READ | perm::WRITE);
         let mut msg = reput(half, &half.properties, self.identity.store_host);
         msg.topic = TRANS_CHECK_MAX_TIME_TOPIC.to_owned();
         msg.queue_id = 0;

@@ -141,7 +141,7 @@ impl EndTransactionProcessor {
 
     async fn mark_resolved(&self, half_offset: i64) {
         self.topics
-            .ensure_topic(TRANS_OP_HALF_TOPIC, 1, perm::READ | perm::WRITE);
+            .ensure_internal_topic(TRANS_OP_HALF_TOPIC, 1, perm::READ | perm::WRITE);
         let op = op_message(half_offset, self.identity.store_host);
         let result = self.store.put_message(op).await;
         if !result.status.is_stored() {

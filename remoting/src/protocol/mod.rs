@@ -11,6 +11,7 @@ pub mod header_json;
 pub mod headers;
 pub mod language;
 pub mod message;
+pub mod names;
 pub mod version;
 
 pub use codes::{RequestCode, ResponseCode};

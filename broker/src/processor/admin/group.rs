@@ -8,12 +8,14 @@ use stellmq_remoting::net::{
 };
 use stellmq_remoting::protocol::body::{fastjson, SubscriptionGroupConfig};
 use stellmq_remoting::protocol::headers::DeleteSubscriptionGroupRequestHeader;
+use stellmq_remoting::protocol::names::NameKind;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 
-use crate::group::SubscriptionGroupManager;
+use crate::group::{is_system_group, SubscriptionGroupManager};
 use crate::offset::ConsumerOffsetManager;
-use crate::processor::header;
+use crate::processor::{guard, header};
 
+#[derive(Clone)]
 pub struct GroupAdminProcessor {
     pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
@@ -21,42 +23,69 @@ pub struct GroupAdminProcessor {
     pub is_slave: bool,
 }
 
+/// The answer when a change is in memory but not yet in subscriptionGroup.json.
+fn not_written() -> ProcessorError {
+    ProcessorError::system(
+        "the change is made but subscriptionGroup.json could not be written yet; see the broker log",
+    )
+}
+
 impl GroupAdminProcessor {
-    fn update(&self, request: &RemotingCommand) -> ProcessResult {
+    async fn update(&self, request: &RemotingCommand) -> ProcessResult {
         let config: SubscriptionGroupConfig = fastjson::decode(&request.body)?;
-        if config.group_name.trim().is_empty() {
-            return Err(ProcessorError::system("groupName must not be empty"));
+        guard::check_name(NameKind::Group, &config.group_name)?;
+        let generation = self
+            .groups
+            .update(config)
+            .map_err(|e| ProcessorError::system(e.to_string()))?;
+        if !self.groups.persisted(generation).await {
+            return Err(not_written());
         }
-        self.groups.update(config);
         Ok(Some(request.success_to()))
     }
 
-    fn delete(&self, request: &RemotingCommand) -> ProcessResult {
+    async fn delete(&self, request: &RemotingCommand) -> ProcessResult {
         let h: DeleteSubscriptionGroupRequestHeader = header(request)?;
-        self.groups.delete(&h.group_name);
+        guard::check_name(NameKind::Group, &h.group_name)?;
+        if is_system_group(&h.group_name) {
+            return Err(ProcessorError::system(format!(
+                "the group[{}] is a system group and cannot be deleted",
+                h.group_name
+            )));
+        }
+        let generation = self.groups.delete(&h.group_name);
         if h.remove_offset.or(h.clean_offset).unwrap_or(false) {
             self.offsets.remove_group(&h.group_name);
         }
+        if let Some(generation) = generation {
+            if !self.groups.persisted(generation).await {
+                return Err(not_written());
+            }
+        }
         Ok(Some(request.success_to()))
     }
-}
 
-impl RequestProcessor for GroupAdminProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let result = match request.request_code_typed() {
+    async fn handle(&self, request: RemotingCommand) -> ProcessResult {
+        match request.request_code_typed() {
             Some(
                 RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
                 | RequestCode::DELETE_SUBSCRIPTIONGROUP,
             ) if self.is_slave => Err(super::topic::slave_refuses("subscription groups")),
-            Some(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) => self.update(&request),
-            Some(RequestCode::DELETE_SUBSCRIPTIONGROUP) => self.delete(&request),
+            Some(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) => self.update(&request).await,
+            Some(RequestCode::DELETE_SUBSCRIPTIONGROUP) => self.delete(&request).await,
             Some(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG) => Ok(Some(
                 request
                     .success_to()
                     .with_body(fastjson::encode(&self.groups.wrapper())),
             )),
             _ => Ok(Some(request.not_supported_to())),
-        };
-        Box::pin(std::future::ready(result))
+        }
+    }
+}
+
+impl RequestProcessor for GroupAdminProcessor {
+    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let this = self.clone();
+        Box::pin(async move { this.handle(request).await })
     }
 }

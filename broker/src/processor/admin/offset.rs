@@ -122,7 +122,7 @@ impl OffsetAdminProcessor {
                 tracing::info!(event = "GROUP_OFFSET_CLONED", src = %h.src_group, dest = %h.dest_group, %topic, "consumer offsets cloned");
             }
         }
-        self.offsets.persist();
+        // Written with the next periodic offset flush (flushConsumerOffsetInterval).
         Ok(Some(request.success_to()))
     }
 

@@ -12,14 +12,17 @@ use stellmq_remoting::protocol::body::{
 use stellmq_remoting::protocol::headers::{
     CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicStatsInfoRequestHeader,
 };
+use stellmq_remoting::protocol::names::NameKind;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageStore;
 
 use crate::context::BrokerIdentity;
 use crate::offset::ConsumerOffsetManager;
+use crate::processor::guard;
 use crate::processor::header;
-use crate::topic::{validate_topic_name, TopicConfigManager};
+use crate::topic::{CreateTopicError, TopicConfigManager};
 
+#[derive(Clone)]
 pub struct TopicAdminProcessor {
     pub identity: Arc<BrokerIdentity>,
     pub topics: Arc<TopicConfigManager>,
@@ -28,14 +31,12 @@ pub struct TopicAdminProcessor {
 }
 
 impl TopicAdminProcessor {
-    fn create(&self, request: &RemotingCommand) -> ProcessResult {
+    async fn create(&self, request: &RemotingCommand) -> ProcessResult {
         let h: CreateTopicRequestHeader = header(request)?;
         if !self.identity.is_master() {
             return Err(ProcessorError::system("a slave cannot create topics"));
         }
-        if let Some(reason) = validate_topic_name(&h.topic) {
-            return Err(ProcessorError::system(reason));
-        }
+        guard::check_name(NameKind::Topic, &h.topic)?;
         if self.topics.is_system_topic(&h.topic) {
             return Err(ProcessorError::system(format!(
                 "The topic[{}] is conflict with system topic.",
@@ -62,23 +63,40 @@ impl TopicAdminProcessor {
         config.topic_filter_type = h.topic_filter_type;
         config.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
         config.order = h.order.unwrap_or(false);
-        self.topics.update(config);
+        let generation = self.topics.update(config).map_err(|e| match e {
+            CreateTopicError::Name(e) => guard::refusal(e),
+            other => ProcessorError::system(other.to_string()),
+        })?;
+        if !self.topics.persisted(generation).await {
+            return Err(ProcessorError::system(
+                "the topic is created but topics.json could not be written yet; see the broker log",
+            ));
+        }
         Ok(Some(request.success_to()))
     }
 
-    fn delete(&self, request: &RemotingCommand) -> ProcessResult {
+    async fn delete(&self, request: &RemotingCommand) -> ProcessResult {
         let h: DeleteTopicRequestHeader = header(request)?;
+        guard::check_name(NameKind::Topic, &h.topic)?;
         if self.topics.is_system_topic(&h.topic) {
             return Err(ProcessorError::system(format!(
                 "The topic[{}] is conflict with system topic.",
                 h.topic
             )));
         }
-        self.topics.delete(&h.topic);
+        let generation = self.topics.delete(&h.topic);
         self.offsets.remove_topic(&h.topic);
-        self.store.delete_topic(&h.topic).map_err(|e| {
-            ProcessorError::system(format!("cannot delete the topic's queues: {e}"))
-        })?;
+        let store = self.store.clone();
+        let topic = h.topic.clone();
+        tokio::task::spawn_blocking(move || store.delete_topic(&topic))
+            .await
+            .map_err(|e| ProcessorError::system(e.to_string()))?
+            .map_err(|e| {
+                ProcessorError::system(format!("cannot delete the topic's queues: {e}"))
+            })?;
+        if let Some(generation) = generation {
+            self.topics.persisted(generation).await;
+        }
         Ok(Some(request.success_to()))
     }
 
@@ -135,16 +153,16 @@ impl TopicAdminProcessor {
     }
 }
 
-impl RequestProcessor for TopicAdminProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let result = match request.request_code_typed() {
+impl TopicAdminProcessor {
+    async fn handle(&self, request: RemotingCommand) -> ProcessResult {
+        match request.request_code_typed() {
             Some(RequestCode::UPDATE_AND_CREATE_TOPIC | RequestCode::DELETE_TOPIC_IN_BROKER)
                 if !self.identity.is_master() =>
             {
                 Err(slave_refuses("topics"))
             }
-            Some(RequestCode::UPDATE_AND_CREATE_TOPIC) => self.create(&request),
-            Some(RequestCode::DELETE_TOPIC_IN_BROKER) => self.delete(&request),
+            Some(RequestCode::UPDATE_AND_CREATE_TOPIC) => self.create(&request).await,
+            Some(RequestCode::DELETE_TOPIC_IN_BROKER) => self.delete(&request).await,
             Some(RequestCode::GET_ALL_TOPIC_CONFIG) => Ok(Some(
                 request
                     .success_to()
@@ -153,8 +171,14 @@ impl RequestProcessor for TopicAdminProcessor {
             Some(RequestCode::GET_TOPIC_STATS_INFO) => self.stats(&request),
             Some(RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER) => self.system_topics(&request),
             _ => Ok(Some(request.not_supported_to())),
-        };
-        Box::pin(std::future::ready(result))
+        }
+    }
+}
+
+impl RequestProcessor for TopicAdminProcessor {
+    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let this = self.clone();
+        Box::pin(async move { this.handle(request).await })
     }
 }
 

@@ -19,6 +19,7 @@ use stellmq_remoting::protocol::headers::{
 use stellmq_remoting::protocol::message::{
     batch, id, property, sys_flag, MessageRecord, Properties,
 };
+use stellmq_remoting::protocol::names;
 use stellmq_remoting::protocol::version::V3_4_9;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::{MessageStore, PutMessage, PutMessageResult};
@@ -30,9 +31,10 @@ use crate::clients::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
+use crate::processor::guard;
 use crate::stats::{BrokerStats, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE};
 use crate::timer;
-use crate::topic::{self, TopicConfigManager, NOT_ALLOWED_SEND_TOPICS};
+use crate::topic::{self, CreateTopicError, TopicConfigManager};
 use crate::transaction;
 use crate::writer::{self, MessageWriter};
 
@@ -57,6 +59,16 @@ struct Target {
     topic: String,
     queue_id: i32,
     topic_config: TopicConfig,
+    /// The topic was auto-created by this send.
+    created: bool,
+}
+
+/// A retry or dead-letter topic that cannot be created.
+fn topic_refusal(e: CreateTopicError) -> ProcessorError {
+    match e {
+        CreateTopicError::Name(e) => guard::refusal(e),
+        other => ProcessorError::system(other.to_string()),
+    }
 }
 
 impl SendProcessor {
@@ -142,17 +154,15 @@ impl SendProcessor {
                 ),
             ));
         }
-        if let Some(reason) = topic::validate_topic_name(&h.topic) {
-            return Err(ProcessorError::system(reason));
-        }
-        if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
+        names::check_topic(&h.topic).map_err(guard::refusal)?;
+        if topic::is_not_allowed_send_topic(&h.topic) {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
                 format!("Sending message to topic[{}] is forbidden.", h.topic),
             ));
         }
         drop(config);
-        let topic_config = self.resolve_topic(h)?;
+        let (topic_config, created) = self.resolve_topic(h)?;
         if !perm::is_writeable(topic_config.perm) {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
@@ -178,26 +188,38 @@ impl SendProcessor {
             topic: h.topic.clone(),
             queue_id,
             topic_config,
+            created,
         })
     }
 
-    fn resolve_topic(&self, h: &SendMessageRequestHeader) -> Result<TopicConfig, ProcessorError> {
+    /// The topic's config, auto-created if allowed; true when it was created now.
+    fn resolve_topic(
+        &self,
+        h: &SendMessageRequestHeader,
+    ) -> Result<(TopicConfig, bool), ProcessorError> {
         if let Some(config) = self.topics.get(&h.topic) {
-            return Ok(config);
+            return Ok((config, false));
         }
-        if h.topic.starts_with(topic::RETRY_PREFIX) {
-            return Ok(self
-                .topics
-                .ensure_topic(&h.topic, 1, perm::READ | perm::WRITE));
-        }
-        self.topics
-            .create_in_send(&h.topic, &h.default_topic, h.default_topic_queue_nums, 0)
-            .ok_or_else(|| {
-                ProcessorError::new(
-                    ResponseCode::TOPIC_NOT_EXIST,
-                    format!("topic[{}] not exist, apply first please!{FAQ}", h.topic),
-                )
-            })
+        let created = if h.topic.starts_with(topic::RETRY_PREFIX) {
+            self.topics
+                .auto_create(&h.topic, 1, perm::READ | perm::WRITE)
+        } else {
+            self.topics
+                .create_in_send(&h.topic, &h.default_topic, h.default_topic_queue_nums, 0)
+        };
+        created.map(|config| (config, true)).map_err(|e| {
+            let reason = match e {
+                CreateTopicError::NoTemplate(_) => String::new(),
+                other => format!(" ({other})"),
+            };
+            ProcessorError::new(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!(
+                    "topic[{}] not exist, apply first please!{reason}{FAQ}",
+                    h.topic
+                ),
+            )
+        })
     }
 
     fn base_message(
@@ -230,6 +252,10 @@ impl SendProcessor {
     async fn send(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
         let h = Self::send_header(&request)?;
         let mut target = self.check(&ctx, &h)?;
+        if target.created {
+            // The sender learns of the topic from this answer: have it on disk first.
+            self.topics.persisted_all().await;
+        }
         if h.batch.unwrap_or(false) {
             return self.send_batch(&ctx, &request, &h, &target).await;
         }
@@ -261,11 +287,11 @@ impl SendProcessor {
         msg.wait_store_ok = wait;
         if half {
             self.topics
-                .ensure_topic(topic::TRANS_HALF_TOPIC, 1, perm::READ | perm::WRITE);
+                .ensure_internal_topic(topic::TRANS_HALF_TOPIC, 1, perm::READ | perm::WRITE);
             transaction::to_half(&mut msg, &mut props);
         } else if let Some(due) = self.timer_due(&props)? {
             self.topics
-                .ensure_topic(timer::TIMER_TOPIC, 1, perm::READ | perm::WRITE);
+                .ensure_internal_topic(timer::TIMER_TOPIC, 1, perm::READ | perm::WRITE);
             timer::to_timer(&mut msg, &mut props, due);
         } else {
             self.apply_delay(&mut msg, &mut props);
@@ -285,12 +311,10 @@ impl SendProcessor {
         props: &mut Properties,
     ) -> Result<(), ProcessorError> {
         let group_name = &h.topic[topic::RETRY_PREFIX.len()..];
-        let group = self.groups.find_or_create(group_name).ok_or_else(|| {
-            ProcessorError::new(
-                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!("subscription group not exist, {group_name}{FAQ}"),
-            )
-        })?;
+        let group = self
+            .groups
+            .find_or_create(group_name)
+            .map_err(guard::group_refusal)?;
         let mut max = group.retry_max_times;
         if request.version >= V3_4_9 {
             if let Some(m) = h.max_reconsume_times.filter(|m| *m >= 0) {
@@ -298,14 +322,18 @@ impl SendProcessor {
             }
         }
         if h.reconsume_times.unwrap_or(0) >= max {
-            let dlq = topic::dlq_topic(group_name);
-            let config = self.topics.ensure_topic(&dlq, 1, perm::READ | perm::WRITE);
+            let dlq = names::dlq_topic(group_name).map_err(guard::refusal)?;
+            let config = self
+                .topics
+                .auto_create(&dlq, 1, perm::READ | perm::WRITE)
+                .map_err(topic_refusal)?;
             tracing::info!(event = "MESSAGE_TO_DLQ", group = %group_name, reconsume = h.reconsume_times.unwrap_or(0), "retry limit reached, message goes to the DLQ");
             props.remove(property::DELAY);
             *target = Target {
                 topic: dlq,
                 queue_id: 0,
                 topic_config: config,
+                created: false,
             };
         }
         Ok(())
@@ -354,14 +382,28 @@ impl SendProcessor {
                 "batch messages cannot be sent to a retry topic",
             ));
         }
-        let items = batch::decode(request.body.clone())?;
+        let max_size = self.store.config().max_message_size;
+        if request.body.len() > max_size {
+            return Err(ProcessorError::new(
+                ResponseCode::MESSAGE_ILLEGAL,
+                format!("the message body size over max value, MAX: {max_size}"),
+            ));
+        }
+        let max_count = self.config.read().max_batch_message_count;
+        let items =
+            batch::decode_at_most(request.body.clone(), max_count).map_err(|e| match e {
+                batch::BatchError::TooMany { max } => ProcessorError::new(
+                    ResponseCode::MESSAGE_ILLEGAL,
+                    format!("a batch may hold at most {max} messages (maxBatchMessageCount)"),
+                ),
+                batch::BatchError::Record(e) => e.into(),
+            })?;
         if items.is_empty() {
             return Err(ProcessorError::new(
                 ResponseCode::MESSAGE_ILLEGAL,
                 "empty batch",
             ));
         }
-        let max_size = self.store.config().max_message_size;
         let mut batch_props = Properties::decode(h.properties.as_deref().unwrap_or(""));
         let wait = batch_props.wait_store_ok();
         batch_props.remove(property::WAIT);
@@ -433,12 +475,10 @@ impl SendProcessor {
     /// CONSUMER_SEND_MSG_BACK: a consumer gives a message back for a later retry.
     async fn send_back(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
         let h: ConsumerSendMsgBackRequestHeader = header(&request)?;
-        let group = self.groups.find_or_create(&h.group).ok_or_else(|| {
-            ProcessorError::new(
-                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!("subscription group not exist, {}{FAQ}", h.group),
-            )
-        })?;
+        let group = self
+            .groups
+            .find_or_create(&h.group)
+            .map_err(guard::group_refusal)?;
         if !perm::is_writeable(self.config.read().broker_permission) || !self.identity.is_master() {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
@@ -467,15 +507,18 @@ impl SendProcessor {
         }
         let reconsume = original.head.reconsume_times;
         let (topic_name, queue_id, delay) = if reconsume >= max || h.delay_level < 0 {
-            let dlq = topic::dlq_topic(&h.group);
-            self.topics.ensure_topic(&dlq, 1, perm::READ | perm::WRITE);
+            let dlq = names::dlq_topic(&h.group).map_err(guard::refusal)?;
+            self.topics
+                .auto_create(&dlq, 1, perm::READ | perm::WRITE)
+                .map_err(topic_refusal)?;
             tracing::info!(event = "MESSAGE_TO_DLQ", group = %h.group, reconsume, "send-back past the retry limit, message goes to the DLQ");
             (dlq, 0, 0)
         } else {
-            let retry = topic::retry_topic(&h.group);
-            let config =
-                self.topics
-                    .ensure_topic(&retry, group.retry_queue_nums, perm::READ | perm::WRITE);
+            let retry = names::retry_topic(&h.group).map_err(guard::refusal)?;
+            let config = self
+                .topics
+                .auto_create(&retry, group.retry_queue_nums, perm::READ | perm::WRITE)
+                .map_err(topic_refusal)?;
             let queue_id = rand::thread_rng().gen_range(0..config.write_queue_nums.max(1));
             let delay = if h.delay_level == 0 {
                 3 + reconsume

@@ -18,15 +18,36 @@ pub struct BatchItem {
     pub properties: String,
 }
 
+/// Why a batch body was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error("a batch may hold at most {max} messages")]
+    TooMany { max: usize },
+}
+
 /// Splits a batch body into its messages; the bodies share the input's memory.
-pub fn decode(mut buf: Bytes) -> Result<Vec<BatchItem>, RecordError> {
+pub fn decode(buf: Bytes) -> Result<Vec<BatchItem>, RecordError> {
+    decode_at_most(buf, usize::MAX).map_err(|e| match e {
+        BatchError::Record(e) => e,
+        BatchError::TooMany { .. } => RecordError::Invalid("too many messages in a batch"),
+    })
+}
+
+/// Like [`decode`], refusing a body of more than `max` messages before decoding them all.
+pub fn decode_at_most(mut buf: Bytes, max: usize) -> Result<Vec<BatchItem>, BatchError> {
     let mut items = Vec::new();
     while !buf.is_empty() {
+        if items.len() >= max {
+            return Err(BatchError::TooMany { max });
+        }
         if buf.len() < FIXED_LEN {
             return Err(RecordError::Truncated {
                 needed: FIXED_LEN,
                 available: buf.len(),
-            });
+            }
+            .into());
         }
         let total = usize::try_from(buf.get_i32())
             .map_err(|_| RecordError::Invalid("negative batch item size"))?;
@@ -39,7 +60,8 @@ pub fn decode(mut buf: Bytes) -> Result<Vec<BatchItem>, RecordError> {
             return Err(RecordError::Truncated {
                 needed: body_len + 2,
                 available: buf.len(),
-            });
+            }
+            .into());
         }
         let body = buf.split_to(body_len);
         let props_len = usize::try_from(buf.get_i16())
@@ -48,7 +70,8 @@ pub fn decode(mut buf: Bytes) -> Result<Vec<BatchItem>, RecordError> {
             return Err(RecordError::Truncated {
                 needed: props_len,
                 available: buf.len(),
-            });
+            }
+            .into());
         }
         let props = buf.split_to(props_len);
         let used = FIXED_LEN + body_len + props_len;
@@ -56,7 +79,8 @@ pub fn decode(mut buf: Bytes) -> Result<Vec<BatchItem>, RecordError> {
             return Err(RecordError::SizeMismatch {
                 declared: total as i64,
                 actual: used,
-            });
+            }
+            .into());
         }
         let properties = String::from_utf8(props.to_vec())
             .map_err(|_| RecordError::Invalid("batch properties are not UTF-8"))?;
