@@ -187,33 +187,39 @@ impl ConsumeQueue {
         logical + per_file - logical % per_file
     }
 
-    /// Recovery: finds the written end by scanning the last files, then drops entries that
-    /// point beyond the CommitLog's valid end.
+    /// Recovery: finds the written end by scanning the last files, then drops every entry
+    /// at the end that points beyond the CommitLog's valid end (however far recovery cut
+    /// the log back), so the queue and the log agree.
     pub fn recover(&self, commit_log_end: i64) -> Result<(), StoreError> {
         let files = self.segments.files();
         let start = files.len().saturating_sub(3);
-        let mut end_pos = None;
+        let mut end = files.last().map_or(0, |f| f.end());
         for file in &files[start..] {
             let mut pos = 0;
             while pos + ENTRY_SIZE <= file.size() {
                 let raw = file
                     .read_unpublished(pos, ENTRY_SIZE)
                     .unwrap_or(&[0; ENTRY_SIZE]);
-                let entry = CqEntry::decode(raw);
-                if !entry.is_valid()
-                    || (!entry.is_blank()
-                        && entry.phys_offset + i64::from(entry.size) > commit_log_end)
-                {
+                if !CqEntry::decode(raw).is_valid() {
                     break;
                 }
                 pos += ENTRY_SIZE;
             }
             if pos < file.size() {
-                end_pos = Some(file.base() + pos as i64);
+                end = file.base() + pos as i64;
                 break;
             }
         }
-        let end = end_pos.unwrap_or_else(|| files.last().map_or(0, |f| f.end()));
+        let first = files.first().map_or(0, |f| f.base());
+        while end > first {
+            let Some(entry) = self.raw_entry_at(end - ENTRY_SIZE as i64) else {
+                break;
+            };
+            if !entry.is_blank() && entry.phys_offset + i64::from(entry.size) <= commit_log_end {
+                break;
+            }
+            end -= ENTRY_SIZE as i64;
+        }
         self.segments.truncate(end)?;
         let last_real = (0..self.max_offset())
             .rev()
@@ -225,6 +231,13 @@ impl ConsumeQueue {
             Ordering::Release,
         );
         Ok(())
+    }
+
+    /// The entry at a byte position, written or not (recovery, before serving).
+    fn raw_entry_at(&self, pos: i64) -> Option<CqEntry> {
+        let file = self.segments.find(pos)?;
+        let raw = file.read_unpublished((pos - file.base()) as usize, ENTRY_SIZE)?;
+        Some(CqEntry::decode(raw))
     }
 
     /// Moves the min offset to the first entry whose message is still in the CommitLog.

@@ -189,6 +189,35 @@ impl IndexFile {
         }
     }
 
+    /// Forgets the entries for records at or beyond `valid_end` (recovery cut the CommitLog
+    /// there). Entries are in CommitLog order, so they are a suffix: the count moves back,
+    /// and chains that still point past it are cut by the `< count` checks of `put` and
+    /// `query`. Returns how many entries remain.
+    fn truncate(&self, valid_end: i64) -> u32 {
+        let count = self.index_count();
+        let mut keep = count;
+        while keep > 1 && self.i64_words_at(self.entry_pos(keep - 1) + 4) >= valid_end {
+            keep -= 1;
+        }
+        if keep < count {
+            self.set_u32(INDEX_COUNT, keep);
+            let (phy, ts) = if keep > 1 {
+                let pos = self.entry_pos(keep - 1);
+                let diff = i64::from(self.u32_at(pos + 12));
+                (
+                    self.i64_words_at(pos + 4),
+                    self.begin_timestamp() + diff * 1000,
+                )
+            } else {
+                (0, self.begin_timestamp())
+            };
+            self.set_i64(END_PHY_OFFSET, phy);
+            self.set_i64(END_TIMESTAMP, ts);
+            self.file.mark_dirty();
+        }
+        keep
+    }
+
     fn overlaps(&self, begin: i64, end: i64) -> bool {
         self.index_count() > 1 && self.begin_timestamp() <= end && self.end_timestamp() >= begin
     }
@@ -229,6 +258,23 @@ impl IndexService {
             files: RwLock::new(files),
             resume_from: std::sync::atomic::AtomicI64::new(0),
         })
+    }
+
+    /// After recovery cut the CommitLog at `valid_end`: drops index entries for records at
+    /// or beyond it (whole files when nothing is left in them), so no entry points at bytes
+    /// a later record will reuse.
+    pub fn truncate(&self, valid_end: i64) -> Result<(), StoreError> {
+        let mut files = self.files.write();
+        // Newest first: once a file keeps entries, every older one is wholly before the end.
+        while let Some(last) = files.last() {
+            if last.truncate(valid_end) > 1 {
+                break;
+            }
+            tracing::warn!(file = %last.path().display(), "index file beyond the recovered CommitLog deleted");
+            last.file.destroy().at(last.path())?;
+            files.pop();
+        }
+        Ok(())
     }
 
     /// After recovery: entries below `min(last indexed + 1, commit_log_end)` exist already.

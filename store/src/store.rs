@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use stellmq_remoting::protocol::message::record::{self, store_timestamp_pos, SYS_FLAG_POS};
+use stellmq_remoting::protocol::message::{property, MessageRecord};
 use tokio::sync::oneshot;
 
 use crate::allocator::Allocator;
@@ -165,6 +166,16 @@ fn total_memory_bytes() -> u64 {
         .map_or(8 << 30, |kb| kb * 1024)
 }
 
+/// Whether a stored record is `topic`'s and carries `key` (a KEYS token or its UNIQ_KEY):
+/// the index only has hashes, and an entry may outlive the record it was made for.
+fn record_has_key(raw: &Bytes, topic: &str, key: &str) -> bool {
+    MessageRecord::decode(raw, false).is_ok_and(|(record, _)| {
+        record.topic == topic
+            && (record.properties.keys().any(|k| k == key)
+                || record.properties.get(property::UNIQ_KEY) == Some(key))
+    })
+}
+
 impl MessageStore {
     pub fn open(config: MessageStoreConfig) -> Result<Self, StoreError> {
         Self::open_with(config, StoreOptions::default())
@@ -225,6 +236,7 @@ impl MessageStore {
             reput_from = reput_from.min(outcome.scan_start);
         }
         let reput_from = reput_from.clamp(commit_log.min_offset(), outcome.valid_end);
+        index.truncate(outcome.valid_end)?;
         index.set_resume_point(outcome.valid_end);
         let dispatcher = Dispatcher::new(
             reput_from,
@@ -589,6 +601,7 @@ impl MessageStore {
             messages: offsets
                 .into_iter()
                 .filter_map(|o| self.look_message_by_offset(o))
+                .filter(|raw| record_has_key(raw, topic, key))
                 .collect(),
             index_last_update_timestamp: ts,
             index_last_update_phyoffset: phy,

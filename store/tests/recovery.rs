@@ -1,0 +1,205 @@
+//! Recovery of damaged CommitLogs: a short TOTALSIZE record, a bit flip in the middle of
+//! the log, a bad end-of-file blank. The store must open, keep every valid record before
+//! the damage, save what it drops, and keep ConsumeQueues and the index consistent with
+//! the log it kept.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{decode, message, small_config};
+use stellmq_remoting::protocol::message::record::MAGIC_V1;
+use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessageStatus};
+
+const T: Duration = Duration::from_secs(10);
+const SEG: i64 = 64 * 1024;
+
+/// Writes `n` messages to one queue; returns each one's physical offset and the log end.
+async fn write(dir: &Path, n: usize) -> (Vec<i64>, i64) {
+    let store = MessageStore::open(small_config(dir)).expect("open");
+    let mut phys = Vec::new();
+    for i in 0..n {
+        let body = format!("m{i}-{}", "y".repeat(500));
+        let r = store
+            .put_message(message("Rec", 0, body.as_bytes(), &format!("key{i}"), ""))
+            .await;
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+        phys.push(r.append.expect("append").first_phys_offset());
+    }
+    assert!(store.wait_dispatched(T));
+    let end = store.commit_log_max_offset();
+    store.shutdown();
+    (phys, end)
+}
+
+fn segment(dir: &Path, offset: i64) -> PathBuf {
+    dir.join("commitlog")
+        .join(format!("{:020}", offset / SEG * SEG))
+}
+
+/// Rewrites bytes of the CommitLog at a global offset.
+fn patch(dir: &Path, offset: i64, bytes: &[u8]) {
+    let path = segment(dir, offset);
+    let mut data = std::fs::read(&path).expect("segment");
+    let pos = (offset % SEG) as usize;
+    data[pos..pos + bytes.len()].copy_from_slice(bytes);
+    std::fs::write(&path, data).expect("patch");
+}
+
+fn crash_marker(dir: &Path) {
+    std::fs::write(dir.join("abort"), b"").expect("abort");
+}
+
+/// Bodies of the queue, in order.
+fn bodies(store: &MessageStore) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let r = store.get_messages("Rec", 0, offset, 32, &AcceptAll);
+        match r.status {
+            GetMessageStatus::Found => {
+                for m in &r.messages {
+                    let body = decode(m).body;
+                    let text = String::from_utf8_lossy(&body).into_owned();
+                    out.push(text.split('-').next().unwrap_or("").to_owned());
+                }
+                offset = r.next_begin_offset;
+            }
+            _ => return out,
+        }
+    }
+}
+
+fn dropped_dirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir.join("commitlog"))
+        .expect("dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("dropped-"))
+        })
+        .collect()
+}
+
+fn expected(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("m{i}")).collect()
+}
+
+#[tokio::test]
+async fn a_short_totalsize_record_is_cut_not_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, end) = write(dir.path(), 20).await;
+    for total in [1i32, 8, 35, 36, 90] {
+        let mut head = total.to_be_bytes().to_vec();
+        head.extend_from_slice(&MAGIC_V1.to_be_bytes());
+        patch(dir.path(), end, &head);
+        crash_marker(dir.path());
+        let store = MessageStore::open(small_config(dir.path())).expect("opens");
+        assert_eq!(store.commit_log_max_offset(), end, "TOTALSIZE {total}");
+        assert_eq!(bodies(&store), expected(20));
+        store.shutdown();
+    }
+}
+
+#[tokio::test]
+async fn a_mid_log_bit_flip_keeps_what_precedes_it_and_saves_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 400 records of ~650 bytes: four 64 KiB segments.
+    let (phys, end) = write(dir.path(), 400).await;
+    assert!(end > 3 * SEG, "spans segments: {end}");
+    // Flip a body byte of a record in the second segment.
+    let victim = phys
+        .iter()
+        .position(|p| *p > SEG + 1000)
+        .expect("a record in the second segment");
+    let body_byte = phys[victim] + 200;
+    let path = segment(dir.path(), body_byte);
+    let mut data = std::fs::read(&path).expect("segment");
+    data[(body_byte % SEG) as usize] ^= 0x40;
+    std::fs::write(&path, data).expect("flip");
+    crash_marker(dir.path());
+    // Make recovery start before the flip, as after a crash with an old checkpoint.
+    std::fs::write(dir.path().join("checkpoint"), [0u8; 24]).expect("checkpoint");
+
+    let store = MessageStore::open(small_config(dir.path())).expect("opens");
+    assert_eq!(
+        store.commit_log_max_offset(),
+        phys[victim],
+        "cut at the damaged record"
+    );
+    assert_eq!(
+        bodies(&store),
+        expected(victim),
+        "everything before it is served"
+    );
+    let saved = dropped_dirs(dir.path());
+    assert_eq!(saved.len(), 1, "the dropped data is kept for inspection");
+    let saved_files = std::fs::read_dir(&saved[0]).expect("saved").count();
+    assert!(
+        saved_files >= 2,
+        "the segment's tail and later segments: {saved_files}"
+    );
+    // The index forgot the dropped records.
+    assert!(store
+        .query_message("Rec", &format!("key{}", victim + 1), 8, 0, i64::MAX)
+        .messages
+        .is_empty());
+    assert_eq!(
+        store
+            .query_message("Rec", &format!("key{}", victim - 1), 8, 0, i64::MAX)
+            .messages
+            .len(),
+        1
+    );
+    // New writes reuse the offsets; old keys never find the new records.
+    for i in 0..5 {
+        let r = store
+            .put_message(message(
+                "Rec",
+                0,
+                format!("new{i}-z").as_bytes(),
+                &format!("fresh{i}"),
+                "",
+            ))
+            .await;
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+    }
+    assert!(store.wait_dispatched(T));
+    let mut want = expected(victim);
+    want.extend((0..5).map(|i| format!("new{i}")));
+    assert_eq!(bodies(&store), want, "queue offsets continue after the cut");
+    assert!(store
+        .query_message("Rec", &format!("key{victim}"), 8, 0, i64::MAX)
+        .messages
+        .is_empty());
+    assert_eq!(
+        store
+            .query_message("Rec", "fresh0", 8, 0, i64::MAX)
+            .messages
+            .len(),
+        1
+    );
+    store.shutdown();
+    // And it all survives a clean restart.
+    let store = MessageStore::open(small_config(dir.path())).expect("reopens");
+    assert_eq!(bodies(&store), want);
+}
+
+#[tokio::test]
+async fn a_blank_that_does_not_reach_the_segment_end_is_damage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, end) = write(dir.path(), 10).await;
+    let mut head = 64i32.to_be_bytes().to_vec();
+    head.extend_from_slice(&0xCBD4_3194u32.to_be_bytes());
+    patch(dir.path(), end, &head);
+    crash_marker(dir.path());
+    let store = MessageStore::open(small_config(dir.path())).expect("opens");
+    assert_eq!(store.commit_log_max_offset(), end);
+    assert_eq!(bodies(&store), expected(10));
+    let r = store
+        .put_message(message("Rec", 0, b"m10-after", "", ""))
+        .await;
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+}
