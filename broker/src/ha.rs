@@ -352,6 +352,7 @@ async fn follow_master(slave: &HaSlave, store: &MessageStore, addr: &str) -> Res
             }
             store
                 .append_replicated(offset, &body)
+                .await
                 .map_err(|e| e.to_string())?;
         }
         slave.master_offset.send_replace(offset + i64::from(size));

@@ -1,21 +1,37 @@
-//! Background allocation of the next CommitLog segment, created and pre-faulted before the
-//! writer needs it (Java's `AllocateMappedFileService`).
+//! Background allocation of CommitLog segments (Java's `AllocateMappedFileService`).
+//!
+//! The allocator's thread is the only place a CommitLog segment is created and mapped:
+//! creating (fallocate), syncing the directory and pre-faulting a 1 GiB file are slow, and
+//! must never happen under the append lock or on an async worker. Writers ask for a file
+//! without blocking ([`Allocator::try_take`]); when it is not ready they release the lock
+//! and wait asynchronously ([`Allocator::wait_ready`]). There is never a second mapping of
+//! a file: a writer that finds it late waits for the allocator's, it never maps its own
+//! (two mappings warmed and written independently would overwrite each other's bytes).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
+use tokio::sync::watch;
 
-use crate::error::StoreError;
 use crate::mapped_file::MappedFile;
 
 enum Slot {
     Pending,
     Ready(Result<Arc<MappedFile>, String>),
+}
+
+/// What [`Allocator::try_take`] found.
+pub enum Taken {
+    Ready(Arc<MappedFile>),
+    /// Being prepared (now requested, if it was not yet).
+    Pending,
+    /// Preparation failed; the next call asks again.
+    Failed(String),
 }
 
 struct Request {
@@ -26,7 +42,8 @@ struct Request {
 
 struct Shared {
     slots: Mutex<HashMap<PathBuf, Slot>>,
-    ready: Condvar,
+    /// Bumped whenever a slot becomes ready.
+    finished: watch::Sender<u64>,
 }
 
 pub struct Allocator {
@@ -39,7 +56,7 @@ impl Allocator {
     pub fn start(warm: bool) -> Arc<Self> {
         let shared = Arc::new(Shared {
             slots: Mutex::new(HashMap::new()),
-            ready: Condvar::new(),
+            finished: watch::Sender::new(0),
         });
         let (tx, rx) = mpsc::channel::<Request>();
         let worker_shared = shared.clone();
@@ -47,21 +64,10 @@ impl Allocator {
             .name("stellmq-allocator".into())
             .spawn(move || {
                 for req in rx {
-                    let started = Instant::now();
-                    let result = MappedFile::open(&req.path, req.base, req.size).map(Arc::new);
-                    let created = result.as_ref().ok().cloned();
-                    {
-                        let mut slots = worker_shared.slots.lock();
-                        slots.insert(req.path.clone(), Slot::Ready(result.map_err(|e| e.to_string())));
-                        worker_shared.ready.notify_all();
-                    }
-                    // Warm after handing the file over: the writer may start on it at once.
-                    if let (true, Some(file)) = (warm, created) {
-                        file.warm();
-                    }
-                    tracing::debug!(path = %req.path.display(), elapsed = ?started.elapsed(), "segment pre-allocated");
+                    prepare_one(&worker_shared, req, warm);
                 }
             })
+            .map_err(|e| tracing::error!(error = %e, "cannot start the segment allocator"))
             .ok();
         Arc::new(Self {
             shared,
@@ -70,10 +76,10 @@ impl Allocator {
         })
     }
 
-    /// Asks for a file to be prepared in the background.
+    /// Asks for a file to be prepared in the background (no-op if it already is).
     pub fn prepare(&self, path: PathBuf, base: i64, size: usize) {
         let mut slots = self.shared.slots.lock();
-        if slots.contains_key(&path) || path.exists() {
+        if slots.contains_key(&path) {
             return;
         }
         let sent = self.tx.lock().as_ref().is_some_and(|tx| {
@@ -89,40 +95,38 @@ impl Allocator {
         }
     }
 
-    /// The file at `path`: the prepared one if ready (waiting briefly if it is being
-    /// prepared), else created now.
-    pub fn take(
-        &self,
-        path: PathBuf,
-        base: i64,
-        size: usize,
-    ) -> Result<Arc<MappedFile>, StoreError> {
-        let deadline = Instant::now() + Duration::from_secs(5);
+    /// The prepared file at `path`, without waiting; asks for it if nobody has.
+    pub fn try_take(&self, path: &Path, base: i64, size: usize) -> Taken {
         let mut slots = self.shared.slots.lock();
-        loop {
-            match slots.remove(&path) {
-                Some(Slot::Ready(Ok(file))) => return Ok(file),
-                Some(Slot::Ready(Err(reason))) => {
-                    tracing::warn!(path = %path.display(), %reason, "background allocation failed, retrying in place");
-                    break;
-                }
-                Some(Slot::Pending) => {
-                    slots.insert(path.clone(), Slot::Pending);
-                    if self
-                        .shared
-                        .ready
-                        .wait_until(&mut slots, deadline)
-                        .timed_out()
-                    {
-                        slots.remove(&path);
-                        break;
-                    }
-                }
-                None => break,
+        match slots.remove(path) {
+            Some(Slot::Ready(Ok(file))) => Taken::Ready(file),
+            Some(Slot::Ready(Err(reason))) => Taken::Failed(reason),
+            Some(Slot::Pending) => {
+                slots.insert(path.to_owned(), Slot::Pending);
+                Taken::Pending
+            }
+            None => {
+                drop(slots);
+                self.prepare(path.to_owned(), base, size);
+                Taken::Pending
             }
         }
-        drop(slots);
-        Ok(Arc::new(MappedFile::open(&path, base, size)?))
+    }
+
+    /// Waits until the file at `path` is no longer being prepared; false on timeout.
+    pub async fn wait_ready(&self, path: &Path, timeout: Duration) -> bool {
+        let mut finished = self.shared.finished.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if !matches!(self.shared.slots.lock().get(path), Some(Slot::Pending)) {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, finished.changed()).await {
+                Ok(Ok(())) => {}
+                // Timed out, or the allocator is gone.
+                _ => return false,
+            }
+        }
     }
 
     pub fn shutdown(&self) {
@@ -130,5 +134,65 @@ impl Allocator {
         if let Some(worker) = self.worker.lock().take() {
             let _ = worker.join();
         }
+    }
+}
+
+/// Creates and maps one file, hands it over, then pre-faults it.
+fn prepare_one(shared: &Shared, req: Request, warm: bool) {
+    let started = Instant::now();
+    let result = MappedFile::open(&req.path, req.base, req.size).map(Arc::new);
+    if let Err(e) = &result {
+        tracing::error!(path = %req.path.display(), error = %e, "cannot create a CommitLog segment");
+    }
+    let created = result.as_ref().ok().cloned();
+    shared.slots.lock().insert(
+        req.path.clone(),
+        Slot::Ready(result.map_err(|e| e.to_string())),
+    );
+    shared.finished.send_modify(|n| *n += 1);
+    // Warm after handing the file over: the writer may start on it at once; warming skips
+    // whatever the writer has already written (the same mapping, under its write lock).
+    if let (true, Some(file)) = (warm, created) {
+        file.warm();
+    }
+    tracing::debug!(path = %req.path.display(), elapsed = ?started.elapsed(), "segment prepared");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn files_are_prepared_once_and_taken_without_blocking() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let allocator = Allocator::start(true);
+        let path = dir.path().join(crate::mapped_file::segment_name(0));
+        assert!(matches!(
+            allocator.try_take(&path, 0, 64 * 1024),
+            Taken::Pending
+        ));
+        assert!(allocator.wait_ready(&path, Duration::from_secs(5)).await);
+        let Taken::Ready(file) = allocator.try_take(&path, 0, 64 * 1024) else {
+            panic!("ready after waiting");
+        };
+        assert_eq!(file.size(), 64 * 1024);
+        // A failure is reported once, then asked again.
+        let bad = dir.path().join("missing-dir-is-a-file");
+        std::fs::write(&bad, b"x").expect("file");
+        let under_file = bad.join(crate::mapped_file::segment_name(0));
+        assert!(matches!(
+            allocator.try_take(&under_file, 0, 4096),
+            Taken::Pending
+        ));
+        assert!(
+            allocator
+                .wait_ready(&under_file, Duration::from_secs(5))
+                .await
+        );
+        assert!(matches!(
+            allocator.try_take(&under_file, 0, 4096),
+            Taken::Failed(_)
+        ));
+        allocator.shutdown();
     }
 }

@@ -30,6 +30,9 @@ pub enum AppendError {
     MessageIllegal(String),
     PropertiesTooLong,
     CreateFileFailed(String),
+    /// The next segment (starting at this offset) is still being prepared: wait for it
+    /// outside the append lock, then append again.
+    SegmentNotReady(i64),
 }
 
 /// Next queue offset per `topic-queueId`, owned by the append lock.
@@ -49,6 +52,9 @@ pub enum ReplicaError {
     CrossesSegment { offset: i64, len: usize },
     #[error("cannot create a CommitLog segment: {0}")]
     CreateFile(String),
+    /// The segment starting at this offset is being prepared: wait, then append again.
+    #[error("the CommitLog segment at {0} is being prepared")]
+    SegmentNotReady(i64),
 }
 
 /// What the record at an offset turned out to be, for the dispatcher.
@@ -247,20 +253,28 @@ impl CommitLog {
         })
     }
 
+    /// The next segment starting at `base`, if the allocator has it ready.
+    fn roll(&self, base: i64) -> Result<Arc<MappedFile>, AppendError> {
+        match self.segments.try_roll(base) {
+            Ok(Some(file)) => Ok(file),
+            Ok(None) => Err(AppendError::SegmentNotReady(base)),
+            Err(e) => Err(AppendError::CreateFileFailed(e.to_string())),
+        }
+    }
+
     /// The segment to write `len` bytes into, rolling (with an end-of-file blank) if needed.
+    /// Never creates a file itself: a segment that is not ready is waited for by the caller.
     fn writable_file(&self, len: usize) -> Result<Arc<MappedFile>, AppendError> {
-        let create = |base: i64| {
-            self.segments
-                .create_next(base)
-                .map_err(|e| AppendError::CreateFileFailed(e.to_string()))
-        };
         let file = match self.segments.last() {
             Some(f) => f,
-            None => create(0)?,
+            None => return self.roll(0),
         };
         if file.remaining() >= len + END_FILE_MIN_BLANK {
             return Ok(file);
         }
+        // Take the next segment before closing this one, so nothing is written when it is
+        // not ready yet.
+        let next = self.roll(file.end())?;
         if !file.is_full() {
             let remaining = file.remaining();
             let mut blank = [0u8; END_FILE_MIN_BLANK];
@@ -269,7 +283,19 @@ impl CommitLog {
             file.append_bytes(&blank);
             file.fill_to_end();
         }
-        create(file.end())
+        Ok(next)
+    }
+
+    /// Waits until the segment starting at `base` is prepared (or failed); false on timeout.
+    pub async fn wait_segment(&self, base: i64, timeout: std::time::Duration) -> bool {
+        match self.segments.allocator() {
+            Some(allocator) => {
+                allocator
+                    .wait_ready(&self.segments.segment_path(base), timeout)
+                    .await
+            }
+            None => true,
+        }
     }
 
     /// Appends bytes replicated from a master at `offset` (a slave's side of HA, spec 9.2).
@@ -302,9 +328,11 @@ impl CommitLog {
     }
 
     fn create_segment(&self, base: i64) -> Result<Arc<MappedFile>, ReplicaError> {
-        self.segments
-            .create_next(base)
-            .map_err(|e| ReplicaError::CreateFile(e.to_string()))
+        match self.segments.try_roll(base) {
+            Ok(Some(file)) => Ok(file),
+            Ok(None) => Err(ReplicaError::SegmentNotReady(base)),
+            Err(e) => Err(ReplicaError::CreateFile(e.to_string())),
+        }
     }
 
     /// Up to `max` published bytes from `offset`, never past the end of its segment (what a

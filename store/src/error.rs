@@ -20,6 +20,8 @@ pub enum StoreError {
     Corrupt { path: PathBuf, reason: String },
     #[error("the store is poisoned after a failed flush and refuses writes: {0}")]
     Poisoned(String),
+    #[error("cannot create {path}: {reason}")]
+    CreateFile { path: PathBuf, reason: String },
     /// A topic name that cannot be a directory of the store (it would leave it).
     #[error("topic name {0:?} cannot name a store directory")]
     UnsafeName(String),

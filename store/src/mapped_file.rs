@@ -62,6 +62,32 @@ impl std::fmt::Debug for MappedFile {
     }
 }
 
+/// Syncs a directory, making the entries created in it durable.
+pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+/// `create_dir_all`, then syncs the parent of every directory it created, so a new queue's
+/// directories survive a crash along with the files written into them.
+pub fn create_dir_all_durably(dir: &Path) -> Result<(), StoreError> {
+    let mut missing = Vec::new();
+    let mut cursor = Some(dir);
+    while let Some(d) = cursor.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        missing.push(d);
+        cursor = d.parent();
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).at(dir)?;
+    for created in missing.iter().rev() {
+        if let Some(parent) = created.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
 /// The 20-digit zero-padded file name of a segment starting at `base`.
 pub fn segment_name(base: i64) -> String {
     format!("{base:020}")
@@ -71,7 +97,7 @@ impl MappedFile {
     /// Creates (or reopens) a file of exactly `size` bytes and maps it.
     pub fn open(path: &Path, base: i64, size: usize) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).at(dir)?;
+            create_dir_all_durably(dir)?;
         }
         let file = OpenOptions::new()
             .read(true)
@@ -97,6 +123,12 @@ impl MappedFile {
                 if e != rustix::io::Errno::OPNOTSUPP {
                     let _ = std::fs::remove_file(path);
                     return Err(StoreError::io(path, std::io::Error::from(e)));
+                }
+            }
+            if len == 0 {
+                // A new file's name only survives a crash once its directory is synced.
+                if let Some(dir) = path.parent() {
+                    sync_dir(dir)?;
                 }
             }
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::allocator::Allocator;
+use crate::allocator::{Allocator, Taken};
 use crate::error::{IoContext, StoreError};
 use crate::mapped_file::{segment_name, MappedFile};
 
@@ -118,30 +118,64 @@ impl SegmentQueue {
         0
     }
 
-    /// Adds the segment starting at `base` (which must follow the last one) and asks the
-    /// allocator to prepare the one after it.
+    /// Path of the segment starting at `base`.
+    pub fn segment_path(&self, base: i64) -> PathBuf {
+        self.dir.join(segment_name(base))
+    }
+
+    /// Creates and adds the segment starting at `base` here and now (blocking: only for
+    /// queues without an allocator, written from the store's own threads).
     pub fn create_next(&self, base: i64) -> Result<Arc<MappedFile>, StoreError> {
-        let path = self.dir.join(segment_name(base));
-        let file = match &self.allocator {
-            Some(allocator) => {
-                let file = allocator.take(path, base, self.file_size)?;
-                let next = base + self.file_size as i64;
-                allocator.prepare(self.dir.join(segment_name(next)), next, self.file_size);
-                file
-            }
-            None => Arc::new(MappedFile::open(&path, base, self.file_size)?),
+        let file = Arc::new(MappedFile::open(
+            &self.segment_path(base),
+            base,
+            self.file_size,
+        )?);
+        self.push(file.clone())?;
+        Ok(file)
+    }
+
+    /// Adds the allocator's segment starting at `base` if it is ready, and asks for the one
+    /// after it; `Ok(None)` while it is being prepared (wait with [`Allocator::wait_ready`]
+    /// on [`SegmentQueue::segment_path`]). Never blocks.
+    pub fn try_roll(&self, base: i64) -> Result<Option<Arc<MappedFile>>, StoreError> {
+        let Some(allocator) = &self.allocator else {
+            return self.create_next(base).map(Some);
         };
+        let path = self.segment_path(base);
+        match allocator.try_take(&path, base, self.file_size) {
+            Taken::Ready(file) => {
+                self.push(file.clone())?;
+                let next = base + self.file_size as i64;
+                allocator.prepare(self.segment_path(next), next, self.file_size);
+                Ok(Some(file))
+            }
+            Taken::Pending => Ok(None),
+            Taken::Failed(reason) => Err(StoreError::CreateFile { path, reason }),
+        }
+    }
+
+    /// The allocator preparing this queue's segments, if any.
+    pub fn allocator(&self) -> Option<&Arc<Allocator>> {
+        self.allocator.as_ref()
+    }
+
+    fn push(&self, file: Arc<MappedFile>) -> Result<(), StoreError> {
         let mut files = self.files.write();
         if let Some(last) = files.last() {
-            if last.end() != base {
+            if last.end() != file.base() {
                 return Err(StoreError::Corrupt {
                     path: file.path().to_owned(),
-                    reason: format!("new segment {base} does not follow {}", last.base()),
+                    reason: format!(
+                        "new segment {} does not follow {}",
+                        file.base(),
+                        last.base()
+                    ),
                 });
             }
         }
-        files.push(file.clone());
-        Ok(file)
+        files.push(file);
+        Ok(())
     }
 
     /// Writes everything written so far to disk; returns the flushed offset.

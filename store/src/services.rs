@@ -139,33 +139,50 @@ fn async_flush_loop(inner: &Inner) {
     }
 }
 
-/// Flushes ConsumeQueues and the index, then writes the checkpoint.
+/// Flushes ConsumeQueues and the index, then writes the checkpoint. The checkpoint only
+/// claims what reached the disk: the logics timestamp moves only on a thorough pass
+/// (`least_bytes` 1, every queue flushed, as Java's FlushConsumeQueueService does), and a
+/// failed flush poisons the store like a failed CommitLog flush.
 fn flush_queues_and_checkpoint(inner: &Inner, least_bytes: usize) -> bool {
     let ts = inner.dispatcher.last_store_timestamp();
-    let mut ok = true;
+    let mut queues_ok = true;
     for cq in inner.queues.all() {
         if cq.unflushed() > 0 && cq.unflushed() >= least_bytes {
             if let Err(e) = cq.flush() {
-                tracing::error!(topic = cq.topic(), queue = cq.queue_id(), error = %e, "consume queue flush failed");
-                ok = false;
+                inner.poison(format!(
+                    "consume queue {}/{} flush failed: {e}",
+                    cq.topic(),
+                    cq.queue_id()
+                ));
+                queues_ok = false;
             }
         }
     }
-    if let Err(e) = inner.index.flush() {
-        tracing::error!(error = %e, "index flush failed");
-        ok = false;
-    }
-    if ok && ts > 0 {
+    let index_ok = match inner.index.flush() {
+        Ok(()) => true,
+        Err(e) => {
+            inner.poison(format!("index flush failed: {e}"));
+            false
+        }
+    };
+    if ts > 0 {
         inner.checkpoint.update(|c| {
-            c.logics_msg_timestamp = ts;
-            c.index_msg_timestamp = ts;
+            if queues_ok && least_bytes <= 1 {
+                c.logics_msg_timestamp = ts;
+            }
+            if index_ok {
+                c.index_msg_timestamp = ts;
+            }
         });
     }
-    if let Err(e) = inner.checkpoint.flush() {
-        tracing::error!(error = %e, "checkpoint flush failed");
-        ok = false;
-    }
-    ok
+    let checkpoint_ok = match inner.checkpoint.flush() {
+        Ok(()) => true,
+        Err(e) => {
+            inner.poison(format!("checkpoint flush failed: {e}"));
+            false
+        }
+    };
+    queues_ok && index_ok && checkpoint_ok
 }
 
 fn consume_queue_flush_loop(inner: &Inner) {

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 use crate::allocator::Allocator;
 use crate::checkpoint::Checkpoint;
-use crate::commitlog::{AppendError, CommitLog};
+use crate::commitlog::{AppendError, CommitLog, ReplicaError};
 use crate::config::{FlushDiskType, MessageStoreConfig};
 use crate::consume_queue::{ConsumeQueueStore, CqEntry, ENTRY_SIZE};
 use crate::dispatch::{Dispatcher, MessageArrivingListener};
@@ -137,21 +137,17 @@ pub struct MessageStore {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-/// Space below which the disk counts as full whatever the ratio says.
-const MIN_AVAILABLE_BYTES: u64 = 2 << 30;
+/// How long a write waits for the allocator to prepare the next CommitLog segment.
+const SEGMENT_WAIT: Duration = Duration::from_secs(5);
 
 fn default_disk_usage(path: &Path) -> Option<f64> {
     let stat = rustix::fs::statvfs(path).ok()?;
     if stat.f_blocks == 0 {
         return None;
     }
-    // RocketMQ's ratio (total - free) / total, so its thresholds mean what they mean there;
-    // but space only root may use does not help the broker, so nearly no available space
-    // is a full disk even when the ratio looks fine.
-    if stat.f_bavail.saturating_mul(stat.f_frsize) < MIN_AVAILABLE_BYTES {
-        return Some(1.0);
-    }
-    Some(stat.f_blocks.saturating_sub(stat.f_bfree) as f64 / stat.f_blocks as f64)
+    // RocketMQ's ratio of used space, where space only root may use (the filesystem's
+    // reserve) counts as used: it does not help the broker.
+    Some(stat.f_blocks.saturating_sub(stat.f_bavail) as f64 / stat.f_blocks as f64)
 }
 
 fn total_memory_bytes() -> u64 {
@@ -379,8 +375,16 @@ impl MessageStore {
                 );
             }
         }
-        let append = match self.inner.commit_log.append(msgs, &self.inner.queues) {
+        let append = match self.append_waiting_for_segments(msgs).await {
             Ok(append) => append,
+            Err(AppendError::SegmentNotReady(base)) => {
+                let reason = format!(
+                    "the CommitLog segment at {base} is not ready after {} s",
+                    SEGMENT_WAIT.as_secs()
+                );
+                tracing::error!(%reason, "cannot roll the CommitLog");
+                return PutMessageResult::failed(PutMessageStatus::CreateMappedFileFailed, reason);
+            }
             Err(AppendError::MessageIllegal(reason)) => {
                 return PutMessageResult::failed(PutMessageStatus::MessageIllegal, reason)
             }
@@ -434,6 +438,25 @@ impl MessageStore {
             status,
             append: Some(append),
             remark: None,
+        }
+    }
+
+    /// Appends, and when the next segment is still being prepared, waits for it outside the
+    /// append lock (other writers go on meanwhile) and tries again.
+    async fn append_waiting_for_segments(
+        &self,
+        msgs: &[PutMessage],
+    ) -> Result<crate::message::AppendResult, AppendError> {
+        let log = &self.inner.commit_log;
+        loop {
+            match log.append(msgs, &self.inner.queues) {
+                Err(AppendError::SegmentNotReady(base)) => {
+                    if !log.wait_segment(base, SEGMENT_WAIT).await {
+                        return Err(AppendError::SegmentNotReady(base));
+                    }
+                }
+                other => return other,
+            }
         }
     }
 
@@ -713,12 +736,22 @@ impl MessageStore {
 
     /// A slave's append of bytes streamed from its master; dispatch follows as for local
     /// writes. Returns the new end of the log.
-    pub fn append_replicated(
+    pub async fn append_replicated(
         &self,
         offset: i64,
         data: &[u8],
     ) -> Result<i64, crate::commitlog::ReplicaError> {
-        let end = self.inner.commit_log.append_replicated(offset, data)?;
+        let log = &self.inner.commit_log;
+        let end = loop {
+            match log.append_replicated(offset, data) {
+                Err(ReplicaError::SegmentNotReady(base)) => {
+                    if !log.wait_segment(base, SEGMENT_WAIT).await {
+                        return Err(ReplicaError::SegmentNotReady(base));
+                    }
+                }
+                other => break other?,
+            }
+        };
         self.inner.wake_all();
         Ok(end)
     }
