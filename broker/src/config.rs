@@ -59,6 +59,16 @@ properties_config! {
         flush_delay_offset_interval: u64 = "flushDelayOffsetInterval" => 10_000,
         long_polling_enable: bool = "longPollingEnable" => true,
         short_polling_time_mills: u64 = "shortPollingTimeMills" => 1_000,
+        /// The longest a pull is held (ms), whatever suspend time the client asks for.
+        /// (StellMQ key; clients ask for 15-30 s.)
+        long_polling_max_suspend_millis: u64 = "longPollingMaxSuspendMillis" => 60_000,
+        /// Pulls held at once, in all. Beyond it a pull that would wait is answered
+        /// SYSTEM_BUSY, and clients retry a little later. (StellMQ key.)
+        max_parked_pulls: usize = "maxParkedPulls" => 100_000,
+        /// Pulls held at once for one connection. (StellMQ key.)
+        max_parked_pulls_per_connection: usize = "maxParkedPullsPerConnection" => 10_000,
+        /// Memory (estimated bytes) of held pulls, in all. (StellMQ key.)
+        max_parked_pull_bytes: usize = "maxParkedPullBytes" => 256 * 1024 * 1024,
         notify_consumer_ids_changed_enable: bool = "notifyConsumerIdsChangedEnable" => true,
         reject_transaction_message: bool = "rejectTransactionMessage" => false,
         /// Request/reply: also store replies in `<cluster>_REPLY_TOPIC`.
@@ -77,6 +87,15 @@ properties_config! {
         slave_read_enable: bool = "slaveReadEnable" => false,
         start_accept_send_request_time_stamp: i64 = "startAcceptSendRequestTimeStamp" => 0,
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,
+        /// Requests of one connection processed at once; beyond it the broker stops reading
+        /// that connection until one finishes. (StellMQ key.)
+        server_max_in_flight_requests_per_connection: usize = "serverMaxInFlightRequestsPerConnection" => 1024,
+        /// Bytes of responses queued for one connection before it counts as not reading and
+        /// is closed. (StellMQ key.)
+        server_max_write_buffer_bytes: usize = "serverMaxWriteBufferBytes" => 64 * 1024 * 1024,
+        /// A write to a connection that makes no progress for this long (ms) closes it.
+        /// (StellMQ key.)
+        server_write_stall_timeout_millis: u64 = "serverWriteStallTimeoutMillis" => 30_000,
         /// Clients silent this long (ms) are dropped.
         channel_expired_timeout: u64 = "channelExpiredTimeout" => 120_000,
         enable_property_filter: bool = "enablePropertyFilter" => false,

@@ -31,7 +31,7 @@ use crate::processor::admin::{
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
 use crate::processor::guard::Guarded;
-use crate::processor::pull::{PullCore, PullHoldService, PullProcessor};
+use crate::processor::pull::{HoldLimits, PullCore, PullHoldService, PullProcessor};
 use crate::processor::query::QueryProcessor;
 use crate::processor::send::{SendProcessor, SendProcessorHandle};
 use crate::registration::Registrar;
@@ -302,7 +302,15 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         selectors: Default::default(),
         traffic: traffic.clone(),
     });
-    let hold = PullHoldService::new(pull_core, tokio::runtime::Handle::current());
+    let hold = PullHoldService::new(
+        pull_core,
+        HoldLimits {
+            max_pulls: bc.max_parked_pulls,
+            max_per_connection: bc.max_parked_pulls_per_connection,
+            max_bytes: bc.max_parked_pull_bytes,
+        },
+        tokio::runtime::Handle::current(),
+    );
     store.set_arriving_listener(hold.clone());
 
     // Every processor sits behind the check of the names its requests carry.
@@ -311,6 +319,9 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     let mut server = RemotingServer::new(ServerConfig {
         listen_addr,
         idle_timeout: Duration::from_secs(bc.server_channel_max_idle_time_seconds.max(1)),
+        max_in_flight_per_connection: bc.server_max_in_flight_requests_per_connection,
+        max_write_buffer_bytes: bc.server_max_write_buffer_bytes,
+        write_stall_timeout: Duration::from_millis(bc.server_write_stall_timeout_millis.max(1)),
         ..Default::default()
     });
     let writer = MessageWriter::new(store.clone());

@@ -480,3 +480,142 @@ async fn cpp_style_request_gets_json_response_with_string_ext_fields() {
     assert_eq!(&buf[8 + header_len..], b"abc");
     server.shutdown().await;
 }
+
+/// Echo requests with a body of `n` bytes, encoded back to back.
+fn echo_frames(n: usize, count: usize) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    for i in 0..count {
+        let mut r = request(RequestCode::HEART_BEAT, &[]);
+        r.opaque = i as i32;
+        r.body = Bytes::from(vec![b'x'; n]);
+        frame::encode(&r, &mut out);
+    }
+    out.to_vec()
+}
+
+/// A peer that sends requests and never reads is disconnected once its unread responses
+/// pass the write limit, and meanwhile the shared lane keeps answering everyone else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_never_reads_is_disconnected_without_stalling_the_lane() {
+    let echo = Arc::new(Echo {
+        seen: AtomicUsize::new(0),
+    });
+    let server = start(
+        ServerConfig {
+            max_write_buffer_bytes: 1024 * 1024,
+            ..ServerConfig::default()
+        },
+        // Few workers: the old code blocked them all in the send.
+        Lane::new("shared", 2, 100_000),
+        echo.clone(),
+    )
+    .await;
+    let addr = server.local_addr().to_string();
+    let mut flooder = TcpStream::connect(&addr).await.expect("connect");
+    // 8 KiB echoed back per request: 8000 of them are far more than socket buffers hold,
+    // and more frames than a per-connection queue of 4096 (which used to block the lane).
+    let frames = echo_frames(8 * 1024, 8000);
+    let writer = tokio::spawn(async move {
+        // The server closes the connection part way; the write then fails.
+        let _ = flooder.write_all(&frames).await;
+        flooder
+    });
+    let client = RemotingClient::new(ClientConfig::default());
+    let mut slowest = Duration::ZERO;
+    for _ in 0..50 {
+        let started = Instant::now();
+        let r = client
+            .invoke(&addr, request(RequestCode::HEART_BEAT, &[]), T)
+            .await
+            .expect("answered while the flooder is stuck");
+        assert_eq!(r.code, 0);
+        slowest = slowest.max(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(slowest < Duration::from_secs(1), "slowest {slowest:?}");
+    let mut flooder = tokio::time::timeout(T, writer)
+        .await
+        .expect("the flood ends")
+        .expect("join");
+    // Positive check that the server got busy with the flood, then cut it off.
+    assert!(echo.seen.load(Ordering::SeqCst) > 100);
+    let cut = tokio::time::timeout(T, async {
+        loop {
+            let mut sink = vec![0u8; 1 << 20];
+            match flooder.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(cut.is_ok(), "the server closed the flooder's connection");
+    server.shutdown().await;
+}
+
+/// Counts how many requests run at once; each takes 20 ms.
+#[derive(Default)]
+struct Counters {
+    running: AtomicUsize,
+    most: AtomicUsize,
+    done: AtomicUsize,
+}
+
+struct Gate(Arc<Counters>);
+
+impl RequestProcessor for Gate {
+    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        let counters = self.0.clone();
+        let now = counters.running.fetch_add(1, Ordering::SeqCst) + 1;
+        counters.most.fetch_max(now, Ordering::SeqCst);
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            counters.running.fetch_sub(1, Ordering::SeqCst);
+            counters.done.fetch_add(1, Ordering::SeqCst);
+            Ok(Some(request.success_to()))
+        })
+    }
+}
+
+/// One connection has at most `max_in_flight_per_connection` requests in processing; the
+/// rest wait in its socket (not in the lane), and all are answered in the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_has_a_bounded_number_of_requests_in_flight() {
+    let counters = Arc::new(Counters::default());
+    let mut server = RemotingServer::new(ServerConfig {
+        listen_addr: "127.0.0.1:0".parse().expect("addr"),
+        max_in_flight_per_connection: 4,
+        ..ServerConfig::default()
+    });
+    server.register(
+        &[RequestCode::HEART_BEAT],
+        Arc::new(Gate(counters.clone())),
+        Lane::new("wide", 64, 100_000),
+    );
+    let server = server.start().await.expect("server");
+    let addr = server.local_addr().to_string();
+    let mut stream = TcpStream::connect(&addr).await.expect("connect");
+    stream.write_all(&echo_frames(0, 40)).await.expect("write");
+    let mut answered = 0;
+    let mut buf = BytesMut::new();
+    while answered < 40 {
+        while let Ok(Some(r)) = frame::decode(&mut buf, frame::DEFAULT_MAX_FRAME_SIZE) {
+            assert_eq!(r.code, 0);
+            answered += 1;
+        }
+        if answered < 40 {
+            let n = tokio::time::timeout(T, stream.read_buf(&mut buf))
+                .await
+                .expect("answers keep coming")
+                .expect("read");
+            assert!(n > 0, "connection stays open");
+        }
+    }
+    assert_eq!(counters.done.load(Ordering::SeqCst), 40);
+    let most = counters.most.load(Ordering::SeqCst);
+    assert!(
+        (2..=4).contains(&most),
+        "at most 4 at once, some overlap: {most}"
+    );
+    server.shutdown().await;
+}

@@ -2,12 +2,22 @@
 //!
 //! A reader task decodes frames: responses complete the pending request with the same opaque
 //! (the table is per connection, since opaques are only unique per sender), requests go to the
-//! [`InboundHandler`]. A writer task drains a bounded queue and coalesces frames into one
-//! socket write. Any decode error, I/O error or idle timeout closes this connection only.
+//! [`InboundHandler`]. A writer task drains a queue and coalesces frames into one socket
+//! write. Any decode error, I/O error or idle timeout closes this connection only.
+//!
+//! Limits, so that one peer can never hold what others need:
+//! * The write queue is bounded in bytes ([`ChannelConfig::max_write_buffer_bytes`]). What
+//!   happens when it is full is the [`SlowReader`] policy: a server disconnects the peer that
+//!   does not read its responses (a shared worker never waits on one client), a client waits.
+//!   A write that makes no progress for [`ChannelConfig::write_stall_timeout`] also closes.
+//! * At most [`ChannelConfig::max_in_flight_requests`] requests of a connection are being
+//!   processed at once; beyond that the reader stops reading that socket until one finishes,
+//!   so TCP pushes back on that peer alone.
+//! * The read buffer grows with the bytes that actually arrive, never from a length prefix.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,17 +26,19 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::error::RemotingError;
 use crate::protocol::command::FLAG_ONEWAY;
 use crate::protocol::{frame, RemotingCommand};
 
-/// Frames queued for writing before senders wait.
-const WRITE_QUEUE: usize = 4096;
 /// Coalesce queued frames into one write up to this many bytes.
 const COALESCE_BYTES: usize = 256 * 1024;
+/// The read buffer grows by this much when it runs out of room.
+const READ_CHUNK: usize = 64 * 1024;
+/// Bytes counted for a queued frame besides its body and header fields.
+const FRAME_OVERHEAD: usize = 256;
 
 /// Receives requests (not responses) that arrive on a channel.
 pub trait InboundHandler: Send + Sync + 'static {
@@ -35,12 +47,29 @@ pub trait InboundHandler: Send + Sync + 'static {
     fn on_close(&self, _channel: &Channel) {}
 }
 
+/// What a full write queue means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlowReader {
+    /// Close the connection: the peer does not read what it asked for (servers).
+    Disconnect,
+    /// Wait until the writer drained some of it (clients sending requests).
+    Wait,
+}
+
 /// Settings of one connection.
 #[derive(Debug, Clone)]
 pub struct ChannelConfig {
     /// Close the connection after this long with neither reads nor writes.
     pub idle_timeout: Duration,
     pub max_frame_size: usize,
+    /// Requests of this connection being processed at once before reading pauses.
+    pub max_in_flight_requests: usize,
+    /// Bytes queued for writing (estimated) before the [`SlowReader`] policy applies. One
+    /// frame is always accepted into an empty queue, however large.
+    pub max_write_buffer_bytes: usize,
+    /// A socket write that makes no progress for this long closes the connection.
+    pub write_stall_timeout: Duration,
+    pub slow_reader: SlowReader,
 }
 
 impl Default for ChannelConfig {
@@ -48,8 +77,22 @@ impl Default for ChannelConfig {
         Self {
             idle_timeout: Duration::from_secs(120),
             max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+            max_in_flight_requests: 1024,
+            max_write_buffer_bytes: 64 * 1024 * 1024,
+            write_stall_timeout: Duration::from_secs(30),
+            slow_reader: SlowReader::Wait,
         }
     }
+}
+
+/// Estimated memory of a queued frame.
+fn frame_weight(command: &RemotingCommand) -> usize {
+    let fields: usize = command
+        .ext_fields
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 32)
+        .sum();
+    FRAME_OVERHEAD + command.body.len() + fields + command.remark.as_ref().map_or(0, String::len)
 }
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
@@ -60,11 +103,23 @@ struct Inner {
     id: u64,
     peer: SocketAddr,
     local: SocketAddr,
-    tx: mpsc::Sender<RemotingCommand>,
+    tx: mpsc::UnboundedSender<(RemotingCommand, usize)>,
+    /// Estimated bytes queued for the writer.
+    queued_bytes: AtomicUsize,
+    /// Signalled whenever the writer took frames off the queue.
+    drained: Notify,
+    /// Requests read from this connection and not yet answered (or handed off).
+    in_flight: AtomicUsize,
+    /// Signalled whenever one of them finishes.
+    request_done: Notify,
+    max_write_buffer_bytes: usize,
+    slow_reader: SlowReader,
     pending: PendingTable,
     next_opaque: AtomicI32,
     /// Cancelled when the connection is closed.
     closed: CancellationToken,
+    /// Cancelled when closing must not flush what is queued (the peer does not read).
+    aborted: CancellationToken,
     /// Cancelled to stop reading new requests (graceful shutdown) while writes drain.
     stop_reading: CancellationToken,
     epoch: Instant,
@@ -113,22 +168,34 @@ impl Channel {
         // Small request/response frames: latency matters more than packet count.
         stream.set_nodelay(true)?;
         let (read_half, write_half) = stream.into_split();
-        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        let (tx, rx) = mpsc::unbounded_channel();
         let channel = Channel {
             inner: Arc::new(Inner {
                 id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
                 peer,
                 local,
                 tx,
+                queued_bytes: AtomicUsize::new(0),
+                drained: Notify::new(),
+                in_flight: AtomicUsize::new(0),
+                request_done: Notify::new(),
+                max_write_buffer_bytes: config.max_write_buffer_bytes.max(1),
+                slow_reader: config.slow_reader,
                 pending: Mutex::new(HashMap::new()),
                 next_opaque: AtomicI32::new(1),
                 closed: CancellationToken::new(),
+                aborted: CancellationToken::new(),
                 stop_reading,
                 epoch: Instant::now(),
                 last_activity_ms: AtomicU64::new(0),
             }),
         };
-        tokio::spawn(write_loop(channel.clone(), write_half, rx));
+        tokio::spawn(write_loop(
+            channel.clone(),
+            write_half,
+            rx,
+            config.write_stall_timeout,
+        ));
         tokio::spawn(read_loop(channel.clone(), read_half, handler, config));
         Ok(channel)
     }
@@ -178,21 +245,93 @@ impl Channel {
         }
     }
 
-    /// Queues a frame, waiting while the write queue is full.
+    /// Queues a frame. When the write queue is full, a [`SlowReader::Wait`] channel waits for
+    /// the writer to drain it; a [`SlowReader::Disconnect`] one closes the connection and
+    /// fails at once, so a caller never waits on a peer that does not read.
     pub async fn send(&self, command: RemotingCommand) -> Result<(), RemotingError> {
-        if self.is_closed() {
-            return Err(self.closed_error());
+        let weight = frame_weight(&command);
+        loop {
+            if self.is_closed() {
+                return Err(self.closed_error());
+            }
+            let drained = self.inner.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.has_room_for(weight) {
+                break;
+            }
+            if self.inner.slow_reader == SlowReader::Disconnect {
+                self.disconnect_slow_reader();
+                return Err(self.closed_error());
+            }
+            tokio::select! {
+                _ = drained => {}
+                _ = self.inner.closed.cancelled() => {}
+            }
         }
-        self.inner
-            .tx
-            .send(command)
-            .await
-            .map_err(|_| self.closed_error())
+        self.enqueue(command, weight)
     }
 
-    /// Queues a frame without waiting; returns false if the queue is full or closed.
+    /// Queues a frame without waiting; false if the queue is full (a
+    /// [`SlowReader::Disconnect`] channel then closes) or the channel closed.
     pub fn try_send(&self, command: RemotingCommand) -> bool {
-        !self.is_closed() && self.inner.tx.try_send(command).is_ok()
+        let weight = frame_weight(&command);
+        if self.is_closed() {
+            return false;
+        }
+        if !self.has_room_for(weight) {
+            if self.inner.slow_reader == SlowReader::Disconnect {
+                self.disconnect_slow_reader();
+            }
+            return false;
+        }
+        self.enqueue(command, weight).is_ok()
+    }
+
+    fn has_room_for(&self, weight: usize) -> bool {
+        let queued = self.inner.queued_bytes.load(Ordering::Acquire);
+        queued == 0 || queued + weight <= self.inner.max_write_buffer_bytes
+    }
+
+    fn enqueue(&self, command: RemotingCommand, weight: usize) -> Result<(), RemotingError> {
+        self.inner.queued_bytes.fetch_add(weight, Ordering::AcqRel);
+        self.inner.tx.send((command, weight)).map_err(|_| {
+            self.inner.queued_bytes.fetch_sub(weight, Ordering::AcqRel);
+            self.closed_error()
+        })
+    }
+
+    fn disconnect_slow_reader(&self) {
+        tracing::warn!(
+            peer = %self.inner.peer,
+            queued_bytes = self.inner.queued_bytes.load(Ordering::Acquire),
+            "peer does not read its responses; closing the connection"
+        );
+        self.abort();
+    }
+
+    /// Closes the connection at once, dropping what is queued for writing.
+    pub fn abort(&self) {
+        self.inner.aborted.cancel();
+        self.close();
+    }
+
+    /// Bytes waiting to be written (estimated).
+    pub fn queued_bytes(&self) -> usize {
+        self.inner.queued_bytes.load(Ordering::Acquire)
+    }
+
+    /// Counts a request read from this connection as in flight until the guard drops.
+    pub fn begin_request(&self) -> InFlight {
+        self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight {
+            channel: self.clone(),
+        }
+    }
+
+    /// Requests of this connection being processed.
+    pub fn in_flight_requests(&self) -> usize {
+        self.inner.in_flight.load(Ordering::Acquire)
     }
 
     /// Sends a request and returns the pending response without waiting for it.
@@ -263,6 +402,18 @@ impl Channel {
     }
 }
 
+/// One request of a connection in flight; dropping it lets the reader go on.
+pub struct InFlight {
+    channel: Channel,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.channel.inner.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.channel.inner.request_done.notify_one();
+    }
+}
+
 /// A request on the wire whose response has not been awaited yet.
 pub struct PendingResponse {
     channel: Channel,
@@ -294,11 +445,40 @@ async fn read_loop(
     handler: Arc<dyn InboundHandler>,
     config: ChannelConfig,
 ) {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let max_in_flight = config.max_in_flight_requests.max(1);
     let reason = loop {
+        // Too many of this peer's requests in flight: stop reading (and decoding what is
+        // buffered) until one finishes; only this connection waits.
+        if channel.in_flight_requests() >= max_in_flight {
+            let done = channel.inner.request_done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if channel.in_flight_requests() >= max_in_flight {
+                tokio::select! {
+                    _ = channel.inner.closed.cancelled() => break "closed",
+                    _ = done => {}
+                    // The idle timer keeps running meanwhile.
+                    _ = tokio::time::sleep(config.idle_timeout) => {}
+                }
+                continue;
+            }
+        }
+        match dispatch_frames(&channel, &mut buf, handler.as_ref(), &config) {
+            // Complete frames may be left in the buffer: dispatch them before reading more.
+            Ok(Dispatched::StoppedAtLimit) => continue,
+            Ok(Dispatched::All) => {}
+            Err(e) => {
+                tracing::warn!(peer = %channel.peer(), error = %e, "closing connection after a bad frame");
+                break "bad frame";
+            }
+        }
         let idle_left = config.idle_timeout.saturating_sub(channel.idle_for());
         if idle_left.is_zero() {
             break "idle timeout";
+        }
+        if buf.capacity() - buf.len() < READ_CHUNK / 8 {
+            buf.reserve(READ_CHUNK);
         }
         tokio::select! {
             _ = channel.inner.closed.cancelled() => break "closed",
@@ -310,13 +490,7 @@ async fn read_loop(
             _ = tokio::time::sleep(idle_left) => continue,
             read = reader.read_buf(&mut buf) => match read {
                 Ok(0) => break "peer closed",
-                Ok(_) => {
-                    channel.touch();
-                    if let Err(e) = dispatch_frames(&channel, &mut buf, handler.as_ref(), config.max_frame_size) {
-                        tracing::warn!(peer = %channel.peer(), error = %e, "closing connection after a bad frame");
-                        break "bad frame";
-                    }
-                }
+                Ok(_) => channel.touch(),
                 Err(e) => {
                     tracing::debug!(peer = %channel.peer(), error = %e, "read failed");
                     break "read error";
@@ -331,43 +505,61 @@ async fn read_loop(
     handler.on_close(&channel);
 }
 
+enum Dispatched {
+    /// Every complete frame in the buffer was handed on.
+    All,
+    /// The connection reached its in-flight limit first.
+    StoppedAtLimit,
+}
+
+/// Decodes and hands on the complete frames in `buf`, stopping early when the connection
+/// has as many requests in flight as it may.
 fn dispatch_frames(
     channel: &Channel,
     buf: &mut BytesMut,
     handler: &dyn InboundHandler,
-    max_frame_size: usize,
-) -> Result<(), crate::protocol::FrameError> {
-    while let Some(command) = frame::decode(buf, max_frame_size)? {
+    config: &ChannelConfig,
+) -> Result<Dispatched, crate::protocol::FrameError> {
+    loop {
+        if channel.in_flight_requests() >= config.max_in_flight_requests.max(1) {
+            return Ok(Dispatched::StoppedAtLimit);
+        }
+        let Some(command) = frame::decode(buf, config.max_frame_size)? else {
+            return Ok(Dispatched::All);
+        };
         if command.is_response() {
             channel.complete(command);
         } else {
             handler.on_request(channel.clone(), command, Instant::now());
         }
     }
-    Ok(())
 }
 
 async fn write_loop(
     channel: Channel,
     mut writer: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<RemotingCommand>,
+    mut rx: mpsc::UnboundedReceiver<(RemotingCommand, usize)>,
+    stall_timeout: Duration,
 ) {
     let mut out = BytesMut::with_capacity(64 * 1024);
     loop {
-        let first = tokio::select! {
+        let (first, mut weight) = tokio::select! {
             biased;
             next = rx.recv() => match next {
-                Some(command) => command,
+                Some(item) => item,
                 None => break,
             },
             _ = channel.inner.closed.cancelled() => {
-                // Flush what was already queued (e.g. final responses), then stop.
                 rx.close();
-                while let Ok(command) = rx.try_recv() {
+                if channel.inner.aborted.is_cancelled() {
+                    break;
+                }
+                // Flush what was already queued (e.g. final responses), then stop.
+                while let Ok((command, _)) = rx.try_recv() {
                     frame::encode(&command, &mut out);
                 }
                 if !out.is_empty() {
-                    let _ = writer.write_all(&out).await;
+                    let _ = tokio::time::timeout(stall_timeout, writer.write_all(&out)).await;
                 }
                 break;
             }
@@ -375,12 +567,27 @@ async fn write_loop(
         frame::encode(&first, &mut out);
         while out.len() < COALESCE_BYTES {
             match rx.try_recv() {
-                Ok(command) => frame::encode(&command, &mut out),
+                Ok((command, w)) => {
+                    frame::encode(&command, &mut out);
+                    weight += w;
+                }
                 Err(_) => break,
             }
         }
-        if let Err(e) = writer.write_all(&out).await {
-            tracing::debug!(peer = %channel.peer(), error = %e, "write failed");
+        channel
+            .inner
+            .queued_bytes
+            .fetch_sub(weight, Ordering::AcqRel);
+        channel.inner.drained.notify_waiters();
+        let written = tokio::select! {
+            r = write_with_progress(&mut writer, &out, stall_timeout) => r,
+            _ = channel.inner.aborted.cancelled() => Err("aborted".to_owned()),
+        };
+        if let Err(reason) = written {
+            tracing::debug!(peer = %channel.peer(), %reason, "write failed");
+            if reason.starts_with("no progress") {
+                tracing::warn!(peer = %channel.peer(), "peer stopped reading; closing the connection");
+            }
             channel.close();
             break;
         }
@@ -388,4 +595,21 @@ async fn write_loop(
         channel.touch();
     }
     let _ = writer.shutdown().await;
+}
+
+/// Writes all of `data`, failing when one write makes no progress for `stall_timeout`.
+async fn write_with_progress(
+    writer: &mut OwnedWriteHalf,
+    mut data: &[u8],
+    stall_timeout: Duration,
+) -> Result<(), String> {
+    while !data.is_empty() {
+        match tokio::time::timeout(stall_timeout, writer.write(data)).await {
+            Err(_) => return Err(format!("no progress for {stall_timeout:?}")),
+            Ok(Err(e)) => return Err(e.to_string()),
+            Ok(Ok(0)) => return Err("socket closed".into()),
+            Ok(Ok(n)) => data = &data[n..],
+        }
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use super::channel::{Channel, ChannelConfig, InboundHandler, PendingResponse};
+use super::channel::{Channel, ChannelConfig, InboundHandler, PendingResponse, SlowReader};
 use super::error::RemotingError;
 use crate::protocol::{RemotingCommand, ResponseCode};
 
@@ -98,6 +98,8 @@ impl RemotingClient {
         let config = ChannelConfig {
             idle_timeout: self.config.idle_timeout,
             max_frame_size: self.config.max_frame_size,
+            slow_reader: SlowReader::Wait,
+            ..ChannelConfig::default()
         };
         Channel::spawn(
             stream,

@@ -13,7 +13,7 @@ mod error;
 mod processor;
 mod server;
 
-pub use channel::{Channel, ChannelConfig, InboundHandler, PendingResponse};
+pub use channel::{Channel, ChannelConfig, InFlight, InboundHandler, PendingResponse, SlowReader};
 pub use client::{ClientConfig, RemotingClient};
 pub use error::RemotingError;
 pub use processor::{

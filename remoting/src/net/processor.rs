@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
-use super::channel::Channel;
+use super::channel::{Channel, InFlight};
 use crate::protocol::codes::busy_remark;
 use crate::protocol::error::{BodyError, HeaderError, RecordError};
 use crate::protocol::{RemotingCommand, ResponseCode};
@@ -122,6 +122,7 @@ impl Lane {
         channel: Channel,
         request: RemotingCommand,
         received_at: Instant,
+        in_flight: InFlight,
         tracker: &tokio_util::task::TaskTracker,
     ) {
         let Ok(admission) = self.admitted.clone().try_acquire_owned() else {
@@ -138,6 +139,8 @@ impl Lane {
         let running = self.running.clone();
         tracker.spawn(async move {
             let _admission = admission;
+            // Released once the response is queued (or the request parked for later).
+            let _in_flight = in_flight;
             let Ok(_worker) = running.acquire_owned().await else {
                 return;
             };
@@ -163,8 +166,9 @@ impl Lane {
                 response.opaque = opaque;
                 response.serialize_type = serialize_type;
                 response.flag |= crate::protocol::command::FLAG_RESPONSE;
-                if channel.send(response).await.is_err() {
-                    tracing::debug!(code, peer = %channel.peer(), "connection closed before the response was written");
+                // Never waits: a peer that does not read is disconnected instead.
+                if !channel.try_send(response) {
+                    tracing::debug!(code, peer = %channel.peer(), "response not queued: connection closed or not reading");
                 }
             }
         });

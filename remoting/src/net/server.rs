@@ -11,7 +11,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::channel::{Channel, ChannelConfig, InboundHandler};
+use super::channel::{Channel, ChannelConfig, InboundHandler, SlowReader};
 use super::processor::{Lane, RequestProcessor};
 use crate::protocol::{RemotingCommand, RequestCode};
 
@@ -28,6 +28,12 @@ pub struct ServerConfig {
     pub max_frame_size: usize,
     /// How long shutdown waits for in-flight requests.
     pub shutdown_grace: Duration,
+    /// Requests of one connection processed at once; beyond it that socket is not read.
+    pub max_in_flight_per_connection: usize,
+    /// Bytes queued for a connection before it counts as a slow reader and is closed.
+    pub max_write_buffer_bytes: usize,
+    /// A write to a connection that makes no progress for this long closes it.
+    pub write_stall_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +44,9 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(120),
             max_frame_size: crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE,
             shutdown_grace: Duration::from_secs(10),
+            max_in_flight_per_connection: 1024,
+            max_write_buffer_bytes: 64 * 1024 * 1024,
+            write_stall_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -69,13 +78,17 @@ impl InboundHandler for Registry {
             .get(&request.code)
             .or(self.default_route.as_ref());
         match route {
-            Some(route) => route.lane.dispatch(
-                route.processor.clone(),
-                channel,
-                request,
-                received_at,
-                &self.tracker,
-            ),
+            Some(route) => {
+                let in_flight = channel.begin_request();
+                route.lane.dispatch(
+                    route.processor.clone(),
+                    channel,
+                    request,
+                    received_at,
+                    in_flight,
+                    &self.tracker,
+                )
+            }
             None => {
                 tracing::debug!(code = request.code, peer = %channel.peer(), "request code not supported");
                 if !request.is_oneway() {
@@ -194,6 +207,11 @@ async fn accept_loop(
     let channel_config = ChannelConfig {
         idle_timeout: config.idle_timeout,
         max_frame_size: config.max_frame_size,
+        max_in_flight_requests: config.max_in_flight_per_connection,
+        max_write_buffer_bytes: config.max_write_buffer_bytes,
+        write_stall_timeout: config.write_stall_timeout,
+        // Responses are queued by shared lane workers: they must never wait on one peer.
+        slow_reader: SlowReader::Disconnect,
     };
     loop {
         let accepted = tokio::select! {

@@ -36,7 +36,8 @@ pub fn decode(
         });
     }
     if buf.len() < total {
-        buf.reserve(total - buf.len());
+        // Wait for more; the caller grows the buffer as bytes arrive, never from the
+        // (untrusted) length alone.
         return Ok(None);
     }
     let mut frame = buf.split_to(total).freeze();
@@ -137,6 +138,14 @@ mod tests {
         );
         let mut buf = BytesMut::from(&[0xFF, 0xFF, 0xFF, 0xFF][..]);
         assert!(decode(&mut buf, DEFAULT_MAX_FRAME_SIZE).is_err());
+    }
+
+    #[test]
+    fn a_length_prefix_alone_reserves_nothing() {
+        let mut buf = BytesMut::with_capacity(16);
+        buf.put_u32(15 * 1024 * 1024);
+        assert_eq!(decode(&mut buf, DEFAULT_MAX_FRAME_SIZE), Ok(None));
+        assert!(buf.capacity() < 1024, "capacity {}", buf.capacity());
     }
 
     #[test]

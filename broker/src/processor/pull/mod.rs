@@ -5,11 +5,10 @@
 //! reaches that queue, a periodic check re-runs it, and at its deadline it is answered
 //! PULL_NOT_FOUND. Re-runs never suspend again and never commit the offset again.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
 use stellmq_remoting::protocol::body::{perm, MessageModel, SubscriptionData};
 use stellmq_remoting::protocol::headers::{
@@ -17,10 +16,11 @@ use stellmq_remoting::protocol::headers::{
 };
 use stellmq_remoting::protocol::message::pull_sys_flag;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
-use stellmq_store::{GetMessageResult, GetMessageStatus, MessageArrivingListener, MessageStore};
-use tokio_util::sync::CancellationToken;
+use stellmq_store::{GetMessageResult, GetMessageStatus, MessageStore};
 
 use super::{guard, header, FAQ};
+
+mod hold;
 use crate::clients::ConsumerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
@@ -29,6 +29,8 @@ use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
 use crate::stats::{BrokerStats, GROUP_GET_NUMS, GROUP_GET_SIZE};
 use crate::topic::TopicConfigManager;
+use hold::{key, Parked};
+pub use hold::{HoldLimits, PullHoldService, PARKED_FULL_REMARK};
 
 /// Everything a pull reads.
 pub struct PullCore {
@@ -64,6 +66,7 @@ struct PullSettings {
     slave_read_enable: bool,
     long_polling_enable: bool,
     short_polling_time_mills: u64,
+    long_polling_max_suspend_millis: u64,
 }
 
 impl From<&BrokerConfig> for PullSettings {
@@ -74,6 +77,7 @@ impl From<&BrokerConfig> for PullSettings {
             slave_read_enable: c.slave_read_enable,
             long_polling_enable: c.long_polling_enable,
             short_polling_time_mills: c.short_polling_time_mills,
+            long_polling_max_suspend_millis: c.long_polling_max_suspend_millis,
         }
     }
 }
@@ -214,7 +218,10 @@ impl PullCore {
             && h.sys_flag & pull_sys_flag::SUSPEND != 0
         {
             let timeout = if config.long_polling_enable {
-                Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
+                Duration::from_millis(
+                    (h.suspend_timeout_millis.max(0) as u64)
+                        .min(config.long_polling_max_suspend_millis),
+                )
             } else {
                 Duration::from_millis(config.short_polling_time_mills)
             };
@@ -271,135 +278,6 @@ fn status_code(result: &GetMessageResult, offset: i64) -> ResponseCode {
     }
 }
 
-struct Parked {
-    ctx: RequestContext,
-    request: RemotingCommand,
-    offset: i64,
-    deadline: Instant,
-    filter: SubscriptionFilter,
-}
-
-/// Parked pulls by `topic@queueId`.
-pub struct PullHoldService {
-    core: Arc<PullCore>,
-    parked: Mutex<HashMap<String, Vec<Parked>>>,
-    runtime: tokio::runtime::Handle,
-}
-
-fn key(topic: &str, queue_id: i32) -> String {
-    format!("{topic}@{queue_id}")
-}
-
-impl PullHoldService {
-    pub fn new(core: Arc<PullCore>, runtime: tokio::runtime::Handle) -> Arc<Self> {
-        Arc::new(Self {
-            core,
-            parked: Mutex::new(HashMap::new()),
-            runtime,
-        })
-    }
-
-    fn park(&self, key: String, parked: Parked) {
-        self.parked.lock().entry(key).or_default().push(parked);
-    }
-
-    /// Answers a parked pull by re-running it without suspension.
-    fn resume(&self, parked: Parked) {
-        let core = self.core.clone();
-        self.runtime.spawn(async move {
-            let response = match core.run(&parked.request, false) {
-                Ok(Pulled::Answer(response)) => response,
-                Ok(Pulled::Park { .. }) => return,
-                Err(e) => parked.request.response_to(e.code, Some(e.remark)),
-            };
-            if parked.ctx.channel.send(response).await.is_err() {
-                tracing::debug!("consumer left before its long poll was answered");
-            }
-        });
-    }
-
-    /// Wakes the pulls of one queue that can now make progress (or are due).
-    fn check_queue(&self, key: &str, max_offset: i64, tags_code: Option<i64>) {
-        let now = Instant::now();
-        let ready: Vec<Parked> = {
-            let mut parked = self.parked.lock();
-            let Some(list) = parked.get_mut(key) else {
-                return;
-            };
-            let (ready, waiting): (Vec<Parked>, Vec<Parked>) =
-                std::mem::take(list).into_iter().partition(|p| {
-                    let new_data = max_offset > p.offset
-                        && tags_code.is_none_or(|code| {
-                            stellmq_store::MessageFilter::matches_tags_code(&p.filter, code)
-                        });
-                    new_data || now >= p.deadline || p.ctx.channel.is_closed()
-                });
-            *list = waiting;
-            if list.is_empty() {
-                parked.remove(key);
-            }
-            ready
-        };
-        for p in ready.into_iter().filter(|p| !p.ctx.channel.is_closed()) {
-            self.resume(p);
-        }
-    }
-
-    /// Periodic pass over every parked pull: new data, deadlines, closed connections.
-    fn check_all(&self) {
-        let keys: Vec<(String, String, i32)> = self
-            .parked
-            .lock()
-            .iter()
-            .filter_map(|(k, v)| v.first().map(|p| (k.clone(), p)))
-            .filter_map(|(k, _)| {
-                k.rsplit_once('@')
-                    .and_then(|(t, q)| q.parse().ok().map(|q| (k.clone(), t.to_owned(), q)))
-            })
-            .collect();
-        for (key, topic, queue_id) in keys {
-            let max = self.core.store.max_offset_in_queue(&topic, queue_id);
-            self.check_queue(&key, max, None);
-        }
-    }
-
-    /// Runs the periodic check until `stop`; every 5 s with long polling, else per short poll.
-    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let interval = {
-            let c = self.core.config.read();
-            if c.long_polling_enable {
-                Duration::from_millis(200)
-            } else {
-                Duration::from_millis(c.short_polling_time_mills.max(10))
-            }
-        };
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(interval) => self.check_all(),
-            }
-        }
-    }
-
-    /// Number of parked pulls.
-    pub fn parked_count(&self) -> usize {
-        self.parked.lock().values().map(Vec::len).sum()
-    }
-}
-
-impl MessageArrivingListener for PullHoldService {
-    fn arriving(
-        &self,
-        topic: &str,
-        queue_id: i32,
-        logical_offset: i64,
-        tags_code: i64,
-        _store_timestamp: i64,
-    ) {
-        self.check_queue(&key(topic, queue_id), logical_offset, Some(tags_code));
-    }
-}
-
 pub struct PullProcessor {
     pub hold: Arc<PullHoldService>,
 }
@@ -415,18 +293,13 @@ impl RequestProcessor for PullProcessor {
                 timeout,
                 filter,
             }) => {
-                let parked = Parked {
-                    ctx,
-                    request,
-                    offset,
-                    deadline: Instant::now() + timeout,
-                    filter,
-                };
-                self.hold.park(key(&topic, queue_id), parked);
-                // A message may have arrived between the read and the parking.
-                let max = self.hold.core.store.max_offset_in_queue(&topic, queue_id);
-                self.hold.check_queue(&key(&topic, queue_id), max, None);
-                Ok(None)
+                let parked = Parked::new(ctx, request, offset, Instant::now() + timeout, filter);
+                self.hold.park(key(&topic, queue_id), parked).map(|()| {
+                    // A message may have arrived between the read and the parking.
+                    let max = self.hold.core.store.max_offset_in_queue(&topic, queue_id);
+                    self.hold.check_queue(&key(&topic, queue_id), max, None);
+                    None
+                })
             }
             Err(e) => Err(e),
         };
