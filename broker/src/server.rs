@@ -26,7 +26,7 @@ use crate::offset::ConsumerOffsetManager;
 use crate::persist::{self, config_path};
 use crate::processor::admin::{
     config::ConfigAdminProcessor, group::GroupAdminProcessor, offset::OffsetAdminProcessor,
-    stats::StatsAdminProcessor, topic::TopicAdminProcessor,
+    stats::StatsAdminProcessor, store::StoreAdminProcessor, topic::TopicAdminProcessor,
 };
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
@@ -503,6 +503,13 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
                 ha_master: ha_master.clone(),
                 ha_slave: ha_slave.clone(),
                 traffic: traffic.clone(),
+            })),
+            admin_lane.clone(),
+        )
+        .register(
+            &[RequestCode::DELETE_EXPIRED_COMMITLOG],
+            guarded(Arc::new(StoreAdminProcessor {
+                store: store.clone(),
             })),
             admin_lane.clone(),
         )

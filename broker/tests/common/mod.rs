@@ -289,12 +289,18 @@ pub async fn spawn_mqbroker(
     conf: &std::path::Path,
     ns_addr: &str,
 ) -> (std::process::Child, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mqbroker"));
+    command.arg("-c").arg(conf).args(["-n", ns_addr]);
+    spawn_broker_command(command).await
+}
+
+/// Runs a command that ends up exec'ing `mqbroker`, and waits for its boot line.
+pub async fn spawn_broker_command(
+    mut command: std::process::Command,
+) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mqbroker"))
-        .arg("-c")
-        .arg(conf)
-        .args(["-n", ns_addr])
+    use std::process::Stdio;
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -4,4 +4,5 @@ pub mod config;
 pub mod group;
 pub mod offset;
 pub mod stats;
+pub mod store;
 pub mod topic;
