@@ -55,9 +55,17 @@ pub async fn run<S: DueDelivery>(
         }
         service.deliver_due().await;
         if last_persist.elapsed() >= persist_every {
-            service.persist();
+            persist_off_runtime(&service).await;
             last_persist = tokio::time::Instant::now();
         }
     }
-    service.persist();
+    persist_off_runtime(&service).await;
+}
+
+/// Saves progress on a blocking thread (file writes never run on the async runtime).
+async fn persist_off_runtime<S: DueDelivery>(service: &Arc<S>) {
+    let service = service.clone();
+    if let Err(e) = tokio::task::spawn_blocking(move || service.persist()).await {
+        tracing::error!(error = %e, "saving delivery progress failed");
+    }
 }

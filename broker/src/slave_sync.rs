@@ -66,12 +66,16 @@ impl SlaveSync {
         let offsets: ConsumerOffsetSerializeWrapper =
             fetch(client, master, RequestCode::GET_ALL_CONSUMER_OFFSET).await?;
         self.offsets.replace_from_master(offsets);
-        self.offsets.persist();
         let delay: DelayOffsetSerializeWrapper =
             fetch(client, master, RequestCode::GET_ALL_DELAY_OFFSET).await?;
         self.schedule.replace_from_master(delay);
-        self.schedule.persist();
-        Ok(())
+        let (offsets, schedule) = (self.offsets.clone(), self.schedule.clone());
+        tokio::task::spawn_blocking(move || {
+            offsets.persist();
+            schedule.persist();
+        })
+        .await
+        .map_err(|e| e.to_string())
     }
 }
 

@@ -75,9 +75,11 @@ impl ClientManageProcessor {
                     consume_type: consumer.consume_type,
                     message_model: consumer.message_model,
                     consume_from_where: consumer.consume_from_where,
+                    // A subscription to a topic no client could name is left out.
                     subscriptions: consumer
                         .subscription_data_set
                         .into_iter()
+                        .filter(|s| names::check_topic(&s.topic).is_ok())
                         .map(filter::normalize)
                         .collect(),
                 },
