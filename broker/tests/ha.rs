@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use stellmq_broker::ha::{HaMaster, HaSlave};
+use stellmq_broker::ha::{HaGroup, HaMaster, HaSlave};
 use stellmq_remoting::protocol::message::{MessageRecord, Properties};
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, MessageStoreConfig, PutMessage};
 use tokio::net::TcpListener;
@@ -30,6 +30,10 @@ fn config(root: &Path) -> MessageStoreConfig {
         delete_when: "99".into(),
         ..Default::default()
     }
+}
+
+fn group() -> HaGroup {
+    HaGroup::new("DefaultCluster", "broker-a")
 }
 
 fn message(queue_id: i32, i: usize) -> PutMessage {
@@ -127,12 +131,14 @@ async fn slave_replicates_exact_bytes_and_resumes_after_a_restart() {
     let stop = CancellationToken::new();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let ha_addr = listener.local_addr().expect("addr").to_string();
-    let ha = HaMaster::start(master.clone(), listener, stop.clone());
+    let ha = HaMaster::start(master.clone(), listener, group(), stop.clone());
 
     let slave_stop = CancellationToken::new();
     let slave = Arc::new(MessageStore::open(config(dirs.1.path())).expect("slave store"));
     let follower = HaSlave::start(
         slave.clone(),
+        group(),
+        1,
         Duration::from_millis(200),
         slave_stop.clone(),
     );
@@ -190,6 +196,8 @@ async fn slave_replicates_exact_bytes_and_resumes_after_a_restart() {
     let slave_stop = CancellationToken::new();
     let follower = HaSlave::start(
         slave.clone(),
+        group(),
+        1,
         Duration::from_millis(200),
         slave_stop.clone(),
     );
@@ -219,9 +227,15 @@ async fn a_slave_ahead_of_its_master_is_refused() {
     let stop = CancellationToken::new();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let ha_addr = listener.local_addr().expect("addr").to_string();
-    let ha = HaMaster::start(master.clone(), listener, stop.clone());
+    let ha = HaMaster::start(master.clone(), listener, group(), stop.clone());
     let before = slave.commit_log_max_offset();
-    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    let follower = HaSlave::start(
+        slave.clone(),
+        group(),
+        1,
+        Duration::from_millis(100),
+        stop.clone(),
+    );
     follower.set_master(&ha_addr);
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(
@@ -248,9 +262,15 @@ async fn a_new_slave_starts_at_the_masters_last_segment() {
     let stop = CancellationToken::new();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let ha_addr = listener.local_addr().expect("addr").to_string();
-    let _ha = HaMaster::start(master.clone(), listener, stop.clone());
+    let _ha = HaMaster::start(master.clone(), listener, group(), stop.clone());
     let slave = Arc::new(MessageStore::open(config(dirs.1.path())).expect("slave store"));
-    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    let follower = HaSlave::start(
+        slave.clone(),
+        group(),
+        1,
+        Duration::from_millis(100),
+        stop.clone(),
+    );
     follower.set_master(&ha_addr);
     caught_up(&master, &slave).await;
     let last_segment = master.commit_log_max_offset() / SEGMENT as i64 * SEGMENT as i64;
@@ -484,9 +504,15 @@ async fn a_slave_refuses_bytes_from_another_groups_master() {
     for store in [&ours, &other] {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         addrs.push(listener.local_addr().expect("addr").to_string());
-        HaMaster::start(store.clone(), listener, stop.clone());
+        HaMaster::start(store.clone(), listener, group(), stop.clone());
     }
-    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    let follower = HaSlave::start(
+        slave.clone(),
+        group(),
+        1,
+        Duration::from_millis(100),
+        stop.clone(),
+    );
     follower.set_master(&addrs[0]);
     caught_up(&ours, &slave).await;
 
