@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{self, SlaveIdentity, HELLO_HEAD_LEN, NONCE_LEN, PROOF_LEN};
+use super::protocol::{self, SlaveIdentity, NONCE_LEN, PROOF_LEN};
 use super::{
     read_exact, HaError, HaGroup, HANDSHAKE_TIMEOUT, HEARTBEAT_INTERVAL, HOUSEKEEPING_INTERVAL,
     TRANSFER_BATCH,
@@ -36,6 +37,8 @@ pub struct HaMaster {
     acked: watch::Sender<i64>,
     slaves: Mutex<HashMap<SocketAddr, i64>>,
     handshaking: Arc<Semaphore>,
+    /// Connections refused (no or a bad handshake, or too many handshaking at once).
+    refused: AtomicU64,
     stop: CancellationToken,
 }
 
@@ -54,6 +57,7 @@ impl HaMaster {
             acked: watch::Sender::new(0),
             slaves: Mutex::new(HashMap::new()),
             handshaking: Arc::new(Semaphore::new(MAX_HANDSHAKING)),
+            refused: AtomicU64::new(0),
             stop,
         });
         tokio::spawn(accept_slaves(master.clone(), listener));
@@ -74,6 +78,16 @@ impl HaMaster {
 
     pub fn has_slaves(&self) -> bool {
         !self.slaves.lock().is_empty()
+    }
+
+    /// How many connections were refused since the start.
+    pub fn refused_peers(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    fn refuse(&self, peer: SocketAddr, reason: &dyn std::fmt::Display) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(event = "HA_PEER_REFUSED", %peer, %reason, "HA peer refused: nothing streamed");
     }
 
     pub fn acked_offset(&self) -> i64 {
@@ -109,7 +123,7 @@ async fn accept_slaves(master: Arc<HaMaster>, listener: TcpListener) {
         match accepted {
             Ok((stream, peer)) => {
                 let Ok(permit) = master.handshaking.clone().try_acquire_owned() else {
-                    tracing::warn!(event = "HA_PEER_REFUSED", %peer, reason = "too many connections in their handshake", "HA peer refused");
+                    master.refuse(peer, &"too many connections in their handshake");
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
@@ -148,7 +162,7 @@ async fn serve_peer(
     let identity = match handshake {
         Ok(identity) => identity,
         Err(reason) => {
-            tracing::warn!(event = "HA_PEER_REFUSED", %peer, %reason, "HA peer refused: nothing streamed");
+            master.refuse(peer, &reason);
             return;
         }
     };
@@ -170,14 +184,24 @@ async fn handshake(
     reader: &mut OwnedReadHalf,
     writer: &mut OwnedWriteHalf,
 ) -> Result<SlaveIdentity, HaError> {
-    let mut head = [0u8; HELLO_HEAD_LEN];
+    // The magic alone first, so a classic peer (8-byte report, then silence) is refused at
+    // once rather than at the timeout.
+    let mut magic = [0u8; 8];
     read_exact(
         reader,
-        &mut head,
+        &mut magic,
         "the peer closed the connection before its handshake",
     )
     .await?;
-    let len = protocol::decode_hello_head(&head)?;
+    protocol::check_magic(&magic)?;
+    let mut len = [0u8; 2];
+    read_exact(
+        reader,
+        &mut len,
+        "the peer closed the connection during its handshake",
+    )
+    .await?;
+    let len = protocol::decode_identity_len(len)?;
     let mut identity_bytes = vec![0u8; len];
     read_exact(
         reader,

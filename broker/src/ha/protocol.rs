@@ -125,30 +125,38 @@ pub fn encode_hello(identity_bytes: &[u8]) -> Result<Vec<u8>, HandshakeError> {
     Ok(out)
 }
 
-/// Checks the magic and returns the identity length that follows.
-pub fn decode_hello_head(head: &[u8; HELLO_HEAD_LEN]) -> Result<usize, HandshakeError> {
-    let (magic, len) = head.split_at(8);
-    let magic: [u8; 8] = magic
-        .try_into()
-        .map_err(|_| HandshakeError::MalformedIdentity("short head"))?;
-    if magic != HANDSHAKE_MAGIC {
-        if magic[..6] == HANDSHAKE_MAGIC[..6] {
-            return Err(HandshakeError::UnsupportedVersion(u16::from_be_bytes([
-                magic[6], magic[7],
-            ])));
-        }
-        let as_report = i64::from_be_bytes(magic);
-        return Err(if as_report >= 0 {
-            HandshakeError::ClassicReport(as_report)
-        } else {
-            HandshakeError::BadMagic(magic)
-        });
+/// Checks the hello's first 8 bytes, naming what a peer sent instead of the magic.
+pub fn check_magic(magic: &[u8; 8]) -> Result<(), HandshakeError> {
+    if *magic == HANDSHAKE_MAGIC {
+        return Ok(());
     }
-    let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+    if magic[..6] == HANDSHAKE_MAGIC[..6] {
+        return Err(HandshakeError::UnsupportedVersion(u16::from_be_bytes([
+            magic[6], magic[7],
+        ])));
+    }
+    let as_report = i64::from_be_bytes(*magic);
+    Err(if as_report >= 0 {
+        HandshakeError::ClassicReport(as_report)
+    } else {
+        HandshakeError::BadMagic(*magic)
+    })
+}
+
+/// Checks the identity length that follows the magic.
+pub fn decode_identity_len(len: [u8; 2]) -> Result<usize, HandshakeError> {
+    let len = usize::from(u16::from_be_bytes(len));
     if len > MAX_IDENTITY_LEN {
         return Err(HandshakeError::IdentityTooLong(len));
     }
     Ok(len)
+}
+
+/// Checks the magic and returns the identity length that follows.
+pub fn decode_hello_head(head: &[u8; HELLO_HEAD_LEN]) -> Result<usize, HandshakeError> {
+    let (magic, len) = head.split_first_chunk::<8>().unwrap_or((&[0; 8], &[]));
+    check_magic(magic)?;
+    decode_identity_len([len[0], len[1]])
 }
 
 /// A decoded hello.
