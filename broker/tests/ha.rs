@@ -521,3 +521,81 @@ async fn a_slave_refuses_bytes_from_another_groups_master() {
     assert_same_log(&ours, &slave);
     stop.cancel();
 }
+
+/// A group with `haAuthSecret`: a slave with another secret is refused, one with the same
+/// secret replicates and satisfies SYNC_MASTER; the secret is never shown or changed remotely.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokers_with_ha_auth_secret_replicate_and_never_show_it() {
+    use stellmq_remoting::protocol::{RequestCode, ResponseCode};
+    let stack = common::Stack::start_with(|c| {
+        c.broker.broker_role = "SYNC_MASTER".into();
+        c.broker.ha_auth_secret = "s3cret".into();
+    })
+    .await;
+    let config = stack
+        .call(common::request(RequestCode::GET_BROKER_CONFIG, &[]))
+        .await;
+    let text = String::from_utf8_lossy(&config.body).to_string();
+    assert!(text.contains("haAuthSecret=******\n"), "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+    let update = common::request(RequestCode::UPDATE_BROKER_CONFIG, &[])
+        .with_body(&b"haAuthSecret=guess\n"[..]);
+    assert_eq!(
+        stack.call(update).await.code,
+        ResponseCode::NO_PERMISSION.as_i32()
+    );
+
+    let ha = stack
+        .broker()
+        .ha_master()
+        .expect("master replicates")
+        .clone();
+    let start_slave = |dir: &Path, secret: &str| {
+        let mut config = common::broker_config(dir, &stack.ns_addr);
+        config.broker.broker_role = "SLAVE".into();
+        config.broker.broker_id = 1;
+        config.broker.ha_auth_secret = secret.into();
+        stellmq_broker::start(config)
+    };
+    let wrong_dir = tempfile::tempdir().expect("dir");
+    let wrong = start_slave(wrong_dir.path(), "guess")
+        .await
+        .expect("slave broker");
+    for _ in 0..200 {
+        if ha.refused_peers() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        ha.refused_peers() > 0,
+        "the slave with the wrong secret tried"
+    );
+    let r = stack.send("HaSecret", 0, "refused slave", &[]).await;
+    assert_eq!(
+        r.code,
+        ResponseCode::SLAVE_NOT_AVAILABLE.as_i32(),
+        "{}",
+        r.remark_str()
+    );
+    assert_eq!(wrong.store().commit_log_max_offset(), 0);
+    wrong.shutdown().await;
+
+    let right_dir = tempfile::tempdir().expect("dir");
+    let right = start_slave(right_dir.path(), "s3cret")
+        .await
+        .expect("slave broker");
+    for _ in 0..200 {
+        if ha.has_slaves() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let r = stack.send("HaSecret", 0, "replicated", &[]).await;
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    assert!(
+        right.store().commit_log_max_offset() >= stack.broker().store().commit_log_max_offset()
+    );
+    right.shutdown().await;
+    stack.stop().await;
+}
