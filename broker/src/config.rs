@@ -30,6 +30,12 @@ properties_config! {
         ha_listen_port: u16 = "haListenPort" => 0,
         /// A slave's master HA address (`ip:port`); empty = learnt from the name server.
         ha_master_address: String = "haMasterAddress" => String::new(),
+        /// Shared secret of a master/slave group (StellMQ): when set, a master admits only
+        /// slaves that prove they know it (HMAC-SHA256 over a fresh nonce), and a slave
+        /// replicates only from a master that asks for it. Empty = none; every broker of a
+        /// group must use the same value. Never shown by GET_BROKER_CONFIG, not changeable
+        /// at runtime.
+        ha_auth_secret: String = "haAuthSecret" => String::new(),
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
         /// ASYNC_MASTER, SYNC_MASTER or SLAVE.
         broker_role: String = "brokerRole" => "ASYNC_MASTER".to_owned(),
@@ -161,7 +167,11 @@ pub const CONFIG_BLACK_LIST: &[&str] = &[
     "mappedFileSizeConsumeQueue",
     "mapedFileSizeConsumeQueue",
     "haListenPort",
+    "haAuthSecret",
 ];
+
+/// Keys whose values GET_BROKER_CONFIG masks.
+pub const SECRET_KEYS: &[&str] = &["haAuthSecret"];
 
 /// Everything a broker is configured with.
 #[derive(Debug, Clone, Default)]

@@ -20,7 +20,7 @@ use crate::config::BrokerStartConfig;
 use crate::context::{now_ms, BrokerIdentity};
 use crate::deferred;
 use crate::group::SubscriptionGroupManager;
-use crate::ha::{HaMaster, HaSlave};
+use crate::ha::{HaGroup, HaMaster, HaSlave};
 use crate::limits::AutoCreateLimits;
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::{self, config_path};
@@ -256,10 +256,15 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
             })??
     };
     store.set_replica(!is_master);
-    let ha_master = ha_listener.map(|l| HaMaster::start(store.clone(), l, stop.clone()));
+    let ha_group =
+        HaGroup::new(&bc.broker_cluster_name, &bc.broker_name).with_secret(&bc.ha_auth_secret);
+    let ha_master =
+        ha_listener.map(|l| HaMaster::start(store.clone(), l, ha_group.clone(), stop.clone()));
     let ha_slave = (!is_master).then(|| {
         let slave = HaSlave::start_with(
             store.clone(),
+            ha_group,
+            bc.broker_id,
             HA_RECONNECT,
             stop.clone(),
             topics.register_now.clone(),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use stellmq_broker::ha::{HaMaster, HaSlave};
+use stellmq_broker::ha::{HaGroup, HaMaster, HaSlave};
 use stellmq_remoting::protocol::message::{MessageRecord, Properties};
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, MessageStoreConfig, PutMessage};
 use tokio::net::TcpListener;
@@ -30,6 +30,10 @@ fn config(root: &Path) -> MessageStoreConfig {
         delete_when: "99".into(),
         ..Default::default()
     }
+}
+
+fn group() -> HaGroup {
+    HaGroup::new("DefaultCluster", "broker-a")
 }
 
 fn message(queue_id: i32, i: usize) -> PutMessage {
@@ -127,12 +131,14 @@ async fn slave_replicates_exact_bytes_and_resumes_after_a_restart() {
     let stop = CancellationToken::new();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let ha_addr = listener.local_addr().expect("addr").to_string();
-    let ha = HaMaster::start(master.clone(), listener, stop.clone());
+    let ha = HaMaster::start(master.clone(), listener, group(), stop.clone());
 
     let slave_stop = CancellationToken::new();
     let slave = Arc::new(MessageStore::open(config(dirs.1.path())).expect("slave store"));
     let follower = HaSlave::start(
         slave.clone(),
+        group(),
+        1,
         Duration::from_millis(200),
         slave_stop.clone(),
     );
@@ -190,6 +196,8 @@ async fn slave_replicates_exact_bytes_and_resumes_after_a_restart() {
     let slave_stop = CancellationToken::new();
     let follower = HaSlave::start(
         slave.clone(),
+        group(),
+        1,
         Duration::from_millis(200),
         slave_stop.clone(),
     );
@@ -219,9 +227,15 @@ async fn a_slave_ahead_of_its_master_is_refused() {
     let stop = CancellationToken::new();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let ha_addr = listener.local_addr().expect("addr").to_string();
-    let ha = HaMaster::start(master.clone(), listener, stop.clone());
+    let ha = HaMaster::start(master.clone(), listener, group(), stop.clone());
     let before = slave.commit_log_max_offset();
-    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    let follower = HaSlave::start(
+        slave.clone(),
+        group(),
+        1,
+        Duration::from_millis(100),
+        stop.clone(),
+    );
     follower.set_master(&ha_addr);
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(
@@ -248,9 +262,15 @@ async fn a_new_slave_starts_at_the_masters_last_segment() {
     let stop = CancellationToken::new();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let ha_addr = listener.local_addr().expect("addr").to_string();
-    let _ha = HaMaster::start(master.clone(), listener, stop.clone());
+    let _ha = HaMaster::start(master.clone(), listener, group(), stop.clone());
     let slave = Arc::new(MessageStore::open(config(dirs.1.path())).expect("slave store"));
-    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    let follower = HaSlave::start(
+        slave.clone(),
+        group(),
+        1,
+        Duration::from_millis(100),
+        stop.clone(),
+    );
     follower.set_master(&ha_addr);
     caught_up(&master, &slave).await;
     let last_segment = master.commit_log_max_offset() / SEGMENT as i64 * SEGMENT as i64;
@@ -484,9 +504,15 @@ async fn a_slave_refuses_bytes_from_another_groups_master() {
     for store in [&ours, &other] {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         addrs.push(listener.local_addr().expect("addr").to_string());
-        HaMaster::start(store.clone(), listener, stop.clone());
+        HaMaster::start(store.clone(), listener, group(), stop.clone());
     }
-    let follower = HaSlave::start(slave.clone(), Duration::from_millis(100), stop.clone());
+    let follower = HaSlave::start(
+        slave.clone(),
+        group(),
+        1,
+        Duration::from_millis(100),
+        stop.clone(),
+    );
     follower.set_master(&addrs[0]);
     caught_up(&ours, &slave).await;
 
@@ -494,4 +520,82 @@ async fn a_slave_refuses_bytes_from_another_groups_master() {
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_same_log(&ours, &slave);
     stop.cancel();
+}
+
+/// A group with `haAuthSecret`: a slave with another secret is refused, one with the same
+/// secret replicates and satisfies SYNC_MASTER; the secret is never shown or changed remotely.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokers_with_ha_auth_secret_replicate_and_never_show_it() {
+    use stellmq_remoting::protocol::{RequestCode, ResponseCode};
+    let stack = common::Stack::start_with(|c| {
+        c.broker.broker_role = "SYNC_MASTER".into();
+        c.broker.ha_auth_secret = "s3cret".into();
+    })
+    .await;
+    let config = stack
+        .call(common::request(RequestCode::GET_BROKER_CONFIG, &[]))
+        .await;
+    let text = String::from_utf8_lossy(&config.body).to_string();
+    assert!(text.contains("haAuthSecret=******\n"), "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+    let update = common::request(RequestCode::UPDATE_BROKER_CONFIG, &[])
+        .with_body(&b"haAuthSecret=guess\n"[..]);
+    assert_eq!(
+        stack.call(update).await.code,
+        ResponseCode::NO_PERMISSION.as_i32()
+    );
+
+    let ha = stack
+        .broker()
+        .ha_master()
+        .expect("master replicates")
+        .clone();
+    let start_slave = |dir: &Path, secret: &str| {
+        let mut config = common::broker_config(dir, &stack.ns_addr);
+        config.broker.broker_role = "SLAVE".into();
+        config.broker.broker_id = 1;
+        config.broker.ha_auth_secret = secret.into();
+        stellmq_broker::start(config)
+    };
+    let wrong_dir = tempfile::tempdir().expect("dir");
+    let wrong = start_slave(wrong_dir.path(), "guess")
+        .await
+        .expect("slave broker");
+    for _ in 0..200 {
+        if ha.refused_peers() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        ha.refused_peers() > 0,
+        "the slave with the wrong secret tried"
+    );
+    let r = stack.send("HaSecret", 0, "refused slave", &[]).await;
+    assert_eq!(
+        r.code,
+        ResponseCode::SLAVE_NOT_AVAILABLE.as_i32(),
+        "{}",
+        r.remark_str()
+    );
+    assert_eq!(wrong.store().commit_log_max_offset(), 0);
+    wrong.shutdown().await;
+
+    let right_dir = tempfile::tempdir().expect("dir");
+    let right = start_slave(right_dir.path(), "s3cret")
+        .await
+        .expect("slave broker");
+    for _ in 0..200 {
+        if ha.has_slaves() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let r = stack.send("HaSecret", 0, "replicated", &[]).await;
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    assert!(
+        right.store().commit_log_max_offset() >= stack.broker().store().commit_log_max_offset()
+    );
+    right.shutdown().await;
+    stack.stop().await;
 }

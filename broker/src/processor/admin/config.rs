@@ -11,7 +11,7 @@ use stellmq_remoting::protocol::headers::{CommandHeader, GetBrokerConfigResponse
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageStoreConfig;
 
-use crate::config::{BrokerConfig, CONFIG_BLACK_LIST};
+use crate::config::{BrokerConfig, CONFIG_BLACK_LIST, SECRET_KEYS};
 use crate::topic::TopicConfigManager;
 
 pub struct ConfigAdminProcessor {
@@ -67,6 +67,11 @@ impl ConfigAdminProcessor {
     fn get(&self, request: &RemotingCommand) -> ProcessResult {
         let mut entries = self.broker.read().entries();
         entries.extend(self.store.entries());
+        for (key, value) in &mut entries {
+            if SECRET_KEYS.contains(key) && !value.is_empty() {
+                *value = "******".to_owned();
+            }
+        }
         let version = serde_json::to_string(&self.topics.data_version()).unwrap_or_default();
         let fields = GetBrokerConfigResponseHeader { version }.to_ext_fields();
         Ok(Some(

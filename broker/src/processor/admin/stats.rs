@@ -63,6 +63,7 @@ impl StatsAdminProcessor {
             put("haSlaves", list.join(";"));
             let fastest = slaves.iter().map(|(_, a)| *a).max().unwrap_or(0);
             put("haSlaveFallBehindBytes", (max - fastest).max(0).to_string());
+            put("haRefusedPeers", ha.refused_peers().to_string());
         }
         if let Some(ha) = &self.ha_slave {
             put("haMasterAddr", ha.master().unwrap_or_default());

@@ -1,0 +1,290 @@
+//! The slave side: keeps a connection to the master's HA port, identifies itself, and
+//! appends what the master streams once [`ReplicaVerifier`] has checked it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use stellmq_remoting::protocol::message::record::BLANK_MAGIC;
+use stellmq_store::MessageStore;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{self, SlaveIdentity, FRAME_HEADER_LEN, MIN_NONCE_LEN, PROOF_LEN};
+use super::verify::{Append, ReplicaVerifier};
+use super::{
+    read_exact, HaError, HaGroup, HANDSHAKE_TIMEOUT, HEARTBEAT_INTERVAL, HOUSEKEEPING_INTERVAL,
+    TRANSFER_BATCH,
+};
+
+/// The slave side: keeps a connection to the master's HA port and appends what it streams.
+pub struct HaSlave {
+    group: HaGroup,
+    broker_id: i64,
+    master_addr: watch::Sender<Option<String>>,
+    /// Notified when the master cannot be reached, so the broker asks the name servers again
+    /// (a restarted master may have a new address).
+    lost_master: Arc<Notify>,
+    /// The master's log end as last seen in a frame header.
+    master_offset: watch::Sender<i64>,
+}
+
+impl HaSlave {
+    /// Replicates, as `broker_id` of `group`, from the master at the address set with
+    /// [`HaSlave::set_master`] (it may be learnt later from the name server), reconnecting
+    /// every `retry` after a break.
+    pub fn start(
+        store: Arc<MessageStore>,
+        group: HaGroup,
+        broker_id: i64,
+        retry: Duration,
+        stop: CancellationToken,
+    ) -> Arc<Self> {
+        Self::start_with(
+            store,
+            group,
+            broker_id,
+            retry,
+            stop,
+            Arc::new(Notify::new()),
+        )
+    }
+
+    /// Like [`HaSlave::start`], notifying `lost_master` after every failed or broken connection.
+    pub fn start_with(
+        store: Arc<MessageStore>,
+        group: HaGroup,
+        broker_id: i64,
+        retry: Duration,
+        stop: CancellationToken,
+        lost_master: Arc<Notify>,
+    ) -> Arc<Self> {
+        let slave = Arc::new(Self {
+            group,
+            broker_id,
+            master_addr: watch::Sender::new(None),
+            lost_master,
+            master_offset: watch::Sender::new(0),
+        });
+        tokio::spawn(replicate(slave.clone(), store, retry, stop));
+        slave
+    }
+
+    pub fn set_master(&self, addr: &str) {
+        self.master_addr.send_if_modified(|current| {
+            let changed = current.as_deref() != Some(addr);
+            if changed {
+                *current = Some(addr.to_owned());
+            }
+            changed
+        });
+    }
+
+    pub fn clear_master(&self) {
+        self.master_addr
+            .send_if_modified(|current| current.take().is_some());
+    }
+
+    pub fn master(&self) -> Option<String> {
+        self.master_addr.borrow().clone()
+    }
+
+    pub fn master_offset(&self) -> i64 {
+        *self.master_offset.borrow()
+    }
+
+    fn identity(&self) -> SlaveIdentity {
+        SlaveIdentity {
+            cluster_name: self.group.cluster_name.clone(),
+            broker_name: self.group.broker_name.clone(),
+            broker_id: self.broker_id,
+        }
+    }
+}
+
+async fn replicate(
+    slave: Arc<HaSlave>,
+    store: Arc<MessageStore>,
+    retry: Duration,
+    stop: CancellationToken,
+) {
+    let mut addrs = slave.master_addr.subscribe();
+    loop {
+        let addr = addrs.borrow_and_update().clone();
+        if addr.is_none() {
+            // Registered before the master did: ask the name servers again.
+            slave.lost_master.notify_one();
+        }
+        if let Some(addr) = addr {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                // A new master address ends the connection to the old one.
+                _ = addrs.changed() => continue,
+                r = follow_master(&slave, &store, &addr) => {
+                    if let Err(reason) = r {
+                        tracing::warn!(master = %addr, %reason, "HA connection to the master closed");
+                    }
+                    slave.lost_master.notify_one();
+                }
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(retry) => {}
+            _ = addrs.changed() => {}
+        }
+    }
+}
+
+async fn follow_master(slave: &HaSlave, store: &MessageStore, addr: &str) -> Result<(), HaError> {
+    let stream = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr))
+        .await
+        .map_err(|_| HaError::Timeout("connect timed out"))?
+        .map_err(HaError::io("connect"))?;
+    let _ = stream.set_nodelay(true);
+    let (mut reader, mut writer) = stream.into_split();
+    tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        handshake(slave, &mut reader, &mut writer),
+    )
+    .await
+    .map_err(|_| HaError::Timeout("the master did not complete the handshake within 5 s"))??;
+    tracing::info!(event = "HA_MASTER_CONNECTED", master = %addr, "replicating from the master");
+    let config = store.config();
+    let mut reported = store.commit_log_max_offset();
+    let mut verifier = ReplicaVerifier::new(
+        reported,
+        config.mapped_file_size_commit_log,
+        config.max_message_size,
+    );
+    report(&mut writer, reported).await?;
+    let mut last_report = tokio::time::Instant::now();
+    let mut header = [0u8; FRAME_HEADER_LEN];
+    loop {
+        tokio::time::timeout(
+            HOUSEKEEPING_INTERVAL,
+            read_exact(&mut reader, &mut header, "the master closed the connection"),
+        )
+        .await
+        .map_err(|_| HaError::Timeout("nothing from the master for 20 s"))??;
+        let frame = protocol::decode_frame_header(&header)?;
+        let mut body = BytesMut::zeroed(frame.size);
+        read_exact(
+            &mut reader,
+            &mut body,
+            "the master closed the connection inside a frame",
+        )
+        .await?;
+        let pushed = verifier.push(frame.offset, body.freeze());
+        for append in &pushed.appends {
+            apply(store, append).await?;
+        }
+        if let Some(refused) = pushed.error {
+            return Err(refused.into());
+        }
+        slave
+            .master_offset
+            .send_replace(frame.offset + frame.size as i64);
+        let local = store.commit_log_max_offset();
+        if local != reported || last_report.elapsed() >= HEARTBEAT_INTERVAL {
+            report(&mut writer, local).await?;
+            reported = local;
+            last_report = tokio::time::Instant::now();
+        }
+    }
+}
+
+/// The slave's half of the handshake (see the module docs).
+async fn handshake(
+    slave: &HaSlave,
+    reader: &mut OwnedReadHalf,
+    writer: &mut OwnedWriteHalf,
+) -> Result<(), HaError> {
+    let identity_bytes = slave.identity().encode()?;
+    send(writer, &protocol::encode_hello(&identity_bytes)?).await?;
+    let mut len = [0u8; 1];
+    read_exact(
+        reader,
+        &mut len,
+        "the master closed the connection during the handshake: it refused this slave's clusterName, brokerName or brokerId, \
+         or is no StellMQ master",
+    )
+    .await?;
+    let nonce_len = protocol::decode_challenge_len(len[0])?;
+    match (nonce_len, slave.group.secret()) {
+        (0, None) => {}
+        (0, Some(_)) => {
+            return Err(HaError::Misconfigured(
+                "the master asks for no haAuthSecret, but this slave has one",
+            ))
+        }
+        (_, None) => {
+            return Err(HaError::Misconfigured(
+                "the master requires haAuthSecret, which this slave does not have",
+            ))
+        }
+        (n, Some(secret)) => {
+            debug_assert!(n >= MIN_NONCE_LEN);
+            let mut nonce = vec![0u8; n];
+            read_exact(
+                reader,
+                &mut nonce,
+                "the master closed the connection during the handshake",
+            )
+            .await?;
+            let proof: [u8; PROOF_LEN] = protocol::proof(secret, &nonce, &identity_bytes);
+            send(writer, &proof).await?;
+        }
+    }
+    let mut accepted = [0u8; 1];
+    read_exact(
+        reader,
+        &mut accepted,
+        "the master closed the connection during the handshake: it refused this slave's proof (haAuthSecret differs)",
+    )
+    .await?;
+    if accepted[0] != protocol::ACCEPTED {
+        return Err(HaError::Misconfigured(
+            "the master ended the handshake with an unknown byte",
+        ));
+    }
+    Ok(())
+}
+
+/// The filler written after a blank's header.
+static ZEROS: [u8; TRANSFER_BATCH] = [0; TRANSFER_BATCH];
+
+/// Writes checked bytes. A blank is written whole: its header, then zeros to the segment end.
+async fn apply(store: &MessageStore, append: &Append) -> Result<(), HaError> {
+    match append {
+        Append::Records { offset, bytes } => {
+            store.append_replicated(*offset, bytes).await?;
+        }
+        Append::Blank { offset, len } => {
+            let mut head = [0u8; 8];
+            head[..4].copy_from_slice(&i32::try_from(*len).unwrap_or(i32::MAX).to_be_bytes());
+            head[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
+            let mut at = store.append_replicated(*offset, &head).await?;
+            let end = offset + *len as i64;
+            while at < end {
+                let n = usize::try_from(end - at).map_or(TRANSFER_BATCH, |n| n.min(TRANSFER_BATCH));
+                at = store.append_replicated(at, &ZEROS[..n]).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn send(writer: &mut OwnedWriteHalf, bytes: &[u8]) -> Result<(), HaError> {
+    writer
+        .write_all(bytes)
+        .await
+        .map_err(HaError::io("writing to the master"))
+}
+
+async fn report(writer: &mut OwnedWriteHalf, offset: i64) -> Result<(), HaError> {
+    send(writer, &offset.to_be_bytes()).await
+}
