@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use stellmq_remoting::config::{format_properties, ConfigError};
-use stellmq_remoting::properties_config;
+use stellmq_config::properties_config;
+use stellmq_config::{format_documented, format_properties, ConfigError};
 use stellmq_store::MessageStoreConfig;
 
 fn default_namesrv() -> String {
@@ -14,7 +14,9 @@ fn default_namesrv() -> String {
 properties_config! {
     /// Broker keys and defaults as RocketMQ's.
     pub struct BrokerConfig {
+        /// Cluster this broker belongs to; also the name of a 16-queue system topic.
         broker_cluster_name: String = "brokerClusterName" => "DefaultCluster".to_owned(),
+        /// Name of the broker group: a master and its slaves share it.
         broker_name: String = "brokerName" => "broker-a".to_owned(),
         /// 0 = master, > 0 = slave.
         broker_id: i64 = "brokerId" => 0,
@@ -25,6 +27,7 @@ properties_config! {
         broker_ip1: String = "brokerIP1" => "127.0.0.1".to_owned(),
         /// Address advertised for HA (defaults to brokerIP1).
         broker_ip2: String = "brokerIP2" => String::new(),
+        /// Port of the remoting server clients dial (0 picks a free port).
         listen_port: u16 = "listenPort" => 10911,
         /// 0 = listenPort + 1.
         ha_listen_port: u16 = "haListenPort" => 0,
@@ -36,34 +39,59 @@ properties_config! {
         /// group must use the same value. Never shown by GET_BROKER_CONFIG, not changeable
         /// at runtime.
         ha_auth_secret: String = "haAuthSecret" => String::new(),
+        /// Address the remoting and HA servers bind.
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
         /// ASYNC_MASTER, SYNC_MASTER or SLAVE.
         broker_role: String = "brokerRole" => "ASYNC_MASTER".to_owned(),
+        /// Let producers create a topic by sending to it (from the TBW102 template).
         auto_create_topic_enable: bool = "autoCreateTopicEnable" => true,
+        /// Create an unknown consumer group on its first heartbeat, pull or send-back.
         auto_create_subscription_group: bool = "autoCreateSubscriptionGroup" => true,
+        /// Queues of TBW102, the template for auto-created topics.
         default_topic_queue_nums: i32 = "defaultTopicQueueNums" => 8,
+        /// Permission of the whole broker: 6 = read and write, 4 = read only, 2 = write only.
         broker_permission: i32 = "brokerPermission" => 6,
+        /// Make the cluster-name topic readable and writable (mqadmin uses it).
         cluster_topic_enable: bool = "clusterTopicEnable" => true,
+        /// Make the broker-name topic readable and writable (clusterRT sends to it).
         broker_topic_enable: bool = "brokerTopicEnable" => true,
+        /// Create the message trace topic (msgTraceTopicName) at startup.
         trace_topic_enable: bool = "traceTopicEnable" => false,
+        /// Topic that message traces are sent to.
         msg_trace_topic_name: String = "msgTraceTopicName" => "RMQ_SYS_TRACE_TOPIC".to_owned(),
+        /// How often (ms) the broker registers with every name server.
         register_name_server_period: u64 = "registerNameServerPeriod" => 30_000,
+        /// Timeout (ms) of one registration request.
         register_broker_timeout_mills: u64 = "registerBrokerTimeoutMills" => 6_000,
+        /// Region reported in send responses (MSG_REGION).
         region_id: String = "regionId" => "DefaultRegion".to_owned(),
+        /// Whether send responses tell clients that tracing is on (TRACE_ON).
         trace_on: bool = "traceOn" => true,
         /// A send that waited longer than this (ms) in the send lane is answered SYSTEM_BUSY.
         wait_time_mills_in_send_queue: u64 = "waitTimeMillsInSendQueue" => 200,
+        /// Sends processed at once (workers of the send lane).
         send_message_thread_pool_nums: usize = "sendMessageThreadPoolNums" => 4,
+        /// Sends waiting for a worker before new ones are answered SYSTEM_BUSY.
         send_thread_pool_queue_capacity: usize = "sendThreadPoolQueueCapacity" => 10_000,
+        /// Pulls processed at once (workers of the pull lane).
         pull_message_thread_pool_nums: usize = "pullMessageThreadPoolNums" => 20,
+        /// Pulls waiting for a worker before new ones are answered SYSTEM_BUSY.
         pull_thread_pool_queue_capacity: usize = "pullThreadPoolQueueCapacity" => 100_000,
+        /// Queries by key or id processed at once.
         query_message_thread_pool_nums: usize = "queryMessageThreadPoolNums" => 8,
+        /// Admin requests processed at once.
         admin_broker_thread_pool_nums: usize = "adminBrokerThreadPoolNums" => 16,
+        /// Heartbeats and unregistrations processed at once.
         client_manage_thread_pool_nums: usize = "clientManageThreadPoolNums" => 8,
+        /// Offset and consumer-list requests processed at once.
         consumer_manage_thread_pool_nums: usize = "consumerManageThreadPoolNums" => 8,
+        /// How often (ms) consumerOffset.json is written.
         flush_consumer_offset_interval: u64 = "flushConsumerOffsetInterval" => 5_000,
+        /// How often (ms) the progress of delayed and timer messages is written.
         flush_delay_offset_interval: u64 = "flushDelayOffsetInterval" => 10_000,
+        /// Hold pulls that find nothing until a message arrives (long polling).
         long_polling_enable: bool = "longPollingEnable" => true,
+        /// Without long polling, how long (ms) a pull that finds nothing is held.
         short_polling_time_mills: u64 = "shortPollingTimeMills" => 1_000,
         /// The longest a pull is held (ms), whatever suspend time the client asks for.
         /// (StellMQ key; clients ask for 15-30 s.)
@@ -75,7 +103,9 @@ properties_config! {
         max_parked_pulls_per_connection: usize = "maxParkedPullsPerConnection" => 10_000,
         /// Memory (estimated bytes) of held pulls, in all. (StellMQ key.)
         max_parked_pull_bytes: usize = "maxParkedPullBytes" => 256 * 1024 * 1024,
+        /// Tell a group's consumers when a member joins or leaves, so they rebalance at once.
         notify_consumer_ids_changed_enable: bool = "notifyConsumerIdsChangedEnable" => true,
+        /// Refuse transactional (half) messages.
         reject_transaction_message: bool = "rejectTransactionMessage" => false,
         /// Request/reply: also store replies in `<cluster>_REPLY_TOPIC`.
         store_reply_message_enable: bool = "storeReplyMessageEnable" => true,
@@ -90,8 +120,11 @@ properties_config! {
         transaction_check_max: i32 = "transactionCheckMax" => 15,
         /// Pause (ms) between two walks of the half queue.
         transaction_check_interval: u64 = "transactionCheckInterval" => 60_000,
+        /// Point consumers at a slave (suggestWhichBrokerId) for data no longer in memory.
         slave_read_enable: bool = "slaveReadEnable" => false,
+        /// Refuse sends until this time (ms since the epoch).
         start_accept_send_request_time_stamp: i64 = "startAcceptSendRequestTimeStamp" => 0,
+        /// Connections idle this many seconds are closed.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,
         /// Requests of one connection processed at once; beyond it the broker stops reading
         /// that connection until one finishes. (StellMQ key.)
@@ -104,10 +137,15 @@ properties_config! {
         server_write_stall_timeout_millis: u64 = "serverWriteStallTimeoutMillis" => 30_000,
         /// Clients silent this long (ms) are dropped.
         channel_expired_timeout: u64 = "channelExpiredTimeout" => 120_000,
+        /// Serve SQL92 subscriptions (MessageSelector.bySql), evaluated on properties.
         enable_property_filter: bool = "enablePropertyFilter" => false,
+        /// Messages a query by key returns when the request asks for none.
         default_query_max_num: i32 = "defaultQueryMaxNum" => 32,
+        /// Compress registration bodies (accepted for compatibility; bodies are sent plain).
         compressed_register: bool = "compressedRegister" => false,
+        /// Register even when the name server has this data version (StellMQ always does).
         force_register: bool = "forceRegister" => true,
+        /// RocketMQ's offset correction on slaves; accepted, unused.
         offset_check_in_slave: bool = "offsetCheckInSlave" => false,
         /// Auto-creation (sends, heartbeats, pulls, send-backs) stops once the broker has
         /// this many topics; mqadmin can still create more. (StellMQ key.)
@@ -202,8 +240,14 @@ impl BrokerStartConfig {
         all
     }
 
+    /// Every key with its value, each after its documentation as `#` comments (`-p`).
     pub fn to_properties(&self) -> String {
-        format_properties(self.entries())
+        let docs: Vec<(&str, &[&str])> = BrokerConfig::DOCS
+            .iter()
+            .chain(MessageStoreConfig::DOCS)
+            .copied()
+            .collect();
+        format_documented(self.entries(), &docs)
     }
 
     pub fn important_properties(&self) -> String {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use stellmq_broker::BrokerStartConfig;
-use stellmq_remoting::config::read_properties_file;
+use stellmq_config::read_properties_file;
 
 /// StellMQ broker (RocketMQ-compatible).
 #[derive(Parser, Debug)]

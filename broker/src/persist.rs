@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use stellmq_remoting::config::{read_with_backup, write_atomically};
+use stellmq_config::{read_with_backup, write_atomically};
 use stellmq_remoting::protocol::body::fastjson;
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;

@@ -50,7 +50,7 @@ use crate::writer::MessageWriter;
 #[derive(Debug, Error)]
 pub enum BrokerError {
     #[error("invalid configuration: {0}")]
-    Config(#[from] stellmq_remoting::config::ConfigError),
+    Config(#[from] stellmq_config::ConfigError),
     #[error("store: {0}")]
     Store(#[from] StoreError),
     #[error("cannot bind {addr}: {source}")]

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use stellmq_remoting::properties_config;
+use stellmq_config::properties_config;
 
 fn home() -> PathBuf {
     std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
@@ -15,12 +15,15 @@ properties_config! {
         listen_port: u16 = "listenPort" => 9876,
         /// Address to bind (`NettyServerConfig.bindAddress`).
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
+        /// RocketMQ home directory (env ROCKETMQ_HOME); kept for compatibility, unused.
         rocketmq_home: String = "rocketmqHome" => std::env::var("ROCKETMQ_HOME").unwrap_or_default(),
         /// Where PUT_KV_CONFIG entries persist.
         kv_config_path: PathBuf = "kvConfigPath" => home().join("namesrv").join("kvConfig.json"),
         /// Where UPDATE_NAMESRV_CONFIG persists the configuration.
         config_store_path: PathBuf = "configStorePath" => home().join("namesrv").join("namesrv.properties"),
+        /// Environment name (RocketMQ's `productEnvName`); kept for compatibility, unused.
         product_env_name: String = "productEnvName" => "center".to_owned(),
+        /// RocketMQ's cluster-test mode; kept for compatibility, unused.
         cluster_test: bool = "clusterTest" => false,
         /// Include `orderTopicConf` from the ORDER_TOPIC_CONFIG namespace in routes.
         order_message_enable: bool = "orderMessageEnable" => false,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
-use stellmq_remoting::config::{read_with_backup, write_atomically};
+use stellmq_config::{read_with_backup, write_atomically};
 use stellmq_remoting::protocol::body::fastjson;
 
 /// Namespace of order-topic configurations (spec 8.5).

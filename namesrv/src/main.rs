@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use stellmq_config::{format_documented, read_properties_file};
 use stellmq_namesrv::NamesrvConfig;
-use stellmq_remoting::config::{format_properties, read_properties_file};
 
 /// StellMQ name server (RocketMQ-compatible).
 #[derive(Parser, Debug)]
@@ -42,7 +42,10 @@ fn main() -> ExitCode {
         }
     };
     if args.print_config {
-        print!("{}", format_properties(config.entries()));
+        print!(
+            "{}",
+            format_documented(config.entries(), NamesrvConfig::DOCS)
+        );
         return ExitCode::SUCCESS;
     }
     tracing_subscriber::fmt()

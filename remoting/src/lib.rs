@@ -8,6 +8,5 @@
 //!
 //! The facts implemented here come from `shared/spec/rocketmq-protocol.md` (sections 1-5).
 
-pub mod config;
 pub mod net;
 pub mod protocol;

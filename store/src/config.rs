@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use stellmq_remoting::config::ConfigError;
-use stellmq_remoting::properties_config;
+use stellmq_config::properties_config;
+use stellmq_config::ConfigError;
 
 fn default_store_root() -> PathBuf {
     std::env::var_os("HOME")
@@ -18,22 +18,32 @@ pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m
 properties_config! {
     /// Store configuration. Key names are RocketMQ's so a user's `broker.conf` works as is.
     pub struct MessageStoreConfig {
+        /// Where the CommitLog, ConsumeQueues, index, checkpoint and config files live.
         store_path_root_dir: PathBuf = "storePathRootDir" => default_store_root(),
         /// Empty: `<storePathRootDir>/commitlog`.
         store_path_commit_log: String = "storePathCommitLog" => String::new(),
+        /// Size of one CommitLog segment file in bytes (1 GiB).
         mapped_file_size_commit_log: usize = "mappedFileSizeCommitLog" => 1024 * 1024 * 1024,
+        /// Size of one ConsumeQueue file in bytes (300,000 entries of 20 bytes).
         mapped_file_size_consume_queue: usize = "mappedFileSizeConsumeQueue" => 300_000 * 20,
         /// `ASYNC_FLUSH` or `SYNC_FLUSH`.
         flush_disk_type: String = "flushDiskType" => "ASYNC_FLUSH".to_owned(),
+        /// ASYNC_FLUSH: how often (ms) the CommitLog is flushed.
         flush_interval_commit_log: u64 = "flushIntervalCommitLog" => 500,
+        /// ASYNC_FLUSH: dirty pages needed before a flush (except the thorough one).
         flush_commit_log_least_pages: usize = "flushCommitLogLeastPages" => 4,
         /// ASYNC_FLUSH: sleep `flushIntervalCommitLog` between flushes (true, RocketMQ's
         /// default) or also flush as soon as an append leaves `flushCommitLogLeastPages` dirty.
         flush_commit_log_timed: bool = "flushCommitLogTimed" => true,
+        /// ASYNC_FLUSH: how often (ms) everything is flushed whatever the page count.
         flush_commit_log_thorough_interval: u64 = "flushCommitLogThoroughInterval" => 10_000,
+        /// SYNC_FLUSH and SYNC_MASTER: how long (ms) a send waits for its flush or a slave.
         sync_flush_timeout: u64 = "syncFlushTimeout" => 5_000,
+        /// How often (ms) ConsumeQueues and the index are flushed.
         flush_interval_consume_queue: u64 = "flushIntervalConsumeQueue" => 1_000,
+        /// Dirty pages of a ConsumeQueue needed before a flush (except the thorough one).
         flush_consume_queue_least_pages: usize = "flushConsumeQueueLeastPages" => 2,
+        /// How often (ms) every ConsumeQueue is flushed whatever the page count.
         flush_consume_queue_thorough_interval: u64 = "flushConsumeQueueThoroughInterval" => 60_000,
         /// Hours of the day (`04`, or `04;16`) at which expired files are deleted.
         delete_when: String = "deleteWhen" => "04".to_owned(),
@@ -45,22 +55,35 @@ properties_config! {
         disk_space_warning_level_ratio: u32 = "diskSpaceWarningLevelRatio" => 90,
         /// Disk use (%) above which files are deleted even while in use.
         disk_space_clean_forcibly_ratio: u32 = "diskSpaceCleanForciblyRatio" => 85,
+        /// Past diskSpaceCleanForciblyRatio, delete the oldest files even if not expired.
         clean_file_forcibly_enable: bool = "cleanFileForciblyEnable" => true,
         /// How often (ms) the retention service runs.
         clean_resource_interval: u64 = "cleanResourceInterval" => 10_000,
+        /// Pause (ms) between two file deletions of one retention round.
         delete_commit_log_files_interval: u64 = "deleteCommitLogFilesInterval" => 100,
+        /// Largest message body (or batch body) accepted, in bytes.
         max_message_size: usize = "maxMessageSize" => 4 * 1024 * 1024,
+        /// Check each record's body CRC when recovering the CommitLog.
         check_crc_on_recover: bool = "checkCRCOnRecover" => true,
+        /// Index messages by KEYS and UNIQ_KEY for queries by key.
         message_index_enable: bool = "messageIndexEnable" => true,
+        /// Hash slots of one index file.
         max_hash_slot_num: u32 = "maxHashSlotNum" => 5_000_000,
+        /// Entries of one index file.
         max_index_num: u32 = "maxIndexNum" => 20_000_000,
+        /// Bytes one pull returns at most when its messages are in memory.
         max_transfer_bytes_on_message_in_memory: usize = "maxTransferBytesOnMessageInMemory" => 256 * 1024,
+        /// Messages one pull returns at most when they are in memory.
         max_transfer_count_on_message_in_memory: usize = "maxTransferCountOnMessageInMemory" => 32,
+        /// Bytes one pull returns at most when its messages are on disk only.
         max_transfer_bytes_on_message_in_disk: usize = "maxTransferBytesOnMessageInDisk" => 64 * 1024,
+        /// Messages one pull returns at most when they are on disk only.
         max_transfer_count_on_message_in_disk: usize = "maxTransferCountOnMessageInDisk" => 8,
+        /// Percent of RAM the newest CommitLog data may use before a read counts as from disk.
         access_message_in_memory_max_ratio: u32 = "accessMessageInMemoryMaxRatio" => 40,
         /// Pre-fault each new CommitLog segment before it is needed.
         warm_mapped_file_enable: bool = "warmMapedFileEnable" => true,
+        /// Delay of each level (1 to 18 by default), for delayed messages and retries.
         message_delay_level: String = "messageDelayLevel" => DEFAULT_DELAY_LEVELS.to_owned(),
     }
 }

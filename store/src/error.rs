@@ -13,7 +13,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     #[error("invalid store configuration: {0}")]
-    Config(#[from] stellmq_remoting::config::ConfigError),
+    Config(#[from] stellmq_config::ConfigError),
     #[error("another process holds the store lock {0}")]
     Locked(PathBuf),
     #[error("store file {path} is corrupt: {reason}")]

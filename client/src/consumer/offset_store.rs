@@ -76,6 +76,6 @@ impl OffsetTable {
         let body = OffsetFile {
             offset_table: MqKeyMap(self.snapshot()),
         };
-        stellmq_remoting::config::write_atomically(file, &fastjson::encode(&body))
+        stellmq_config::write_atomically(file, &fastjson::encode(&body))
     }
 }

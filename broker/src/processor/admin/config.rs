@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use stellmq_remoting::config::{format_properties, parse_properties};
+use stellmq_config::{format_properties, parse_properties};
 use stellmq_remoting::net::{
     ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
 };

@@ -1,7 +1,4 @@
 //! Java `Properties` text and typed configuration structs with RocketMQ's key names.
-//!
-//! Used for `-c FILE` configuration files and for the `key=value` bodies of
-//! UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG and their GET counterparts.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -115,6 +112,34 @@ pub fn format_properties<'a>(entries: impl IntoIterator<Item = (&'a str, String)
     out
 }
 
+/// Writes `key=value` lines, each after its documentation as `#` comments (what `-p`
+/// prints: still a valid properties file).
+pub fn format_documented<'a>(
+    entries: impl IntoIterator<Item = (&'a str, String)>,
+    docs: &[(&str, &[&str])],
+) -> String {
+    let mut out = String::new();
+    for (key, value) in entries {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let lines = docs
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(&[][..], |(_, d)| *d);
+        for line in lines {
+            out.push('#');
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str(key);
+        out.push('=');
+        out.push_str(&value);
+        out.push('\n');
+    }
+    out
+}
+
 /// Reads a properties file.
 pub fn read_properties_file(
     path: &std::path::Path,
@@ -206,17 +231,18 @@ pub fn parse_config_value<T: ConfigValue>(key: &str, value: &str) -> Result<T, C
 
 /// Declares a configuration struct whose fields are set by RocketMQ key name.
 ///
+/// Every field must carry a doc comment: it is the key's documentation, which `-p` prints.
 /// Generates `Default`, `set(key, value) -> Result<bool>` (false for an unknown key),
-/// `apply(&map)` (unknown keys ignored, as Java does) and `entries()` for printing.
+/// `apply(&map)` (unknown keys ignored, as Java does), `entries()` for printing and `DOCS`.
 #[macro_export]
 macro_rules! properties_config {
     ($(#[$meta:meta])* pub struct $name:ident {
-        $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal => $default:expr),* $(,)?
+        $($(#[doc = $doc:literal])+ $field:ident: $ty:ty = $key:literal => $default:expr),* $(,)?
     }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq)]
         pub struct $name {
-            $($(#[$fmeta])* pub $field: $ty),*
+            $($(#[doc = $doc])+ pub $field: $ty),*
         }
 
         impl Default for $name {
@@ -229,11 +255,15 @@ macro_rules! properties_config {
             /// Every key this struct knows, in declaration order.
             pub const KEYS: &'static [&'static str] = &[$($key),*];
 
+            /// Each key's documentation (its doc comment lines, each starting with a space).
+            pub const DOCS: &'static [(&'static str, &'static [&'static str])] =
+                &[$(($key, &[$($doc),+])),*];
+
             /// Sets one key; `Ok(false)` when the key is not one of ours.
-            pub fn set(&mut self, key: &str, value: &str) -> Result<bool, $crate::config::ConfigError> {
+            pub fn set(&mut self, key: &str, value: &str) -> Result<bool, $crate::ConfigError> {
                 match key {
                     $($key => {
-                        self.$field = $crate::config::parse_config_value(key, value)?;
+                        self.$field = $crate::parse_config_value(key, value)?;
                         Ok(true)
                     })*
                     _ => Ok(false),
@@ -244,7 +274,7 @@ macro_rules! properties_config {
             pub fn apply(
                 &mut self,
                 props: &std::collections::BTreeMap<String, String>,
-            ) -> Result<(), $crate::config::ConfigError> {
+            ) -> Result<(), $crate::ConfigError> {
                 for (key, value) in props {
                     self.set(key, value)?;
                 }
@@ -253,7 +283,7 @@ macro_rules! properties_config {
 
             /// `(key, value)` of every field, for `-p` and GET_*_CONFIG.
             pub fn entries(&self) -> Vec<(&'static str, String)> {
-                vec![$(($key, $crate::config::ConfigValue::render(&self.$field))),*]
+                vec![$(($key, $crate::ConfigValue::render(&self.$field))),*]
             }
         }
     };
@@ -279,8 +309,12 @@ mod tests {
 
     properties_config! {
         pub struct Sample {
+            /// Port.
             port: u16 = "listenPort" => 9876,
+            /// Name,
+            /// on two lines.
             name: String = "brokerName" => "b".to_owned(),
+            /// Order.
             order: bool = "orderMessageEnable" => false,
         }
     }
@@ -306,83 +340,13 @@ mod tests {
             format_properties(s.entries()),
             "listenPort=1234\nbrokerName=b\norderMessageEnable=true\n"
         );
-    }
-}
-
-/// Writes a config file the way RocketMQ does: new content to `<file>.tmp`, the previous
-/// content to `<file>.bak`, then the temp file renamed over the original (atomic on POSIX).
-pub fn write_atomically(path: &std::path::Path, content: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = with_suffix(path, ".tmp");
-    {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(content)?;
-        file.sync_all()?;
-    }
-    if path.exists() {
-        std::fs::copy(path, with_suffix(path, ".bak"))?;
-    }
-    std::fs::rename(&tmp, path)?;
-    // The rename is only durable once the directory entry is.
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
-}
-
-/// Reads a config file, falling back to `<file>.bak` when the file is missing or `parse`
-/// rejects it. `Ok(None)` when neither exists.
-pub fn read_with_backup<T>(
-    path: &std::path::Path,
-    parse: impl Fn(&[u8]) -> Option<T>,
-) -> std::io::Result<Option<T>> {
-    for candidate in [path.to_path_buf(), with_suffix(path, ".bak")] {
-        match std::fs::read(&candidate) {
-            Ok(bytes) => match parse(&bytes) {
-                Some(value) => return Ok(Some(value)),
-                None => {
-                    tracing::warn!(file = %candidate.display(), "config file is unreadable, trying its backup")
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(None)
-}
-
-fn with_suffix(path: &std::path::Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-#[cfg(test)]
-mod file_tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_keeps_a_backup_and_reads_it_back() {
-        let dir = std::env::temp_dir().join(format!("stellmq-config-{}", std::process::id()));
-        let path = dir.join("sub/topics.json");
-        write_atomically(&path, b"one").expect("write");
-        write_atomically(&path, b"two").expect("write");
-        assert_eq!(std::fs::read(&path).expect("read"), b"two");
         assert_eq!(
-            std::fs::read(with_suffix(&path, ".bak")).expect("read"),
-            b"one"
+            Sample::DOCS[1],
+            ("brokerName", &[" Name,", " on two lines."][..])
         );
-        std::fs::write(&path, b"garbage").expect("corrupt");
-        let parsed =
-            read_with_backup(&path, |b| (b != b"garbage").then(|| b.to_vec())).expect("io");
-        assert_eq!(parsed.as_deref(), Some(&b"one"[..]));
         assert_eq!(
-            read_with_backup(&dir.join("none"), |b| Some(b.to_vec())).expect("io"),
-            None
+            format_documented(s.entries(), Sample::DOCS),
+            "# Port.\nlistenPort=1234\n\n# Name,\n# on two lines.\nbrokerName=b\n\n# Order.\norderMessageEnable=true\n"
         );
-        let _ = std::fs::remove_dir_all(dir);
     }
 }
