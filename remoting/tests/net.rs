@@ -619,3 +619,24 @@ async fn one_connection_has_a_bounded_number_of_requests_in_flight() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_code_registered_twice_is_a_start_up_error() {
+    let echo = Arc::new(Echo {
+        seen: AtomicUsize::new(0),
+    });
+    let lane = Lane::new("dup", 1, 1);
+    let mut server = RemotingServer::new(ServerConfig {
+        listen_addr: "127.0.0.1:0".parse().expect("addr"),
+        ..ServerConfig::default()
+    });
+    server
+        .register(&[RequestCode::HEART_BEAT], echo.clone(), lane.clone())
+        .register(
+            &[RequestCode::SEND_MESSAGE, RequestCode::HEART_BEAT],
+            echo,
+            lane,
+        );
+    let error = server.start().await.err().expect("refused");
+    assert!(error.to_string().contains("[34]"), "{error}");
+}

@@ -3,13 +3,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
 use stellmq_remoting::protocol::body::{fastjson, perm, HeartbeatData, SubscriptionData};
 use stellmq_remoting::protocol::headers::UnregisterClientRequestHeader;
 use stellmq_remoting::protocol::names;
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
 use super::header;
 use crate::clients::{ClientChannel, ConsumerManager, ConsumerRegistration, ProducerManager};
@@ -37,7 +35,11 @@ pub struct ClientManageProcessor {
 }
 
 impl ClientManageProcessor {
-    fn heartbeat(&self, ctx: &RequestContext, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn heartbeat(
+        &self,
+        ctx: &RequestContext,
+        request: &RemotingCommand,
+    ) -> ProcessResult {
         let data: HeartbeatData = fastjson::decode(&request.body)?;
         let client = ClientChannel {
             channel: ctx.channel.clone(),
@@ -102,7 +104,7 @@ impl ClientManageProcessor {
 
     /// CHECK_CLIENT_CONFIG: Java consumers ask before subscribing with a SQL92 selector
     /// whether this broker can serve it.
-    fn check_client_config(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn check_client_config(&self, request: &RemotingCommand) -> ProcessResult {
         let body: CheckClientRequestBody = fastjson::decode(&request.body)?;
         let sub = body.subscription_data;
         if filter::is_tag_type(sub.expression_type.as_deref()) {
@@ -123,7 +125,11 @@ impl ClientManageProcessor {
         }
     }
 
-    fn unregister(&self, ctx: &RequestContext, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn unregister(
+        &self,
+        ctx: &RequestContext,
+        request: &RemotingCommand,
+    ) -> ProcessResult {
         let h: UnregisterClientRequestHeader = header(request)?;
         if let Some(group) = h.producer_group.as_deref() {
             self.producers.unregister(group, ctx.channel.id());
@@ -142,17 +148,5 @@ impl ClientManageProcessor {
             }
         }
         Ok(Some(request.success_to()))
-    }
-}
-
-impl RequestProcessor for ClientManageProcessor {
-    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let result = match request.request_code_typed() {
-            Some(RequestCode::HEART_BEAT) => self.heartbeat(&ctx, &request),
-            Some(RequestCode::UNREGISTER_CLIENT) => self.unregister(&ctx, &request),
-            Some(RequestCode::CHECK_CLIENT_CONFIG) => self.check_client_config(&request),
-            _ => Ok(Some(request.not_supported_to())),
-        };
-        Box::pin(std::future::ready(result))
     }
 }

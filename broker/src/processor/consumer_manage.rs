@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{
     fastjson, ConsumerIdList, LockBatchRequestBody, LockBatchResponseBody, MessageQueue,
 };
@@ -20,7 +18,7 @@ use stellmq_remoting::protocol::headers::{
     UpdateConsumerOffsetRequestHeader,
 };
 use stellmq_remoting::protocol::names::NameKind;
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageStore;
 
 use super::{guard, header};
@@ -108,7 +106,7 @@ fn offset_response(request: &RemotingCommand, offset: i64) -> RemotingCommand {
 }
 
 impl ConsumerManageProcessor {
-    fn consumer_list(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn consumer_list(&self, request: &RemotingCommand) -> ProcessResult {
         let h: GetConsumerListByGroupRequestHeader = header(request)?;
         let ids = self.consumers.client_ids(&h.consumer_group);
         if ids.is_empty() {
@@ -124,7 +122,7 @@ impl ConsumerManageProcessor {
         ))))
     }
 
-    fn query_offset(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn query_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let h: QueryConsumerOffsetRequestHeader = header(request)?;
         if let Some(offset) = self
             .offsets
@@ -175,7 +173,7 @@ impl ConsumerManageProcessor {
             .map_err(guard::group_refusal)
     }
 
-    fn update_offset(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn update_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let h: UpdateConsumerOffsetRequestHeader = header(request)?;
         self.check_group(&h.consumer_group)?;
         self.check_queue(&h.topic, h.queue_id)?;
@@ -192,7 +190,7 @@ impl ConsumerManageProcessor {
         Ok(())
     }
 
-    fn lock(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn lock(&self, request: &RemotingCommand) -> ProcessResult {
         let mut body: LockBatchRequestBody = fastjson::decode(&request.body)?;
         self.check_lock_body(&mut body)?;
         let locked = self
@@ -206,7 +204,7 @@ impl ConsumerManageProcessor {
         ))
     }
 
-    fn unlock(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn unlock(&self, request: &RemotingCommand) -> ProcessResult {
         let body: LockBatchRequestBody = fastjson::decode(&request.body)?;
         self.locks
             .unlock(&body.consumer_group, &body.client_id, &body.mq_set);
@@ -214,50 +212,35 @@ impl ConsumerManageProcessor {
     }
 }
 
-impl RequestProcessor for ConsumerManageProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let store = &self.store;
-        let result =
-            match request.request_code_typed() {
-                Some(RequestCode::GET_CONSUMER_LIST_BY_GROUP) => self.consumer_list(&request),
-                Some(RequestCode::QUERY_CONSUMER_OFFSET) => self.query_offset(&request),
-                Some(RequestCode::UPDATE_CONSUMER_OFFSET) => self.update_offset(&request),
-                Some(RequestCode::LOCK_BATCH_MQ) => self.lock(&request),
-                Some(RequestCode::UNLOCK_BATCH_MQ) => self.unlock(&request),
-                Some(RequestCode::GET_MAX_OFFSET) => header::<GetMaxOffsetRequestHeader>(&request)
-                    .map(|h| {
-                        Some(offset_response(
-                            &request,
-                            store.max_offset_in_queue(&h.topic, h.queue_id),
-                        ))
-                    }),
-                Some(RequestCode::GET_MIN_OFFSET) => header::<GetMinOffsetRequestHeader>(&request)
-                    .map(|h| {
-                        Some(offset_response(
-                            &request,
-                            store.min_offset_in_queue(&h.topic, h.queue_id),
-                        ))
-                    }),
-                Some(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP) => {
-                    header::<SearchOffsetRequestHeader>(&request).map(|h| {
-                        Some(offset_response(
-                            &request,
-                            store.offset_in_queue_by_time(&h.topic, h.queue_id, h.timestamp),
-                        ))
-                    })
-                }
-                Some(RequestCode::GET_EARLIEST_MSG_STORETIME) => {
-                    header::<GetEarliestMsgStoretimeRequestHeader>(&request).map(|h| {
-                        let timestamp = store
-                            .earliest_message_time(&h.topic, h.queue_id)
-                            .unwrap_or(-1);
-                        let fields =
-                            GetEarliestMsgStoretimeResponseHeader { timestamp }.to_ext_fields();
-                        Some(request.success_to().with_ext_fields(fields))
-                    })
-                }
-                _ => Ok(Some(request.not_supported_to())),
-            };
-        Box::pin(std::future::ready(result))
+/// The offset and time queries, each answered from the store at once.
+impl ConsumerManageProcessor {
+    pub(crate) fn max_offset(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetMaxOffsetRequestHeader = header(request)?;
+        let offset = self.store.max_offset_in_queue(&h.topic, h.queue_id);
+        Ok(Some(offset_response(request, offset)))
+    }
+
+    pub(crate) fn min_offset(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetMinOffsetRequestHeader = header(request)?;
+        let offset = self.store.min_offset_in_queue(&h.topic, h.queue_id);
+        Ok(Some(offset_response(request, offset)))
+    }
+
+    pub(crate) fn offset_by_time(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: SearchOffsetRequestHeader = header(request)?;
+        let offset = self
+            .store
+            .offset_in_queue_by_time(&h.topic, h.queue_id, h.timestamp);
+        Ok(Some(offset_response(request, offset)))
+    }
+
+    pub(crate) fn earliest_store_time(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetEarliestMsgStoretimeRequestHeader = header(request)?;
+        let timestamp = self
+            .store
+            .earliest_message_time(&h.topic, h.queue_id)
+            .unwrap_or(-1);
+        let fields = GetEarliestMsgStoretimeResponseHeader { timestamp }.to_ext_fields();
+        Ok(Some(request.success_to().with_ext_fields(fields)))
     }
 }

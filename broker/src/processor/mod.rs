@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod client_manage;
 pub mod consumer_manage;
+pub mod end_transaction;
 pub mod guard;
 pub mod pull;
 pub mod query;

@@ -3,13 +3,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::headers::{
     CommandHeader, QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader,
 };
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageStore;
 
 use super::header;
@@ -20,7 +18,7 @@ pub struct QueryProcessor {
 }
 
 impl QueryProcessor {
-    fn query(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn query(&self, request: &RemotingCommand) -> ProcessResult {
         let h: QueryMessageRequestHeader = header(request)?;
         let max = if h.unique_key_query.unwrap_or(false) {
             self.default_query_max_num
@@ -54,7 +52,7 @@ impl QueryProcessor {
         ))
     }
 
-    fn view(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn view(&self, request: &RemotingCommand) -> ProcessResult {
         let h: ViewMessageRequestHeader = header(request)?;
         match self.store.look_message_by_offset(h.offset) {
             Some(record) => Ok(Some(request.success_to().with_body(record))),
@@ -63,16 +61,5 @@ impl QueryProcessor {
                 h.offset
             ))),
         }
-    }
-}
-
-impl RequestProcessor for QueryProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let result = match request.request_code_typed() {
-            Some(RequestCode::QUERY_MESSAGE) => self.query(&request),
-            Some(RequestCode::VIEW_MESSAGE_BY_ID) => self.view(&request),
-            _ => Ok(Some(request.not_supported_to())),
-        };
-        Box::pin(std::future::ready(result))
     }
 }

@@ -9,7 +9,6 @@
 //! `CID_RMQ_SYS_TRANS` on the half queue, as in RocketMQ.
 
 pub mod check;
-pub mod end;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;

@@ -17,7 +17,8 @@ pub use channel::{Channel, ChannelConfig, InFlight, InboundHandler, PendingRespo
 pub use client::{ClientConfig, RemotingClient};
 pub use error::RemotingError;
 pub use processor::{
-    Lane, ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
+    answer, handler, AnswerFn, HandlerFn, Lane, ProcessFuture, ProcessResult, ProcessorError,
+    RequestContext, RequestProcessor,
 };
 pub use server::{ConnectionListener, RemotingServer, ServerConfig, ServerHandle};
 

@@ -87,6 +87,62 @@ pub trait RequestProcessor: Send + Sync + 'static {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture;
 }
 
+/// One request kind's handler: a method of a processor `P`.
+pub type HandlerFn<P> = fn(Arc<P>, RequestContext, RemotingCommand) -> ProcessFuture;
+
+/// One request kind's handler that answers at once: a method of a processor `P`.
+pub type AnswerFn<P> = fn(&P, RequestContext, RemotingCommand) -> ProcessResult;
+
+/// A processor's method bound to the processor, registered for exactly one request code:
+/// no `match` on the code, so no code can reach a handler meant for another.
+pub struct Handler<P> {
+    processor: Arc<P>,
+    handle: HandlerFn<P>,
+}
+
+impl<P: Send + Sync + 'static> RequestProcessor for Handler<P> {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        (self.handle)(self.processor.clone(), ctx, request)
+    }
+}
+
+/// A handler that runs `handle` on `processor`.
+pub fn handler<P: Send + Sync + 'static>(
+    processor: &Arc<P>,
+    handle: HandlerFn<P>,
+) -> Arc<dyn RequestProcessor> {
+    Arc::new(Handler {
+        processor: processor.clone(),
+        handle,
+    })
+}
+
+struct Answer<P> {
+    processor: Arc<P>,
+    answer: AnswerFn<P>,
+}
+
+impl<P: Send + Sync + 'static> RequestProcessor for Answer<P> {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        Box::pin(std::future::ready((self.answer)(
+            &self.processor,
+            ctx,
+            request,
+        )))
+    }
+}
+
+/// A handler that answers at once with `answer` run on `processor`.
+pub fn answer<P: Send + Sync + 'static>(
+    processor: &Arc<P>,
+    answer: AnswerFn<P>,
+) -> Arc<dyn RequestProcessor> {
+    Arc::new(Answer {
+        processor: processor.clone(),
+        answer,
+    })
+}
+
 /// A bounded execution lane: at most `workers` requests run at once and at most `queue` more
 /// wait. A request arriving at a full lane is answered SYSTEM_BUSY at once, so one busy area
 /// (say, pulls) can never starve another (say, admin calls).

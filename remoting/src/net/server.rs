@@ -110,6 +110,8 @@ impl InboundHandler for Registry {
 pub struct RemotingServer {
     config: ServerConfig,
     routes: HashMap<i32, Route>,
+    /// Codes registered more than once: a wiring mistake that start refuses.
+    duplicates: Vec<i32>,
     default_route: Option<Route>,
     listeners: Vec<Arc<dyn ConnectionListener>>,
 }
@@ -119,6 +121,7 @@ impl RemotingServer {
         Self {
             config,
             routes: HashMap::new(),
+            duplicates: Vec::new(),
             default_route: None,
             listeners: Vec::new(),
         }
@@ -133,13 +136,16 @@ impl RemotingServer {
         lane: Arc<Lane>,
     ) -> &mut Self {
         for code in codes {
-            self.routes.insert(
+            let previous = self.routes.insert(
                 code.as_i32(),
                 Route {
                     processor: processor.clone(),
                     lane: lane.clone(),
                 },
             );
+            if previous.is_some() {
+                self.duplicates.push(code.as_i32());
+            }
         }
         self
     }
@@ -167,6 +173,15 @@ impl RemotingServer {
 
     /// Starts accepting on an already bound listener (so callers can learn the port first).
     pub fn start_on(self, listener: TcpListener) -> std::io::Result<ServerHandle> {
+        if !self.duplicates.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "request codes registered more than once: {:?}",
+                    self.duplicates
+                ),
+            ));
+        }
         let local_addr = listener.local_addr()?;
         let registry = Arc::new(Registry {
             routes: self.routes,

@@ -4,11 +4,9 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use stellmq_config::{format_properties, parse_properties};
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::headers::{CommandHeader, GetBrokerConfigResponseHeader};
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageStoreConfig;
 
 use crate::config::{BrokerConfig, CONFIG_BLACK_LIST, SECRET_KEYS};
@@ -21,7 +19,7 @@ pub struct ConfigAdminProcessor {
 }
 
 impl ConfigAdminProcessor {
-    fn update(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn update(&self, request: &RemotingCommand) -> ProcessResult {
         let text = std::str::from_utf8(&request.body)
             .map_err(|_| ProcessorError::system("config body is not UTF-8"))?;
         let changes = parse_properties(text);
@@ -64,7 +62,7 @@ impl ConfigAdminProcessor {
         Ok(Some(request.success_to()))
     }
 
-    fn get(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn get(&self, request: &RemotingCommand) -> ProcessResult {
         let mut entries = self.broker.read().entries();
         entries.extend(self.store.entries());
         for (key, value) in &mut entries {
@@ -80,16 +78,5 @@ impl ConfigAdminProcessor {
                 .with_ext_fields(fields)
                 .with_body(format_properties(entries).into_bytes()),
         ))
-    }
-}
-
-impl RequestProcessor for ConfigAdminProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let result = match request.request_code_typed() {
-            Some(RequestCode::UPDATE_BROKER_CONFIG) => self.update(&request),
-            Some(RequestCode::GET_BROKER_CONFIG) => self.get(&request),
-            _ => Ok(Some(request.not_supported_to())),
-        };
-        Box::pin(std::future::ready(result))
     }
 }

@@ -3,19 +3,17 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{fastjson, SubscriptionGroupConfig};
 use stellmq_remoting::protocol::headers::DeleteSubscriptionGroupRequestHeader;
 use stellmq_remoting::protocol::names::NameKind;
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_remoting::protocol::RemotingCommand;
 
+use super::topic::slave_refuses;
 use crate::group::{is_system_group, SubscriptionGroupManager};
 use crate::offset::ConsumerOffsetManager;
 use crate::processor::{guard, header};
 
-#[derive(Clone)]
 pub struct GroupAdminProcessor {
     pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
@@ -31,7 +29,10 @@ fn not_written() -> ProcessorError {
 }
 
 impl GroupAdminProcessor {
-    async fn update(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) async fn update(&self, request: &RemotingCommand) -> ProcessResult {
+        if self.is_slave {
+            return Err(slave_refuses("subscription groups"));
+        }
         let config: SubscriptionGroupConfig = fastjson::decode(&request.body)?;
         guard::check_name(NameKind::Group, &config.group_name)?;
         let generation = self
@@ -44,7 +45,10 @@ impl GroupAdminProcessor {
         Ok(Some(request.success_to()))
     }
 
-    async fn delete(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) async fn delete(&self, request: &RemotingCommand) -> ProcessResult {
+        if self.is_slave {
+            return Err(slave_refuses("subscription groups"));
+        }
         let h: DeleteSubscriptionGroupRequestHeader = header(request)?;
         guard::check_name(NameKind::Group, &h.group_name)?;
         if is_system_group(&h.group_name) {
@@ -65,27 +69,12 @@ impl GroupAdminProcessor {
         Ok(Some(request.success_to()))
     }
 
-    async fn handle(&self, request: RemotingCommand) -> ProcessResult {
-        match request.request_code_typed() {
-            Some(
-                RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
-                | RequestCode::DELETE_SUBSCRIPTIONGROUP,
-            ) if self.is_slave => Err(super::topic::slave_refuses("subscription groups")),
-            Some(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) => self.update(&request).await,
-            Some(RequestCode::DELETE_SUBSCRIPTIONGROUP) => self.delete(&request).await,
-            Some(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG) => Ok(Some(
-                request
-                    .success_to()
-                    .with_body(fastjson::encode(&self.groups.wrapper())),
-            )),
-            _ => Ok(Some(request.not_supported_to())),
-        }
-    }
-}
-
-impl RequestProcessor for GroupAdminProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let this = self.clone();
-        Box::pin(async move { this.handle(request).await })
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (also what slaves copy).
+    pub(crate) fn all_configs(&self, request: &RemotingCommand) -> ProcessResult {
+        Ok(Some(
+            request
+                .success_to()
+                .with_body(fastjson::encode(&self.groups.wrapper())),
+        ))
     }
 }

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{
     fastjson, ConsumeQueueData, ConsumeStats, ConsumeStatsList, GroupList, MessageQueue,
     OffsetWrapper, QueryConsumeQueueResponseBody, ResetOffsetBody, ResetOffsetBodyForC,
@@ -37,7 +35,7 @@ pub struct OffsetAdminProcessor {
 impl OffsetAdminProcessor {
     /// QUERY_CONSUME_QUEUE: raw ConsumeQueue entries (physical offset, size, tags code),
     /// and with a consumer group whether its tag subscription takes each one.
-    fn query_consume_queue(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn query_consume_queue(&self, request: &RemotingCommand) -> ProcessResult {
         let h: QueryConsumeQueueRequestHeader = header(request)?;
         let store = &self.store;
         if !store.queue_ids(&h.topic).contains(&h.queue_id) {
@@ -92,7 +90,7 @@ impl OffsetAdminProcessor {
     /// CLONE_GROUP_OFFSET: a new group starts where another one is, for one topic or for
     /// every topic the source group has offsets for. Unless `offline`, a topic the online
     /// source group does not subscribe to is skipped, as RocketMQ does.
-    fn clone_offsets(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn clone_offsets(&self, request: &RemotingCommand) -> ProcessResult {
         let h: CloneGroupOffsetRequestHeader = header(request)?;
         let topics: Vec<String> = match h.topic.as_deref().map(str::trim) {
             Some(topic) if !topic.is_empty() => vec![topic.to_owned()],
@@ -134,7 +132,7 @@ impl OffsetAdminProcessor {
         }
     }
 
-    fn consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
         let h: GetConsumeStatsRequestHeader = header(request)?;
         let topics: Vec<String> = match h.topic.as_deref() {
             Some(t) => vec![t.to_owned()],
@@ -184,7 +182,7 @@ impl OffsetAdminProcessor {
     }
 
     /// Computes new offsets by time, stores them, and tells the online clients (spec 2.7).
-    fn reset_offset(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn reset_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let h: ResetOffsetRequestHeader = header(request)?;
         let config = self.topics.get(&h.topic).ok_or_else(|| {
             ProcessorError::new(
@@ -243,7 +241,7 @@ impl OffsetAdminProcessor {
     }
 
     /// GET_BROKER_CONSUME_STATS: every group with offsets here, with its progress per topic.
-    fn broker_consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn broker_consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
         let mut list = ConsumeStatsList {
             broker_addr: self.identity.broker_addr.clone(),
             ..Default::default()
@@ -282,7 +280,7 @@ impl OffsetAdminProcessor {
         ))
     }
 
-    fn consumed_by(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn consumed_by(&self, request: &RemotingCommand) -> ProcessResult {
         let h: QueryTopicConsumeByWhoRequestHeader = header(request)?;
         let mut groups: Vec<String> = self.offsets.groups_of_topic(&h.topic).into_iter().collect();
         groups.extend(self.consumers.groups_subscribing(&h.topic));
@@ -294,27 +292,21 @@ impl OffsetAdminProcessor {
     }
 }
 
-impl RequestProcessor for OffsetAdminProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let result = match request.request_code_typed() {
-            Some(RequestCode::GET_ALL_CONSUMER_OFFSET) => Ok(Some(
-                request
-                    .success_to()
-                    .with_body(fastjson::encode(&self.offsets.wrapper())),
-            )),
-            Some(RequestCode::GET_ALL_DELAY_OFFSET) => Ok(Some(
-                request
-                    .success_to()
-                    .with_body(fastjson::encode(&self.schedule.wrapper())),
-            )),
-            Some(RequestCode::GET_CONSUME_STATS) => self.consume_stats(&request),
-            Some(RequestCode::CLONE_GROUP_OFFSET) => self.clone_offsets(&request),
-            Some(RequestCode::QUERY_CONSUME_QUEUE) => self.query_consume_queue(&request),
-            Some(RequestCode::INVOKE_BROKER_TO_RESET_OFFSET) => self.reset_offset(&request),
-            Some(RequestCode::QUERY_TOPIC_CONSUME_BY_WHO) => self.consumed_by(&request),
-            Some(RequestCode::GET_BROKER_CONSUME_STATS) => self.broker_consume_stats(&request),
-            _ => Ok(Some(request.not_supported_to())),
-        };
-        Box::pin(std::future::ready(result))
+/// The tables slaves copy (spec 9.4).
+impl OffsetAdminProcessor {
+    pub(crate) fn all_consumer_offsets(&self, request: &RemotingCommand) -> ProcessResult {
+        Ok(Some(
+            request
+                .success_to()
+                .with_body(fastjson::encode(&self.offsets.wrapper())),
+        ))
+    }
+
+    pub(crate) fn all_delay_offsets(&self, request: &RemotingCommand) -> ProcessResult {
+        Ok(Some(
+            request
+                .success_to()
+                .with_body(fastjson::encode(&self.schedule.wrapper())),
+        ))
     }
 }

@@ -5,9 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{fastjson, KvTable, ProducerConnection};
 use stellmq_remoting::protocol::headers::{
     GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader,
@@ -73,7 +71,7 @@ impl StatsAdminProcessor {
         }
     }
 
-    fn runtime_info(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn runtime_info(&self, request: &RemotingCommand) -> ProcessResult {
         let store = &self.store;
         let stats = store.stats();
         let puts = stats.put_times_total.load(Ordering::Relaxed);
@@ -181,7 +179,7 @@ impl StatsAdminProcessor {
     }
 
     /// VIEW_BROKER_STATS_DATA: minute/hour/day windows of one counter.
-    fn stats_data(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn stats_data(&self, request: &RemotingCommand) -> ProcessResult {
         let h: ViewBrokerStatsDataRequestHeader = header(request)?;
         if !BrokerStats::is_known_name(&h.stats_name) {
             return Err(ProcessorError::system(format!(
@@ -203,7 +201,7 @@ impl StatsAdminProcessor {
         ))
     }
 
-    async fn running_info(
+    pub(crate) async fn running_info(
         consumers: Arc<ConsumerManager>,
         request: RemotingCommand,
     ) -> ProcessResult {
@@ -249,46 +247,38 @@ fn rustix_capacity(path: &std::path::Path) -> String {
     }
 }
 
-impl RequestProcessor for StatsAdminProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let result = match request.request_code_typed() {
-            Some(RequestCode::GET_BROKER_RUNTIME_INFO) => self.runtime_info(&request),
-            Some(RequestCode::GET_CONSUMER_CONNECTION_LIST) => {
-                header::<GetConsumerConnectionListRequestHeader>(&request).and_then(|h| {
-                    self.consumers
-                        .connection(&h.consumer_group)
-                        .map(|c| Some(request.success_to().with_body(fastjson::encode(&c))))
-                        .ok_or_else(|| {
-                            ProcessorError::new(
-                                ResponseCode::CONSUMER_NOT_ONLINE,
-                                format!("the consumer group[{}] not online", h.consumer_group),
-                            )
-                        })
-                })
-            }
-            Some(RequestCode::GET_PRODUCER_CONNECTION_LIST) => {
-                header::<GetProducerConnectionListRequestHeader>(&request).and_then(|h| {
-                    self.producers
-                        .connections(&h.producer_group)
-                        .map(|c| {
-                            Some(request.success_to().with_body(fastjson::encode(
-                                &ProducerConnection { connection_set: c },
-                            )))
-                        })
-                        .ok_or_else(|| {
-                            ProcessorError::system(format!(
-                                "the producer group[{}] not exist",
-                                h.producer_group
-                            ))
-                        })
-                })
-            }
-            Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
-                return Box::pin(Self::running_info(self.consumers.clone(), request));
-            }
-            Some(RequestCode::VIEW_BROKER_STATS_DATA) => self.stats_data(&request),
-            _ => Ok(Some(request.not_supported_to())),
-        };
-        Box::pin(std::future::ready(result))
+impl StatsAdminProcessor {
+    pub(crate) fn consumer_connections(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetConsumerConnectionListRequestHeader = header(request)?;
+        let connection = self
+            .consumers
+            .connection(&h.consumer_group)
+            .ok_or_else(|| {
+                ProcessorError::new(
+                    ResponseCode::CONSUMER_NOT_ONLINE,
+                    format!("the consumer group[{}] not online", h.consumer_group),
+                )
+            })?;
+        Ok(Some(
+            request
+                .success_to()
+                .with_body(fastjson::encode(&connection)),
+        ))
+    }
+
+    pub(crate) fn producer_connections(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetProducerConnectionListRequestHeader = header(request)?;
+        let connection_set = self
+            .producers
+            .connections(&h.producer_group)
+            .ok_or_else(|| {
+                ProcessorError::system(format!(
+                    "the producer group[{}] not exist",
+                    h.producer_group
+                ))
+            })?;
+        Ok(Some(request.success_to().with_body(fastjson::encode(
+            &ProducerConnection { connection_set },
+        ))))
     }
 }

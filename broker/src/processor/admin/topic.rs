@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{
     fastjson, MessageQueue, TopicConfig, TopicList, TopicOffset, TopicStatsTable,
 };
@@ -13,7 +11,7 @@ use stellmq_remoting::protocol::headers::{
     CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicStatsInfoRequestHeader,
 };
 use stellmq_remoting::protocol::names::NameKind;
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageStore;
 
 use crate::context::BrokerIdentity;
@@ -22,7 +20,6 @@ use crate::processor::guard;
 use crate::processor::header;
 use crate::topic::{CreateTopicError, TopicConfigManager};
 
-#[derive(Clone)]
 pub struct TopicAdminProcessor {
     pub identity: Arc<BrokerIdentity>,
     pub topics: Arc<TopicConfigManager>,
@@ -31,10 +28,10 @@ pub struct TopicAdminProcessor {
 }
 
 impl TopicAdminProcessor {
-    async fn create(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) async fn create(&self, request: &RemotingCommand) -> ProcessResult {
         let h: CreateTopicRequestHeader = header(request)?;
         if !self.identity.is_master() {
-            return Err(ProcessorError::system("a slave cannot create topics"));
+            return Err(slave_refuses("topics"));
         }
         guard::check_name(NameKind::Topic, &h.topic)?;
         if self.topics.is_system_topic(&h.topic) {
@@ -75,8 +72,11 @@ impl TopicAdminProcessor {
         Ok(Some(request.success_to()))
     }
 
-    async fn delete(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) async fn delete(&self, request: &RemotingCommand) -> ProcessResult {
         let h: DeleteTopicRequestHeader = header(request)?;
+        if !self.identity.is_master() {
+            return Err(slave_refuses("topics"));
+        }
         guard::check_name(NameKind::Topic, &h.topic)?;
         if self.topics.is_system_topic(&h.topic) {
             return Err(ProcessorError::system(format!(
@@ -100,7 +100,7 @@ impl TopicAdminProcessor {
         Ok(Some(request.success_to()))
     }
 
-    fn stats(&self, request: &RemotingCommand) -> ProcessResult {
+    pub(crate) fn stats(&self, request: &RemotingCommand) -> ProcessResult {
         let h: GetTopicStatsInfoRequestHeader = header(request)?;
         let config = self.topics.get(&h.topic).ok_or_else(|| {
             ProcessorError::new(
@@ -136,7 +136,16 @@ impl TopicAdminProcessor {
         ))
     }
 
-    fn system_topics(&self, request: &RemotingCommand) -> ProcessResult {
+    /// GET_ALL_TOPIC_CONFIG (also what slaves copy).
+    pub(crate) fn all_configs(&self, request: &RemotingCommand) -> ProcessResult {
+        Ok(Some(
+            request
+                .success_to()
+                .with_body(fastjson::encode(&self.topics.wrapper(None))),
+        ))
+    }
+
+    pub(crate) fn system_topics(&self, request: &RemotingCommand) -> ProcessResult {
         let topics = self
             .topics
             .all()
@@ -150,35 +159,6 @@ impl TopicAdminProcessor {
         Ok(Some(
             request.success_to().with_body(fastjson::encode(&list)),
         ))
-    }
-}
-
-impl TopicAdminProcessor {
-    async fn handle(&self, request: RemotingCommand) -> ProcessResult {
-        match request.request_code_typed() {
-            Some(RequestCode::UPDATE_AND_CREATE_TOPIC | RequestCode::DELETE_TOPIC_IN_BROKER)
-                if !self.identity.is_master() =>
-            {
-                Err(slave_refuses("topics"))
-            }
-            Some(RequestCode::UPDATE_AND_CREATE_TOPIC) => self.create(&request).await,
-            Some(RequestCode::DELETE_TOPIC_IN_BROKER) => self.delete(&request).await,
-            Some(RequestCode::GET_ALL_TOPIC_CONFIG) => Ok(Some(
-                request
-                    .success_to()
-                    .with_body(fastjson::encode(&self.topics.wrapper(None))),
-            )),
-            Some(RequestCode::GET_TOPIC_STATS_INFO) => self.stats(&request),
-            Some(RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER) => self.system_topics(&request),
-            _ => Ok(Some(request.not_supported_to())),
-        }
-    }
-}
-
-impl RequestProcessor for TopicAdminProcessor {
-    fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let this = self.clone();
-        Box::pin(async move { this.handle(request).await })
     }
 }
 

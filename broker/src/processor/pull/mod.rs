@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
+use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
 use stellmq_remoting::protocol::body::{perm, MessageModel, SubscriptionData};
 use stellmq_remoting::protocol::headers::{
     CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader,
@@ -282,9 +282,10 @@ pub struct PullProcessor {
     pub hold: Arc<PullHoldService>,
 }
 
-impl RequestProcessor for PullProcessor {
-    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let result = match self.hold.core.run(&request, true) {
+impl PullProcessor {
+    /// PULL_MESSAGE and LITE_PULL_MESSAGE: answered now, or parked until data arrives.
+    pub(crate) fn pull(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+        match self.hold.core.run(&request, true) {
             Ok(Pulled::Answer(response)) => Ok(Some(response)),
             Ok(Pulled::Park {
                 topic,
@@ -302,7 +303,6 @@ impl RequestProcessor for PullProcessor {
                 })
             }
             Err(e) => Err(e),
-        };
-        Box::pin(std::future::ready(result))
+        }
     }
 }

@@ -7,9 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use parking_lot::RwLock;
 use rand::Rng;
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
 use stellmq_remoting::protocol::body::{perm, TopicConfig};
 use stellmq_remoting::protocol::codes::busy_remark;
 use stellmq_remoting::protocol::headers::{
@@ -249,7 +247,11 @@ impl SendProcessor {
         }
     }
 
-    async fn send(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+    pub(crate) async fn send(
+        &self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+    ) -> ProcessResult {
         let h = Self::send_header(&request)?;
         let mut target = self.check(&ctx, &h)?;
         if target.created {
@@ -473,7 +475,11 @@ impl SendProcessor {
     }
 
     /// CONSUMER_SEND_MSG_BACK: a consumer gives a message back for a later retry.
-    async fn send_back(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+    pub(crate) async fn send_back(
+        &self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+    ) -> ProcessResult {
         let h: ConsumerSendMsgBackRequestHeader = header(&request)?;
         let group = self
             .groups
@@ -561,25 +567,5 @@ impl SendProcessor {
             tracing::warn!(peer = %ctx.channel.peer(), status = ?result.status, "send-back not stored");
             Err(ProcessorError::system(format!("{:?}", result.status)))
         }
-    }
-}
-
-/// Shares the processor between its request codes.
-pub struct SendProcessorHandle(pub Arc<SendProcessor>);
-
-impl RequestProcessor for SendProcessorHandle {
-    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let processor = self.0.clone();
-        Box::pin(async move {
-            match request.request_code_typed() {
-                Some(RequestCode::CONSUMER_SEND_MSG_BACK) => {
-                    processor.send_back(ctx, request).await
-                }
-                Some(RequestCode::SEND_REPLY_MESSAGE | RequestCode::SEND_REPLY_MESSAGE_V2) => {
-                    processor.reply(ctx, request).await
-                }
-                _ => processor.send(ctx, request).await,
-            }
-        })
     }
 }

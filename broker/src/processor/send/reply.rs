@@ -27,7 +27,7 @@ pub(super) struct Replies {
 }
 
 impl SendProcessor {
-    pub(super) async fn reply(
+    pub(crate) async fn reply(
         &self,
         ctx: RequestContext,
         request: RemotingCommand,

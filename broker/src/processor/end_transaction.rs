@@ -2,19 +2,17 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::{
-    ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
 use stellmq_remoting::protocol::body::perm;
 use stellmq_remoting::protocol::headers::EndTransactionRequestHeader;
 use stellmq_remoting::protocol::message::{property, sys_flag, MessageRecord};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageStore;
 
-use super::{op_message, reput, Resolved};
 use crate::context::BrokerIdentity;
 use crate::processor::header;
 use crate::topic::{TopicConfigManager, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
+use crate::transaction::{op_message, reput, Resolved};
 use crate::writer::{self, MessageWriter};
 
 pub struct EndTransactionProcessor {
@@ -25,21 +23,8 @@ pub struct EndTransactionProcessor {
     pub resolved: Arc<Resolved>,
 }
 
-impl RequestProcessor for EndTransactionProcessor {
-    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let this = Self {
-            identity: self.identity.clone(),
-            store: self.store.clone(),
-            writer: self.writer.clone(),
-            topics: self.topics.clone(),
-            resolved: self.resolved.clone(),
-        };
-        Box::pin(async move { this.end(ctx, request).await })
-    }
-}
-
 impl EndTransactionProcessor {
-    async fn end(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+    pub(crate) async fn end(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
         let h: EndTransactionRequestHeader = header(&request)?;
         if !self.identity.is_master() {
             return Err(ProcessorError::new(

@@ -1,0 +1,396 @@
+//! The broker's request table: every request code it serves appears here exactly once,
+//! next to the one handler that serves it and the lane it runs in. A code not in the table
+//! is answered REQUEST_CODE_NOT_SUPPORTED by the server; registering a code twice is a
+//! start-up error. Every handler sits behind the name check ([`Guarded`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use stellmq_remoting::net::{answer, handler, Lane, RemotingServer, RequestProcessor};
+use stellmq_remoting::protocol::RequestCode;
+
+use crate::config::BrokerConfig;
+use crate::context::now_ms;
+use crate::processor::admin::{
+    config::ConfigAdminProcessor, group::GroupAdminProcessor, offset::OffsetAdminProcessor,
+    stats::StatsAdminProcessor, store, topic::TopicAdminProcessor,
+};
+use crate::processor::client_manage::ClientManageProcessor;
+use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
+use crate::processor::end_transaction::EndTransactionProcessor;
+use crate::processor::guard::Guarded;
+use crate::processor::pull::PullProcessor;
+use crate::processor::query::QueryProcessor;
+use crate::processor::send::SendProcessor;
+use crate::state::BrokerState;
+
+/// The bounded lanes requests run in: a busy area never starves another.
+struct Lanes {
+    send: Arc<Lane>,
+    pull: Arc<Lane>,
+    query: Arc<Lane>,
+    client: Arc<Lane>,
+    consumer: Arc<Lane>,
+    admin: Arc<Lane>,
+    end_transaction: Arc<Lane>,
+}
+
+impl Lanes {
+    fn new(bc: &BrokerConfig) -> Self {
+        Self {
+            send: Lane::new(
+                "send",
+                bc.send_message_thread_pool_nums,
+                bc.send_thread_pool_queue_capacity,
+            ),
+            pull: Lane::new(
+                "pull",
+                bc.pull_message_thread_pool_nums,
+                bc.pull_thread_pool_queue_capacity,
+            ),
+            query: Lane::new("query", bc.query_message_thread_pool_nums, 20_000),
+            client: Lane::new("client-manage", bc.client_manage_thread_pool_nums, 50_000),
+            consumer: Lane::new(
+                "consumer-manage",
+                bc.consumer_manage_thread_pool_nums,
+                50_000,
+            ),
+            admin: Lane::new("admin", bc.admin_broker_thread_pool_nums, 10_000),
+            end_transaction: Lane::new("end-transaction", 8, 100_000),
+        }
+    }
+}
+
+/// One processor per area, each given only the state it needs.
+struct Processors {
+    send: Arc<SendProcessor>,
+    end_transaction: Arc<EndTransactionProcessor>,
+    pull: Arc<PullProcessor>,
+    query: Arc<QueryProcessor>,
+    client: Arc<ClientManageProcessor>,
+    consumer: Arc<ConsumerManageProcessor>,
+    topic_admin: Arc<TopicAdminProcessor>,
+    group_admin: Arc<GroupAdminProcessor>,
+    offset_admin: Arc<OffsetAdminProcessor>,
+    stats_admin: Arc<StatsAdminProcessor>,
+    config_admin: Arc<ConfigAdminProcessor>,
+    store_admin: Arc<stellmq_store::MessageStore>,
+}
+
+impl Processors {
+    fn new(s: &BrokerState) -> Self {
+        let bc = s.config.read().clone();
+        let send = SendProcessor::new(
+            s.identity.clone(),
+            s.config.clone(),
+            s.store.clone(),
+            s.topics.clone(),
+            s.groups.clone(),
+            s.delay_levels as i32,
+            s.writer.clone(),
+        )
+        .with_replies(s.producers.clone(), bc.store_reply_message_enable)
+        .with_stats(s.traffic.clone());
+        Self {
+            send: Arc::new(send),
+            end_transaction: Arc::new(EndTransactionProcessor {
+                identity: s.identity.clone(),
+                store: s.store.clone(),
+                writer: s.writer.clone(),
+                topics: s.topics.clone(),
+                resolved: s.resolved_transactions.clone(),
+            }),
+            pull: Arc::new(PullProcessor {
+                hold: s.hold.clone(),
+            }),
+            query: Arc::new(QueryProcessor {
+                store: s.store.clone(),
+                default_query_max_num: bc.default_query_max_num,
+            }),
+            client: Arc::new(ClientManageProcessor {
+                consumers: s.consumers.clone(),
+                producers: s.producers.clone(),
+                groups: s.groups.clone(),
+                topics: s.topics.clone(),
+                notify_enabled: bc.notify_consumer_ids_changed_enable,
+                property_filter_enabled: bc.enable_property_filter,
+            }),
+            consumer: Arc::new(ConsumerManageProcessor {
+                consumers: s.consumers.clone(),
+                topics: s.topics.clone(),
+                groups: s.groups.clone(),
+                offsets: s.offsets.clone(),
+                store: s.store.clone(),
+                locks: Arc::new(RebalanceLockManager::default()),
+            }),
+            topic_admin: Arc::new(TopicAdminProcessor {
+                identity: s.identity.clone(),
+                topics: s.topics.clone(),
+                offsets: s.offsets.clone(),
+                store: s.store.clone(),
+            }),
+            group_admin: Arc::new(GroupAdminProcessor {
+                groups: s.groups.clone(),
+                offsets: s.offsets.clone(),
+                is_slave: !s.is_master(),
+            }),
+            offset_admin: Arc::new(OffsetAdminProcessor {
+                identity: s.identity.clone(),
+                offsets: s.offsets.clone(),
+                consumers: s.consumers.clone(),
+                topics: s.topics.clone(),
+                store: s.store.clone(),
+                schedule: s.schedule.clone(),
+            }),
+            stats_admin: Arc::new(StatsAdminProcessor {
+                store: s.store.clone(),
+                consumers: s.consumers.clone(),
+                producers: s.producers.clone(),
+                started: Instant::now(),
+                boot_timestamp: now_ms(),
+                ha_master: s.ha_master.clone(),
+                ha_slave: s.ha_slave.clone(),
+                traffic: s.traffic.clone(),
+            }),
+            config_admin: Arc::new(ConfigAdminProcessor {
+                broker: s.config.clone(),
+                store: s.start.store.clone(),
+                topics: s.topics.clone(),
+            }),
+            store_admin: s.store.clone(),
+        }
+    }
+}
+
+/// Every request code the broker serves, its handler and its lane.
+fn table(p: &Processors, l: &Lanes) -> Vec<(RequestCode, Arc<dyn RequestProcessor>, Arc<Lane>)> {
+    use RequestCode as C;
+    let send = |code, h| (code, h, l.send.clone());
+    let pull = |code, h| (code, h, l.pull.clone());
+    let query = |code, h| (code, h, l.query.clone());
+    let client = |code, h| (code, h, l.client.clone());
+    let consumer = |code, h| (code, h, l.consumer.clone());
+    let admin = |code, h| (code, h, l.admin.clone());
+    vec![
+        // Producers (spec 2.4).
+        send(
+            C::SEND_MESSAGE,
+            handler(&p.send, |p, ctx, r| {
+                Box::pin(async move { p.send(ctx, r).await })
+            }),
+        ),
+        send(
+            C::SEND_MESSAGE_V2,
+            handler(&p.send, |p, ctx, r| {
+                Box::pin(async move { p.send(ctx, r).await })
+            }),
+        ),
+        send(
+            C::SEND_BATCH_MESSAGE,
+            handler(&p.send, |p, ctx, r| {
+                Box::pin(async move { p.send(ctx, r).await })
+            }),
+        ),
+        send(
+            C::SEND_REPLY_MESSAGE,
+            handler(&p.send, |p, ctx, r| {
+                Box::pin(async move { p.reply(ctx, r).await })
+            }),
+        ),
+        send(
+            C::SEND_REPLY_MESSAGE_V2,
+            handler(&p.send, |p, ctx, r| {
+                Box::pin(async move { p.reply(ctx, r).await })
+            }),
+        ),
+        send(
+            C::CONSUMER_SEND_MSG_BACK,
+            handler(&p.send, |p, ctx, r| {
+                Box::pin(async move { p.send_back(ctx, r).await })
+            }),
+        ),
+        (
+            C::END_TRANSACTION,
+            handler(&p.end_transaction, |p, ctx, r| {
+                Box::pin(async move { p.end(ctx, r).await })
+            }),
+            l.end_transaction.clone(),
+        ),
+        // Consumers (spec 2.5).
+        pull(C::PULL_MESSAGE, answer(&p.pull, PullProcessor::pull)),
+        pull(C::LITE_PULL_MESSAGE, answer(&p.pull, PullProcessor::pull)),
+        consumer(
+            C::GET_CONSUMER_LIST_BY_GROUP,
+            answer(&p.consumer, |p, _, r| p.consumer_list(&r)),
+        ),
+        consumer(
+            C::QUERY_CONSUMER_OFFSET,
+            answer(&p.consumer, |p, _, r| p.query_offset(&r)),
+        ),
+        consumer(
+            C::UPDATE_CONSUMER_OFFSET,
+            answer(&p.consumer, |p, _, r| p.update_offset(&r)),
+        ),
+        consumer(C::LOCK_BATCH_MQ, answer(&p.consumer, |p, _, r| p.lock(&r))),
+        consumer(
+            C::UNLOCK_BATCH_MQ,
+            answer(&p.consumer, |p, _, r| p.unlock(&r)),
+        ),
+        consumer(
+            C::GET_MAX_OFFSET,
+            answer(&p.consumer, |p, _, r| p.max_offset(&r)),
+        ),
+        consumer(
+            C::GET_MIN_OFFSET,
+            answer(&p.consumer, |p, _, r| p.min_offset(&r)),
+        ),
+        consumer(
+            C::SEARCH_OFFSET_BY_TIMESTAMP,
+            answer(&p.consumer, |p, _, r| p.offset_by_time(&r)),
+        ),
+        consumer(
+            C::GET_EARLIEST_MSG_STORETIME,
+            answer(&p.consumer, |p, _, r| p.earliest_store_time(&r)),
+        ),
+        // Clients.
+        client(
+            C::HEART_BEAT,
+            answer(&p.client, |p, ctx, r| p.heartbeat(&ctx, &r)),
+        ),
+        client(
+            C::UNREGISTER_CLIENT,
+            answer(&p.client, |p, ctx, r| p.unregister(&ctx, &r)),
+        ),
+        client(
+            C::CHECK_CLIENT_CONFIG,
+            answer(&p.client, |p, _, r| p.check_client_config(&r)),
+        ),
+        // Queries (spec 2.6).
+        query(C::QUERY_MESSAGE, answer(&p.query, |p, _, r| p.query(&r))),
+        query(
+            C::VIEW_MESSAGE_BY_ID,
+            answer(&p.query, |p, _, r| p.view(&r)),
+        ),
+        // Topics and groups (spec 2.7).
+        admin(
+            C::UPDATE_AND_CREATE_TOPIC,
+            handler(&p.topic_admin, |p, _, r| {
+                Box::pin(async move { p.create(&r).await })
+            }),
+        ),
+        admin(
+            C::DELETE_TOPIC_IN_BROKER,
+            handler(&p.topic_admin, |p, _, r| {
+                Box::pin(async move { p.delete(&r).await })
+            }),
+        ),
+        admin(
+            C::GET_ALL_TOPIC_CONFIG,
+            answer(&p.topic_admin, |p, _, r| p.all_configs(&r)),
+        ),
+        admin(
+            C::GET_TOPIC_STATS_INFO,
+            answer(&p.topic_admin, |p, _, r| p.stats(&r)),
+        ),
+        admin(
+            C::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
+            answer(&p.topic_admin, |p, _, r| p.system_topics(&r)),
+        ),
+        admin(
+            C::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            handler(&p.group_admin, |p, _, r| {
+                Box::pin(async move { p.update(&r).await })
+            }),
+        ),
+        admin(
+            C::DELETE_SUBSCRIPTIONGROUP,
+            handler(&p.group_admin, |p, _, r| {
+                Box::pin(async move { p.delete(&r).await })
+            }),
+        ),
+        admin(
+            C::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            answer(&p.group_admin, |p, _, r| p.all_configs(&r)),
+        ),
+        // Offsets and consumption.
+        admin(
+            C::GET_ALL_CONSUMER_OFFSET,
+            answer(&p.offset_admin, |p, _, r| p.all_consumer_offsets(&r)),
+        ),
+        admin(
+            C::GET_ALL_DELAY_OFFSET,
+            answer(&p.offset_admin, |p, _, r| p.all_delay_offsets(&r)),
+        ),
+        admin(
+            C::GET_CONSUME_STATS,
+            answer(&p.offset_admin, |p, _, r| p.consume_stats(&r)),
+        ),
+        admin(
+            C::INVOKE_BROKER_TO_RESET_OFFSET,
+            answer(&p.offset_admin, |p, _, r| p.reset_offset(&r)),
+        ),
+        admin(
+            C::QUERY_TOPIC_CONSUME_BY_WHO,
+            answer(&p.offset_admin, |p, _, r| p.consumed_by(&r)),
+        ),
+        admin(
+            C::GET_BROKER_CONSUME_STATS,
+            answer(&p.offset_admin, |p, _, r| p.broker_consume_stats(&r)),
+        ),
+        admin(
+            C::CLONE_GROUP_OFFSET,
+            answer(&p.offset_admin, |p, _, r| p.clone_offsets(&r)),
+        ),
+        admin(
+            C::QUERY_CONSUME_QUEUE,
+            answer(&p.offset_admin, |p, _, r| p.query_consume_queue(&r)),
+        ),
+        // Runtime information and connections.
+        admin(
+            C::GET_BROKER_RUNTIME_INFO,
+            answer(&p.stats_admin, |p, _, r| p.runtime_info(&r)),
+        ),
+        admin(
+            C::GET_CONSUMER_CONNECTION_LIST,
+            answer(&p.stats_admin, |p, _, r| p.consumer_connections(&r)),
+        ),
+        admin(
+            C::GET_PRODUCER_CONNECTION_LIST,
+            answer(&p.stats_admin, |p, _, r| p.producer_connections(&r)),
+        ),
+        admin(
+            C::GET_CONSUMER_RUNNING_INFO,
+            handler(&p.stats_admin, |p, _, r| {
+                Box::pin(StatsAdminProcessor::running_info(p.consumers.clone(), r))
+            }),
+        ),
+        admin(
+            C::VIEW_BROKER_STATS_DATA,
+            answer(&p.stats_admin, |p, _, r| p.stats_data(&r)),
+        ),
+        // Configuration and the store.
+        admin(
+            C::UPDATE_BROKER_CONFIG,
+            answer(&p.config_admin, |p, _, r| p.update(&r)),
+        ),
+        admin(
+            C::GET_BROKER_CONFIG,
+            answer(&p.config_admin, |p, _, r| p.get(&r)),
+        ),
+        admin(
+            C::DELETE_EXPIRED_COMMITLOG,
+            handler(&p.store_admin, |s, _, r| {
+                Box::pin(store::delete_expired(s, r))
+            }),
+        ),
+    ]
+}
+
+/// Registers every handler of the table, each behind the name check.
+pub(crate) fn register(server: &mut RemotingServer, state: &BrokerState) {
+    let lanes = Lanes::new(&state.config.read());
+    let processors = Processors::new(state);
+    for (code, handler, lane) in table(&processors, &lanes) {
+        server.register(&[code], Arc::new(Guarded(handler)), lane);
+    }
+}

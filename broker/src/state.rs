@@ -1,0 +1,304 @@
+//! The broker's shared state: who it is, its store, its tables and managers, built once at
+//! start-up and handed (as `Arc`s) to the processors and services that need each part.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use stellmq_store::MessageStore;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::clients::{ConsumerManager, ProducerManager};
+use crate::config::{BrokerConfig, BrokerStartConfig};
+use crate::context::BrokerIdentity;
+use crate::group::SubscriptionGroupManager;
+use crate::ha::{HaGroup, HaMaster, HaSlave};
+use crate::limits::AutoCreateLimits;
+use crate::offset::ConsumerOffsetManager;
+use crate::persist::config_path;
+use crate::processor::pull::{HoldLimits, PullCore, PullHoldService};
+use crate::schedule::ScheduleMessageService;
+use crate::server::BrokerError;
+use crate::stats::BrokerStats;
+use crate::timer::TimerService;
+use crate::topic::TopicConfigManager;
+use crate::transaction::Resolved;
+use crate::writer::MessageWriter;
+
+/// How often a slave retries its connection to the master.
+const HA_RECONNECT: Duration = Duration::from_secs(5);
+
+/// Everything the processors and services share.
+pub struct BrokerState {
+    /// The configuration as started (runtime updates go to `config`).
+    pub start: BrokerStartConfig,
+    pub config: Arc<RwLock<BrokerConfig>>,
+    pub identity: Arc<BrokerIdentity>,
+    pub store: Arc<MessageStore>,
+    pub delay_levels: usize,
+    pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    pub schedule: Arc<ScheduleMessageService>,
+    pub timers: Arc<TimerService>,
+    pub consumers: Arc<ConsumerManager>,
+    pub producers: Arc<ProducerManager>,
+    pub traffic: Arc<BrokerStats>,
+    pub hold: Arc<PullHoldService>,
+    pub writer: Arc<MessageWriter>,
+    pub resolved_transactions: Arc<Resolved>,
+    pub ha_master: Option<Arc<HaMaster>>,
+    pub ha_slave: Option<Arc<HaSlave>>,
+    pub stop: CancellationToken,
+}
+
+/// The sockets a broker serves on, bound before anything else so that port 0 works.
+pub struct Listeners {
+    pub main: TcpListener,
+    pub main_addr: SocketAddr,
+    /// A master's HA port.
+    pub ha: Option<TcpListener>,
+    pub ha_port: u16,
+}
+
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> BrokerError + '_ {
+    move |source| BrokerError::Io {
+        what: what.to_owned(),
+        source,
+    }
+}
+
+fn join_error(what: &str) -> impl FnOnce(tokio::task::JoinError) -> BrokerError + '_ {
+    move |e| BrokerError::Io {
+        what: what.to_owned(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+async fn bind(addr: String) -> Result<TcpListener, BrokerError> {
+    TcpListener::bind(&addr)
+        .await
+        .map_err(|source| BrokerError::Bind { addr, source })
+}
+
+impl Listeners {
+    /// The remoting port, and for a master the HA port (ephemeral when listenPort is 0).
+    pub async fn bind(bc: &BrokerConfig) -> Result<Self, BrokerError> {
+        let listen = format!("{}:{}", bc.bind_address, bc.listen_port);
+        let main_addr: SocketAddr = listen
+            .parse()
+            .map_err(|_| BrokerError::BadAddress(listen.clone()))?;
+        let main = bind(listen).await?;
+        let port = main
+            .local_addr()
+            .map_err(io("the listener address"))?
+            .port();
+        let ha = if bc.is_master() {
+            let ha_port = if bc.listen_port == 0 {
+                0
+            } else {
+                bc.ha_listen_port
+            };
+            Some(bind(format!("{}:{ha_port}", bc.bind_address)).await?)
+        } else {
+            None
+        };
+        let ha_port = match &ha {
+            Some(l) => l
+                .local_addr()
+                .map_err(io("the HA listener address"))?
+                .port(),
+            None if bc.listen_port == 0 => port.wrapping_add(1),
+            None => bc.ha_listen_port,
+        };
+        Ok(Self {
+            main_addr: SocketAddr::new(main_addr.ip(), port),
+            main,
+            ha,
+            ha_port,
+        })
+    }
+}
+
+impl BrokerState {
+    /// Opens the store and the config files and builds every shared part; takes the HA
+    /// listener out of `listeners` (the master's replication serves it from now on).
+    pub async fn open(
+        config: BrokerStartConfig,
+        listeners: &mut Listeners,
+    ) -> Result<Self, BrokerError> {
+        let bc = config.broker.clone();
+        let identity = Arc::new(identity(&bc, listeners)?);
+        let store_config = config.store.clone();
+        let delay_levels = store_config.delay_levels()?.len();
+        let store = Arc::new(
+            tokio::task::spawn_blocking(move || MessageStore::open(store_config))
+                .await
+                .map_err(join_error("store"))??,
+        );
+        store.set_replica(!bc.is_master());
+        let root = config.store.store_path_root_dir.clone();
+        let limits = Arc::new(AutoCreateLimits::from_config(&bc));
+        let tables = {
+            let (root, bc, store) = (root.clone(), bc.clone(), store.clone());
+            tokio::task::spawn_blocking(move || {
+                load_tables(&root, &bc, delay_levels, limits, store)
+            })
+            .await
+            .map_err(join_error("config files"))??
+        };
+        let stop = CancellationToken::new();
+        let (ha_master, ha_slave) =
+            start_replication(&bc, &store, &tables.topics, listeners, &stop);
+        let writer = MessageWriter::new(store.clone());
+        let writer = Arc::new(match &ha_master {
+            Some(ha) => writer.with_replication(ha.clone(), bc.broker_role == "SYNC_MASTER"),
+            None => writer,
+        });
+        let config_lock = Arc::new(RwLock::new(bc.clone()));
+        let consumers = Arc::new(ConsumerManager::default());
+        let traffic = Arc::new(BrokerStats::default());
+        let hold = PullHoldService::new(
+            Arc::new(PullCore {
+                identity: identity.clone(),
+                config: config_lock.clone(),
+                store: store.clone(),
+                topics: tables.topics.clone(),
+                groups: tables.groups.clone(),
+                consumers: consumers.clone(),
+                offsets: tables.offsets.clone(),
+                selectors: Default::default(),
+                traffic: traffic.clone(),
+            }),
+            HoldLimits {
+                max_pulls: bc.max_parked_pulls,
+                max_per_connection: bc.max_parked_pulls_per_connection,
+                max_bytes: bc.max_parked_pull_bytes,
+            },
+            tokio::runtime::Handle::current(),
+        );
+        store.set_arriving_listener(hold.clone());
+        Ok(Self {
+            start: config,
+            config: config_lock,
+            identity,
+            store,
+            delay_levels,
+            topics: tables.topics,
+            groups: tables.groups,
+            offsets: tables.offsets,
+            schedule: tables.schedule,
+            timers: tables.timers,
+            consumers,
+            producers: Arc::default(),
+            traffic,
+            hold,
+            writer,
+            resolved_transactions: Arc::default(),
+            ha_master,
+            ha_slave,
+            stop,
+        })
+    }
+
+    pub fn is_master(&self) -> bool {
+        self.identity.is_master()
+    }
+}
+
+fn identity(bc: &BrokerConfig, listeners: &Listeners) -> Result<BrokerIdentity, BrokerError> {
+    let broker_addr = format!("{}:{}", bc.broker_ip1, listeners.main_addr.port());
+    let store_host: SocketAddr = broker_addr
+        .parse()
+        .map_err(|_| BrokerError::BadAddress(broker_addr.clone()))?;
+    Ok(BrokerIdentity {
+        cluster_name: bc.broker_cluster_name.clone(),
+        broker_name: bc.broker_name.clone(),
+        broker_id: bc.broker_id,
+        store_host,
+        broker_addr,
+        ha_server_addr: format!("{}:{}", bc.broker_ip2, listeners.ha_port),
+        region_id: bc.region_id.clone(),
+        trace_on: bc.trace_on,
+    })
+}
+
+/// A master serves its slaves on the HA port; a slave follows its master.
+fn start_replication(
+    bc: &BrokerConfig,
+    store: &Arc<MessageStore>,
+    topics: &Arc<TopicConfigManager>,
+    listeners: &mut Listeners,
+    stop: &CancellationToken,
+) -> (Option<Arc<HaMaster>>, Option<Arc<HaSlave>>) {
+    let group =
+        HaGroup::new(&bc.broker_cluster_name, &bc.broker_name).with_secret(&bc.ha_auth_secret);
+    let master = listeners
+        .ha
+        .take()
+        .map(|l| HaMaster::start(store.clone(), l, group.clone(), stop.clone()));
+    let slave = (!bc.is_master()).then(|| {
+        let slave = HaSlave::start_with(
+            store.clone(),
+            group,
+            bc.broker_id,
+            HA_RECONNECT,
+            stop.clone(),
+            topics.register_now.clone(),
+        );
+        if !bc.ha_master_address.trim().is_empty() {
+            slave.set_master(bc.ha_master_address.trim());
+        }
+        slave
+    });
+    (master, slave)
+}
+
+/// The tables kept in `<storePathRootDir>/config`.
+struct Tables {
+    topics: Arc<TopicConfigManager>,
+    groups: Arc<SubscriptionGroupManager>,
+    offsets: Arc<ConsumerOffsetManager>,
+    schedule: Arc<ScheduleMessageService>,
+    timers: Arc<TimerService>,
+}
+
+/// Loads every config file (blocking).
+fn load_tables(
+    root: &Path,
+    bc: &BrokerConfig,
+    delay_levels: usize,
+    limits: Arc<AutoCreateLimits>,
+    store: Arc<MessageStore>,
+) -> Result<Tables, BrokerError> {
+    let file = |name: &str| config_path(root, name);
+    Ok(Tables {
+        topics: Arc::new(
+            TopicConfigManager::load(file("topics.json"), bc, delay_levels, limits.clone())
+                .map_err(io("topics.json"))?,
+        ),
+        groups: Arc::new(
+            SubscriptionGroupManager::load(
+                file("subscriptionGroup.json"),
+                bc.auto_create_subscription_group,
+                limits,
+            )
+            .map_err(io("subscriptionGroup.json"))?,
+        ),
+        offsets: Arc::new(
+            ConsumerOffsetManager::load(file("consumerOffset.json"))
+                .map_err(io("consumerOffset.json"))?,
+        ),
+        schedule: Arc::new(
+            ScheduleMessageService::load(store.clone(), delay_levels, file("delayOffset.json"))
+                .map_err(io("delayOffset.json"))?,
+        ),
+        timers: Arc::new(
+            TimerService::load(store, file("timerProgress.json"))
+                .map_err(io("timerProgress.json"))?,
+        ),
+    })
+}
