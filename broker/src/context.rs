@@ -22,8 +22,4 @@ impl BrokerIdentity {
     }
 }
 
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use stellmq_remoting::protocol::message::now_ms;

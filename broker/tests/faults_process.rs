@@ -50,6 +50,20 @@ fn kill_9(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// A broker process killed when the test ends, even when it fails.
+struct Broker(Child);
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        kill_9(&mut self.0);
+    }
+}
+
+async fn start_broker(conf: &Path, ns_addr: &str) -> (Broker, String) {
+    let (child, addr) = spawn_mqbroker(conf, ns_addr).await;
+    (Broker(child), addr)
+}
+
 fn body_of(seq: u64) -> String {
     format!("seq-{seq}-{}", "b".repeat((seq % 700) as usize))
 }
@@ -128,7 +142,7 @@ async fn kill_9_under_sync_flush_load_loses_no_acknowledged_message() {
     let mut next_seq = 0u64;
     let mut attempted = 0u64;
     for cycle in 0..cycles {
-        let (mut child, addr) = spawn_mqbroker(&conf, &ns_addr).await;
+        let (mut child, addr) = start_broker(&conf, &ns_addr).await;
         let client = Arc::new(RemotingClient::new(ClientConfig::default()));
         // Everything acknowledged in earlier cycles is back, intact.
         let present = seqs(&read_all(&client, &addr, "Crash").await);
@@ -161,14 +175,14 @@ async fn kill_9_under_sync_flush_load_loses_no_acknowledged_message() {
         }
         let load = rand::thread_rng().gen_range(300..1200);
         tokio::time::sleep(Duration::from_millis(load)).await;
-        kill_9(&mut child);
+        kill_9(&mut child.0);
         stop.store(true, Ordering::Release);
         for w in writers {
             attempted += w.await.expect("writer");
         }
         next_seq += 8 * 1_000_000;
     }
-    let (mut child, addr) = spawn_mqbroker(&conf, &ns_addr).await;
+    let (mut child, addr) = start_broker(&conf, &ns_addr).await;
     let client = RemotingClient::new(ClientConfig::default());
     let present = seqs(&read_all(&client, &addr, "Crash").await);
     let acked = acked.lock().clone();
@@ -184,7 +198,7 @@ async fn kill_9_under_sync_flush_load_loses_no_acknowledged_message() {
         acked.len(),
         present.len()
     );
-    kill_9(&mut child);
+    kill_9(&mut child.0);
     ns.shutdown().await;
 }
 
@@ -225,7 +239,7 @@ async fn damaged_commitlogs_recover_to_a_broker_that_serves() {
     let store = dir.path().join("store");
     let conf = write_conf(dir.path(), &store, "");
     let client = RemotingClient::new(ClientConfig::default());
-    let (mut child, addr) = spawn_mqbroker(&conf, &ns_addr).await;
+    let (mut child, addr) = start_broker(&conf, &ns_addr).await;
     let phys = fill(&client, &addr, "Damaged", 300).await;
     let end = {
         let last = read_all(&client, &addr, "Damaged").await;
@@ -233,7 +247,7 @@ async fn damaged_commitlogs_recover_to_a_broker_that_serves() {
         let tail = last.last().expect("records");
         tail.head.physical_offset + tail.encode_to_vec().expect("encode").len() as i64
     };
-    kill_9(&mut child);
+    kill_9(&mut child.0);
 
     type Damage = Box<dyn Fn(&Path)>;
     let cases: Vec<(&str, Damage, usize)> = vec![
@@ -267,7 +281,7 @@ async fn damaged_commitlogs_recover_to_a_broker_that_serves() {
     for (what, damage, kept) in cases {
         damage(&store);
         std::fs::write(store.join("abort"), b"").expect("crash marker");
-        let (mut child, addr) = spawn_mqbroker(&conf, &ns_addr).await;
+        let (mut child, addr) = start_broker(&conf, &ns_addr).await;
         let records = read_all(&client, &addr, "Damaged").await;
         let got = seqs(&records);
         assert_eq!(
@@ -285,7 +299,7 @@ async fn damaged_commitlogs_recover_to_a_broker_that_serves() {
             .await
             .expect("send");
         assert_eq!(r.code, 0, "{what}: {}", r.remark_str());
-        kill_9(&mut child);
+        kill_9(&mut child.0);
     }
     let dropped = std::fs::read_dir(store.join("commitlog"))
         .expect("dir")
@@ -347,7 +361,8 @@ async fn a_full_disk_refuses_writes_keeps_serving_reads_and_resumes() {
         .arg(env!("CARGO_BIN_EXE_mqbroker"))
         .arg(&conf)
         .arg(&ns_addr);
-    let (mut child, addr) = spawn_broker_command(command).await;
+    let (child, addr) = spawn_broker_command(command).await;
+    let mut child = Broker(child);
     let client = RemotingClient::new(ClientConfig::default());
 
     let mut acked = BTreeSet::new();
@@ -420,6 +435,6 @@ async fn a_full_disk_refuses_writes_keeps_serving_reads_and_resumes() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    kill_9(&mut child);
+    kill_9(&mut child.0);
     ns.shutdown().await;
 }

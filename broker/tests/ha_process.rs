@@ -41,8 +41,20 @@ async fn spawn_broker_with(
         .join("../conf")
         .join(conf);
     let mut text = std::fs::read_to_string(&shipped).expect("shipped conf");
+    // A cluster name of this test's own: brokers of other tests (or other runs on this
+    // machine) with the shipped names can never join this group.
+    let cluster: String = store
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| {
+            n.to_string_lossy()
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect()
+        })
+        .unwrap_or_default();
     text.push_str(&format!(
-        "\nlistenPort=0\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nmappedFileSizeCommitLog=8388608\nmaxMessageSize=1048576\n",
+        "\nlistenPort=0\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nmappedFileSizeCommitLog=8388608\nmaxMessageSize=1048576\nbrokerClusterName=Ha{cluster}\n",
         store.display()
     ));
     text.push_str(extra);
@@ -120,6 +132,33 @@ fn kill(child: &mut Child, signal: &str) {
 }
 
 /// Sends a signal without waiting for the process (SIGSTOP / SIGCONT).
+/// Waits until every thread of `child` is stopped: `kill -STOP` returns before a thread
+/// running on another core has noticed the signal, and such a thread may still answer.
+fn wait_until_stopped(child: &Child) {
+    let tasks = format!("/proc/{}/task", child.id());
+    let deadline = Instant::now() + T;
+    loop {
+        let all_stopped = std::fs::read_dir(&tasks)
+            .expect("the process's threads")
+            .flatten()
+            .all(|task| {
+                // The state is the field after the parenthesised command name.
+                std::fs::read_to_string(task.path().join("stat"))
+                    .ok()
+                    .and_then(|stat| {
+                        stat.rsplit_once(')')
+                            .map(|(_, rest)| rest.trim_start().starts_with('T'))
+                    })
+                    .unwrap_or(false)
+            });
+        if all_stopped {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the slave stops");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn signal_process(child: &Child, signal: &str) {
     let status = Command::new("kill")
         .arg(signal)
@@ -469,6 +508,7 @@ async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
     assert_eq!(r.code, 0, "{}", r.remark_str());
 
     signal_process(&slave, "-STOP");
+    wait_until_stopped(&slave);
     let started = Instant::now();
     let r = client
         .invoke(

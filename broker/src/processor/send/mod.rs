@@ -8,7 +8,7 @@ use bytes::Bytes;
 use parking_lot::RwLock;
 use rand::Rng;
 use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
-use stellmq_remoting::protocol::body::{perm, TopicConfig};
+use stellmq_remoting::protocol::body::{perm, SubscriptionGroupConfig, TopicConfig};
 use stellmq_remoting::protocol::codes::busy_remark;
 use stellmq_remoting::protocol::headers::{
     CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader,
@@ -59,6 +59,19 @@ struct Target {
     topic_config: TopicConfig,
     /// The topic was auto-created by this send.
     created: bool,
+}
+
+/// Retries before the dead-letter queue: the group's `retryMaxTimes`, or what the client
+/// asks for (clients from 3.4.9 on send `maxReconsumeTimes`).
+fn max_reconsume_times(
+    group: &SubscriptionGroupConfig,
+    request: &RemotingCommand,
+    asked: Option<i32>,
+) -> i32 {
+    match asked.filter(|m| *m >= 0) {
+        Some(m) if request.version >= V3_4_9 => m,
+        _ => group.retry_max_times,
+    }
 }
 
 /// A retry or dead-letter topic that cannot be created.
@@ -317,12 +330,7 @@ impl SendProcessor {
             .groups
             .find_or_create(group_name)
             .map_err(guard::group_refusal)?;
-        let mut max = group.retry_max_times;
-        if request.version >= V3_4_9 {
-            if let Some(m) = h.max_reconsume_times.filter(|m| *m >= 0) {
-                max = m;
-            }
-        }
+        let max = max_reconsume_times(&group, request, h.max_reconsume_times);
         if h.reconsume_times.unwrap_or(0) >= max {
             let dlq = names::dlq_topic(group_name).map_err(guard::refusal)?;
             let config = self
@@ -505,12 +513,7 @@ impl SendProcessor {
         if !props.contains(property::RETRY_TOPIC) {
             props.insert(property::RETRY_TOPIC, original.topic.clone());
         }
-        let mut max = group.retry_max_times;
-        if request.version >= V3_4_9 {
-            if let Some(m) = h.max_reconsume_times.filter(|m| *m >= 0) {
-                max = m;
-            }
-        }
+        let max = max_reconsume_times(&group, &request, h.max_reconsume_times);
         let reconsume = original.head.reconsume_times;
         let (topic_name, queue_id, delay) = if reconsume >= max || h.delay_level < 0 {
             let dlq = names::dlq_topic(&h.group).map_err(guard::refusal)?;
