@@ -13,6 +13,9 @@ use super::{header_binary, header_json};
 /// RocketMQ's default `com.rocketmq.remoting.frameMaxLength`.
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 16 * 1024 * 1024;
 
+/// Most room [`decode`] reserves at a time for the rest of an incomplete frame.
+const RESERVE_STEP: usize = 64 * 1024;
+
 /// Decodes one frame from the front of `buf`.
 ///
 /// Returns `Ok(None)` while the frame is incomplete (a normal state, not an error); on success
@@ -36,7 +39,9 @@ pub fn decode(
         });
     }
     if buf.len() < total {
-        buf.reserve(total - buf.len());
+        // Grow as bytes arrive, not by what the length word claims: a peer that sends four
+        // bytes must not make the server reserve a whole maximum-size frame.
+        buf.reserve((total - buf.len()).min(RESERVE_STEP));
         return Ok(None);
     }
     let mut frame = buf.split_to(total).freeze();
@@ -137,6 +142,27 @@ mod tests {
         );
         let mut buf = BytesMut::from(&[0xFF, 0xFF, 0xFF, 0xFF][..]);
         assert!(decode(&mut buf, DEFAULT_MAX_FRAME_SIZE).is_err());
+    }
+
+    #[test]
+    fn a_length_word_alone_does_not_reserve_the_frame() {
+        let mut buf = BytesMut::new();
+        buf.put_u32((DEFAULT_MAX_FRAME_SIZE - 4) as u32);
+        assert_eq!(decode(&mut buf, DEFAULT_MAX_FRAME_SIZE), Ok(None));
+        assert!(buf.capacity() <= 2 * RESERVE_STEP, "{}", buf.capacity());
+        // A large frame still decodes once its bytes have arrived, in any pieces.
+        let mut cmd = RemotingCommand::request_code(10, ExtFields::new());
+        cmd.body = Bytes::from(vec![7u8; 3 * RESERVE_STEP + 5]);
+        let full = encode_to_bytes(&cmd);
+        let mut buf = BytesMut::new();
+        for piece in full.chunks(1000) {
+            assert_eq!(decode(&mut buf, DEFAULT_MAX_FRAME_SIZE), Ok(None));
+            buf.extend_from_slice(piece);
+        }
+        let back = decode(&mut buf, DEFAULT_MAX_FRAME_SIZE)
+            .expect("ok")
+            .expect("complete");
+        assert_eq!(back.body, cmd.body);
     }
 
     #[test]
