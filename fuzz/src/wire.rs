@@ -1,8 +1,15 @@
 //! Remoting frames and both header encodings, as a connection reads them.
 
+use std::fmt::Debug;
+
 use bytes::BytesMut;
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader,
+    RegisterBrokerRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
+    UpdateConsumerOffsetRequestHeader,
+};
 use stellmq_remoting::protocol::{
-    frame, header_binary, header_json, LanguageCode, RemotingCommand, SerializeType,
+    frame, header_binary, header_json, ExtFields, LanguageCode, RemotingCommand, SerializeType,
 };
 
 /// The frame limit `frame` decodes with: small, so inputs reach the size checks.
@@ -19,6 +26,7 @@ pub fn frame(data: &[u8]) -> bool {
             Ok(Some(cmd)) => {
                 assert!(buf.len() < before, "a decoded frame consumed nothing");
                 frame_round_trip(&cmd);
+                typed_headers(&cmd.ext_fields);
                 decoded = true;
             }
             Ok(None) => {
@@ -47,6 +55,7 @@ pub fn header_json(data: &[u8]) -> bool {
     let Ok(cmd) = header_json::decode(data) else {
         return false;
     };
+    typed_headers(&cmd.ext_fields);
     let mut out = Vec::new();
     header_json::encode(&cmd, &mut out);
     match header_json::decode(&out) {
@@ -61,6 +70,7 @@ pub fn header_binary(data: &[u8]) -> bool {
     let Ok(cmd) = header_binary::decode(data) else {
         return false;
     };
+    typed_headers(&cmd.ext_fields);
     let mut out = Vec::new();
     header_binary::encode(&cmd, &mut out);
     match header_binary::decode(&out) {
@@ -81,4 +91,26 @@ fn assert_same(sent: &RemotingCommand, back: &RemotingCommand) {
     let mut sent = sent.clone();
     sent.language = back.language.clone();
     assert_eq!(&sent, back);
+}
+
+/// The typed headers of the busiest requests, read from `extFields` as processors do;
+/// what reads re-reads the same from its own `extFields`.
+fn typed_headers(fields: &ExtFields) {
+    typed::<SendMessageRequestHeader>(fields);
+    if let Some(v2) = typed::<SendMessageRequestHeaderV2>(fields) {
+        let _ = SendMessageRequestHeader::from(v2);
+    }
+    typed::<PullMessageRequestHeader>(fields);
+    typed::<ConsumerSendMsgBackRequestHeader>(fields);
+    typed::<UpdateConsumerOffsetRequestHeader>(fields);
+    typed::<RegisterBrokerRequestHeader>(fields);
+}
+
+fn typed<H: CommandHeader + PartialEq + Debug>(fields: &ExtFields) -> Option<H> {
+    let header = H::from_ext_fields(fields).ok()?;
+    assert_eq!(
+        H::from_ext_fields(&header.to_ext_fields()).as_ref(),
+        Ok(&header)
+    );
+    Some(header)
 }
