@@ -6,7 +6,7 @@
 //!      [--slow-ms MS] [--memory-mb MB] [--corpus DIR] [--artifacts DIR]
 //! fuzz --list                      the targets
 //! fuzz --write-seeds               rewrite corpus/<target>/seed-* from the encoders
-//! fuzz --replay TARGET FILE...     run files through a target once
+//! fuzz [--memory-mb MB] --replay TARGET FILE...   run files through a target once
 //! ```
 //!
 //! The process that is started supervises: for each target it runs a worker (this binary
@@ -162,6 +162,7 @@ fn parse_args(args: Vec<String>) -> Result<Mode, String> {
             "--list" => return Ok(Mode::List),
             "--write-seeds" => return Ok(Mode::WriteSeeds(opts.corpus)),
             "--replay" => {
+                LIMIT.store(opts.memory_mb.saturating_mul(1 << 20), Ordering::Relaxed);
                 let name = args.next().ok_or("--replay needs a target")?;
                 let t = target(&name).ok_or_else(|| format!("no target '{name}'"))?;
                 return Ok(Mode::Replay(t, args.map(PathBuf::from).collect()));
@@ -470,14 +471,22 @@ fn supervise_target(exe: &Path, opts: &Options, t: &Target, seed: u64) -> Summar
                     summary.crashes += 1;
                     "crash"
                 };
-                match save_current(&dir, kind) {
-                    Some(path) => eprintln!(
-                        "  worker died ({status}); its input is in {}\n  last words: {}",
-                        path.display(),
-                        tail.last().map_or("", String::as_str)
-                    ),
-                    None => eprintln!("  worker died ({status}); no input was recorded"),
-                }
+                let Some(input) = read_current(&dir) else {
+                    eprintln!("  worker died ({status}); no input was recorded");
+                    continue;
+                };
+                let input = if kind == "crash" {
+                    minimize_death(exe, opts, t, &input)
+                } else {
+                    input
+                };
+                let path = save(&dir, kind, &input);
+                eprintln!(
+                    "  worker died ({status}); its input ({} bytes) is in {}\n  last words: {}",
+                    input.len(),
+                    path.map_or_else(|| "nowhere".into(), |p| p.display().to_string()),
+                    tail.last().map_or("", String::as_str)
+                );
             }
             Err(e) => {
                 eprintln!("fuzz: waiting for the worker failed: {e}");
@@ -489,12 +498,52 @@ fn supervise_target(exe: &Path, opts: &Options, t: &Target, seed: u64) -> Summar
     summary
 }
 
-/// Saves the input a dead worker was running as `<kind>-<hash>`.
-fn save_current(dir: &Path, kind: &str) -> Option<PathBuf> {
+/// The input a dead worker was running.
+fn read_current(dir: &Path) -> Option<Vec<u8>> {
     let raw = fs::read(dir.join(".current")).ok()?;
     let len = u64::from_be_bytes(raw.get(..8)?.try_into().ok()?) as usize;
-    let input = raw.get(8..8 + len)?;
-    save(dir, kind, input)
+    raw.get(8..8usize.checked_add(len)?).map(<[u8]>::to_vec)
+}
+
+/// Shrinks an input that kills the process (stack overflow, abort) by deleting chunks while
+/// a `--replay` of it still dies; at most 60 seconds.
+fn minimize_death(exe: &Path, opts: &Options, t: &Target, input: &[u8]) -> Vec<u8> {
+    let started = Instant::now();
+    let budget = Duration::from_secs(60);
+    let scratch = opts.artifacts.join(t.name).join(".minimize");
+    let dies = |candidate: &[u8]| {
+        fs::write(&scratch, candidate).is_ok()
+            && Command::new(exe)
+                .args(["--memory-mb", &opts.memory_mb.to_string()])
+                .arg("--replay")
+                .arg(t.name)
+                .arg(&scratch)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| !s.success())
+    };
+    if !dies(input) {
+        return input.to_vec();
+    }
+    let mut best = input.to_vec();
+    let mut chunk = best.len() / 2;
+    while chunk > 0 && started.elapsed() < budget {
+        let mut pos = 0;
+        while pos < best.len() && started.elapsed() < budget {
+            let end = (pos + chunk).min(best.len());
+            let mut candidate = best[..pos].to_vec();
+            candidate.extend_from_slice(&best[end..]);
+            if dies(&candidate) {
+                best = candidate;
+            } else {
+                pos += chunk;
+            }
+        }
+        chunk /= 2;
+    }
+    let _ = fs::remove_file(&scratch);
+    best
 }
 
 fn save(dir: &Path, kind: &str, input: &[u8]) -> Option<PathBuf> {
@@ -592,9 +641,17 @@ fn worker(opts: &Options) -> ExitCode {
         BUSY_SINCE_MS.store(0, Ordering::Relaxed);
         stats.tried += 1;
 
-        let elapsed_us = elapsed.as_micros() as u64;
+        let mut elapsed_us = elapsed.as_micros() as u64;
+        if elapsed_us > stats.slowest_us {
+            // A busy machine makes single runs slow now and then: time it once more.
+            let again = Instant::now();
+            let _ = panic::catch_unwind(AssertUnwindSafe(|| (t.run)(&input)));
+            let _ = take_panic();
+            elapsed_us = elapsed_us.min(again.elapsed().as_micros() as u64);
+        }
         if elapsed_us > stats.slowest_us {
             stats.slowest_us = elapsed_us;
+            let elapsed = Duration::from_micros(elapsed_us);
             if elapsed >= Duration::from_millis(opts.slow_ms) {
                 stats.slow += 1;
                 if let Some(path) = save(&dir, "slow", &input) {
