@@ -13,6 +13,7 @@ use super::{header_binary, header_json};
 /// RocketMQ's default `com.rocketmq.remoting.frameMaxLength`.
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 16 * 1024 * 1024;
 
+
 /// Decodes one frame from the front of `buf`.
 ///
 /// Returns `Ok(None)` while the frame is incomplete (a normal state, not an error); on success
@@ -146,6 +147,19 @@ mod tests {
         buf.put_u32(15 * 1024 * 1024);
         assert_eq!(decode(&mut buf, DEFAULT_MAX_FRAME_SIZE), Ok(None));
         assert!(buf.capacity() < 1024, "capacity {}", buf.capacity());
+        // A large frame still decodes once its bytes have arrived, in any pieces.
+        let mut cmd = RemotingCommand::request_code(10, ExtFields::new());
+        cmd.body = Bytes::from(vec![7u8; 200 * 1024 + 5]);
+        let full = encode_to_bytes(&cmd);
+        let mut buf = BytesMut::new();
+        for piece in full.chunks(1000) {
+            assert_eq!(decode(&mut buf, DEFAULT_MAX_FRAME_SIZE), Ok(None));
+            buf.extend_from_slice(piece);
+        }
+        let back = decode(&mut buf, DEFAULT_MAX_FRAME_SIZE)
+            .expect("ok")
+            .expect("complete");
+        assert_eq!(back.body, cmd.body);
     }
 
     #[test]

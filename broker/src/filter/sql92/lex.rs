@@ -1,6 +1,9 @@
 //! Tokens of RocketMQ's SQL92 selector language: keywords (any case), identifiers,
 //! decimal and floating literals, 'quoted' strings ('' escapes a quote), operators, and
 //! `--` / `/* */` comments.
+//!
+//! Every loop here advances through the input, so tokenizing is linear in its length (which
+//! [`super::Selector::parse`] bounds before calling [`tokenize`]).
 
 use super::SqlError;
 
@@ -57,14 +60,13 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, SqlError> {
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        let rest: String = chars[i..chars.len().min(i + 2)].iter().collect();
         if c.is_whitespace() {
             i += 1;
-        } else if rest == "--" {
+        } else if starts_with(&chars, i, "--") {
             while i < chars.len() && chars[i] != '\n' && chars[i] != '\r' {
                 i += 1;
             }
-        } else if rest == "/*" {
+        } else if starts_with(&chars, i, "/*") {
             i = block_comment_end(&chars, i)?;
         } else if c == '\'' {
             let (s, next) = string_literal(&chars, i)?;
@@ -88,7 +90,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, SqlError> {
                 Some(k) => Token::Keyword(k),
                 None => Token::Ident(word),
             });
-        } else if let Some(symbol) = SYMBOLS.iter().find(|s| rest.starts_with(**s)) {
+        } else if let Some(symbol) = SYMBOLS.iter().find(|s| starts_with(&chars, i, s)) {
             tokens.push(Token::Symbol(symbol));
             i += symbol.len();
         } else {
@@ -96,6 +98,13 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, SqlError> {
         }
     }
     Ok(tokens)
+}
+
+/// Whether the characters at `i` spell `word`.
+fn starts_with(chars: &[char], i: usize, word: &str) -> bool {
+    word.chars()
+        .enumerate()
+        .all(|(k, w)| chars.get(i + k) == Some(&w))
 }
 
 fn block_comment_end(chars: &[char], start: usize) -> Result<usize, SqlError> {

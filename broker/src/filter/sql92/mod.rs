@@ -5,6 +5,13 @@
 //! makes comparisons unknown; AND/OR/NOT use three-valued logic; a message matches only
 //! when the selector is TRUE. Property values are strings, compared with numbers or
 //! booleans by converting the string (a string that does not convert compares false).
+//!
+//! Limits: any client can subscribe with a selector, so the parser refuses, with a
+//! [`SqlError`], selectors longer than [`MAX_SELECTOR_LEN`] bytes and selectors nesting deeper
+//! than [`MAX_DEPTH`] levels (parentheses, unary operators and chained comparisons each add a
+//! level; `AND`/`OR` chains of any length are one level). Parsing, evaluating and dropping a
+//! selector therefore use a bounded amount of stack. RocketMQ's selectors are short; these
+//! bounds are far above any real one.
 
 mod lex;
 mod parse;
@@ -15,6 +22,12 @@ use std::cmp::Ordering;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid SQL92 selector: {0}")]
 pub struct SqlError(pub String);
+
+/// Longest selector accepted, in bytes of its text.
+pub const MAX_SELECTOR_LEN: usize = 8 * 1024;
+
+/// Deepest nesting accepted, and the greatest height of a parsed selector's tree.
+pub const MAX_DEPTH: usize = 64;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -45,8 +58,10 @@ pub enum StrOp {
 pub enum Expr {
     Const(Value),
     Prop(String),
-    And(Box<Expr>, Box<Expr>),
-    Or(Box<Expr>, Box<Expr>),
+    /// Two or more operands, all boolean.
+    And(Vec<Expr>),
+    /// Two or more operands, all boolean.
+    Or(Vec<Expr>),
     Not(Box<Expr>),
     Neg(Box<Expr>),
     Cmp(CmpOp, Box<Expr>, Box<Expr>),
@@ -79,6 +94,12 @@ pub struct Selector(Expr);
 
 impl Selector {
     pub fn parse(text: &str) -> Result<Self, SqlError> {
+        if text.len() > MAX_SELECTOR_LEN {
+            return Err(SqlError(format!(
+                "the expression is {} bytes long; at most {MAX_SELECTOR_LEN} are accepted",
+                text.len()
+            )));
+        }
         let tokens = lex::tokenize(text)?;
         if tokens.is_empty() {
             return Err(SqlError("the expression is empty".into()));
@@ -96,16 +117,8 @@ fn eval<'a>(expr: &Expr, prop: &impl Fn(&str) -> Option<&'a str>) -> Value {
     match expr {
         Expr::Const(v) => v.clone(),
         Expr::Prop(name) => prop(name).map_or(Value::Null, |s| Value::Str(s.to_owned())),
-        Expr::And(l, r) => match (truth(eval(l, prop)), truth(eval(r, prop))) {
-            (Some(false), _) | (_, Some(false)) => Value::Bool(false),
-            (Some(true), Some(true)) => Value::Bool(true),
-            _ => Value::Null,
-        },
-        Expr::Or(l, r) => match (truth(eval(l, prop)), truth(eval(r, prop))) {
-            (Some(true), _) | (_, Some(true)) => Value::Bool(true),
-            (Some(false), Some(false)) => Value::Bool(false),
-            _ => Value::Null,
-        },
+        Expr::And(terms) => all(terms.iter().map(|t| truth(eval(t, prop)))),
+        Expr::Or(terms) => any(terms.iter().map(|t| truth(eval(t, prop)))),
         Expr::Not(e) => truth(eval(e, prop)).map_or(Value::Null, |b| Value::Bool(!b)),
         Expr::Neg(e) => match number(&eval(e, prop)) {
             Some(Num::Long(n)) => Value::Long(n.wrapping_neg()),
@@ -120,11 +133,12 @@ fn eval<'a>(expr: &Expr, prop: &impl Fn(&str) -> Option<&'a str>) -> Value {
             negated,
         } => {
             let v = eval(expr, prop);
-            let inside = Expr::And(
-                Box::new(Expr::Const(compare(CmpOp::Ge, &v, &eval(low, prop)))),
-                Box::new(Expr::Const(compare(CmpOp::Le, &v, &eval(high, prop)))),
-            );
-            negate_if(*negated, eval(&inside, prop))
+            let inside = all([
+                truth(compare(CmpOp::Ge, &v, &eval(low, prop))),
+                truth(compare(CmpOp::Le, &v, &eval(high, prop))),
+            ]
+            .into_iter());
+            negate_if(*negated, inside)
         }
         Expr::In {
             expr,
@@ -153,6 +167,40 @@ fn eval<'a>(expr: &Expr, prop: &impl Fn(&str) -> Option<&'a str>) -> Value {
             }
             _ => Value::Null,
         },
+    }
+}
+
+/// Three-valued AND: false if any is false, else unknown if any is unknown, else true.
+fn all(truths: impl Iterator<Item = Option<bool>>) -> Value {
+    let mut unknown = false;
+    for t in truths {
+        match t {
+            Some(false) => return Value::Bool(false),
+            Some(true) => {}
+            None => unknown = true,
+        }
+    }
+    if unknown {
+        Value::Null
+    } else {
+        Value::Bool(true)
+    }
+}
+
+/// Three-valued OR: true if any is true, else unknown if any is unknown, else false.
+fn any(truths: impl Iterator<Item = Option<bool>>) -> Value {
+    let mut unknown = false;
+    for t in truths {
+        match t {
+            Some(true) => return Value::Bool(true),
+            Some(false) => {}
+            None => unknown = true,
+        }
+    }
+    if unknown {
+        Value::Null
+    } else {
+        Value::Bool(false)
     }
 }
 

@@ -2,29 +2,82 @@
 //! OR < AND < equality (`=`, `<>`, `IS [NOT] NULL`) < comparison (`>`, `>=`, `<`, `<=`,
 //! `[NOT] BETWEEN`, `[NOT] IN`, `[NOT] CONTAINS`, `[NOT] STARTSWITH`, `[NOT] ENDSWITH`)
 //! < unary (`+`, `-`, `NOT`) < literals, properties and parentheses.
+//!
+//! Two guards keep hostile input from exhausting the stack (see [`MAX_DEPTH`]): every
+//! recursion (into parentheses or a unary operator) counts one level of nesting, and every
+//! node built knows the height of its tree, so neither parsing nor the evaluation and drop of
+//! the result can go deeper than `MAX_DEPTH` levels. A node that would be too high is never
+//! built.
 
 use super::lex::{Keyword, Token};
-use super::{CmpOp, Expr, SqlError, StrOp, Value};
+use super::{CmpOp, Expr, SqlError, StrOp, Value, MAX_DEPTH};
+
+/// A parsed subexpression and the height of its tree (a leaf is 1).
+struct Node {
+    expr: Expr,
+    height: usize,
+}
+
+impl Node {
+    fn leaf(expr: Expr) -> Self {
+        Self { expr, height: 1 }
+    }
+}
+
+fn too_deep() -> SqlError {
+    SqlError(format!(
+        "the expression nests deeper than {MAX_DEPTH} levels"
+    ))
+}
+
+/// A node one level above children whose highest has height `child_height`.
+fn wrap(expr: Expr, child_height: usize) -> Result<Node, SqlError> {
+    let height = child_height + 1;
+    if height > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    Ok(Node { expr, height })
+}
 
 pub struct Parser {
     tokens: Vec<Token>,
     pos: usize,
+    /// Parentheses and unary operators currently open.
+    nesting: usize,
 }
 
 impl Parser {
     pub fn new(tokens: Vec<Token>) -> Self {
-        Self { tokens, pos: 0 }
+        Self {
+            tokens,
+            pos: 0,
+            nesting: 0,
+        }
     }
 
     /// The whole selector, which must be a boolean expression.
     pub fn selector(mut self) -> Result<Expr, SqlError> {
-        let expr = self.or()?;
+        let node = self.or()?;
         if let Some(extra) = self.peek() {
             return Err(SqlError(format!(
                 "unexpected {extra:?} after the expression"
             )));
         }
-        boolean(expr)
+        boolean(node.expr)
+    }
+
+    /// Runs `parse` one nesting level deeper, refusing to go past [`MAX_DEPTH`].
+    fn descend(
+        &mut self,
+        parse: fn(&mut Self) -> Result<Node, SqlError>,
+    ) -> Result<Node, SqlError> {
+        if self.nesting >= MAX_DEPTH {
+            return Err(too_deep());
+        }
+        self.nesting += 1;
+        let node = parse(self);
+        self.nesting -= 1;
+        node
     }
 
     fn peek(&self) -> Option<&Token> {
@@ -76,51 +129,61 @@ impl Parser {
         false
     }
 
-    fn or(&mut self) -> Result<Expr, SqlError> {
-        let mut left = self.and()?;
-        while self.eat_keyword(Keyword::Or) {
-            let right = self.and()?;
-            left = Expr::Or(Box::new(boolean(left)?), Box::new(boolean(right)?));
-        }
-        Ok(left)
+    fn or(&mut self) -> Result<Node, SqlError> {
+        self.logic(Keyword::Or, Self::and, Expr::Or)
     }
 
-    fn and(&mut self) -> Result<Expr, SqlError> {
-        let mut left = self.equality()?;
-        while self.eat_keyword(Keyword::And) {
-            let right = self.equality()?;
-            left = Expr::And(Box::new(boolean(left)?), Box::new(boolean(right)?));
-        }
-        Ok(left)
+    fn and(&mut self) -> Result<Node, SqlError> {
+        self.logic(Keyword::And, Self::equality, Expr::And)
     }
 
-    fn equality(&mut self) -> Result<Expr, SqlError> {
+    /// `operand (op operand)*` as one n-ary node, so long chains add one level, not many.
+    fn logic(
+        &mut self,
+        op: Keyword,
+        operand: fn(&mut Self) -> Result<Node, SqlError>,
+        build: fn(Vec<Expr>) -> Expr,
+    ) -> Result<Node, SqlError> {
+        let first = operand(self)?;
+        if self.peek() != Some(&Token::Keyword(op)) {
+            return Ok(first);
+        }
+        let mut height = first.height;
+        let mut terms = vec![boolean(first.expr)?];
+        while self.eat_keyword(op) {
+            let next = operand(self)?;
+            height = height.max(next.height);
+            terms.push(boolean(next.expr)?);
+        }
+        wrap(build(terms), height)
+    }
+
+    fn equality(&mut self) -> Result<Node, SqlError> {
         let mut left = self.comparison()?;
         loop {
-            if self.eat_symbol("=") {
+            left = if self.eat_symbol("=") {
                 let right = self.comparison()?;
-                left = Expr::Cmp(CmpOp::Eq, Box::new(left), Box::new(right));
+                cmp(CmpOp::Eq, left, right)?
             } else if self.eat_symbol("<>") {
                 let right = self.comparison()?;
-                left = Expr::Not(Box::new(Expr::Cmp(
-                    CmpOp::Eq,
-                    Box::new(left),
-                    Box::new(right),
-                )));
+                let eq = cmp(CmpOp::Eq, left, right)?;
+                wrap(Expr::Not(Box::new(eq.expr)), eq.height)?
             } else if self.eat_keyword(Keyword::Is) {
                 let negated = self.eat_keyword(Keyword::Not);
                 self.expect_keyword(Keyword::Null)?;
-                left = Expr::IsNull {
-                    expr: Box::new(left),
+                let height = left.height;
+                let expr = Expr::IsNull {
+                    expr: Box::new(left.expr),
                     negated,
                 };
+                wrap(expr, height)?
             } else {
                 return Ok(left);
-            }
+            };
         }
     }
 
-    fn comparison(&mut self) -> Result<Expr, SqlError> {
+    fn comparison(&mut self) -> Result<Node, SqlError> {
         let mut left = self.unary()?;
         loop {
             let op = [
@@ -131,30 +194,29 @@ impl Parser {
             ]
             .into_iter()
             .find(|(s, _)| matches!(self.peek(), Some(Token::Symbol(t)) if t == s));
-            if let Some((_, op)) = op {
+            left = if let Some((_, op)) = op {
                 self.pos += 1;
                 let right = self.unary()?;
-                left = Expr::Cmp(op, Box::new(left), Box::new(right));
-                continue;
-            }
-            if let Some(next) = self.negatable_comparison(left.clone())? {
-                left = next;
-                continue;
-            }
-            return Ok(left);
+                cmp(op, left, right)?
+            } else if let Some((kind, negated)) = self.negatable_keyword() {
+                self.negatable_comparison(left, kind, negated)?
+            } else {
+                return Ok(left);
+            };
         }
     }
 
-    /// `[NOT] BETWEEN`, `[NOT] IN`, `[NOT] CONTAINS | STARTSWITH | ENDSWITH` after `left`.
-    fn negatable_comparison(&mut self, left: Expr) -> Result<Option<Expr>, SqlError> {
-        let kinds = [
+    /// Consumes `[NOT] BETWEEN | IN | CONTAINS | STARTSWITH | ENDSWITH` if next.
+    fn negatable_keyword(&mut self) -> Option<(Keyword, bool)> {
+        [
             Keyword::Between,
             Keyword::In,
             Keyword::Contains,
             Keyword::StartsWith,
             Keyword::EndsWith,
-        ];
-        let Some((kind, negated)) = kinds.into_iter().find_map(|k| {
+        ]
+        .into_iter()
+        .find_map(|k| {
             if self.eat_keyword(k) {
                 Some((k, false))
             } else if self.eat_not_then(k) {
@@ -162,19 +224,28 @@ impl Parser {
             } else {
                 None
             }
-        }) else {
-            return Ok(None);
-        };
-        let left = Box::new(left);
+        })
+    }
+
+    /// The rest of a `[NOT] BETWEEN`, `[NOT] IN` or string comparison after `left`.
+    fn negatable_comparison(
+        &mut self,
+        left: Node,
+        kind: Keyword,
+        negated: bool,
+    ) -> Result<Node, SqlError> {
+        let mut height = left.height;
+        let left = Box::new(left.expr);
         let expr = match kind {
             Keyword::Between => {
-                let low = Box::new(self.unary()?);
+                let low = self.unary()?;
                 self.expect_keyword(Keyword::And)?;
-                let high = Box::new(self.unary()?);
+                let high = self.unary()?;
+                height = height.max(low.height).max(high.height);
                 Expr::Between {
                     expr: left,
-                    low,
-                    high,
+                    low: Box::new(low.expr),
+                    high: Box::new(high.expr),
                     negated,
                 }
             }
@@ -205,12 +276,13 @@ impl Parser {
                 }
             }
         };
-        Ok(Some(expr))
+        wrap(expr, height)
     }
 
     fn string(&mut self) -> Result<String, SqlError> {
-        match self.peek().cloned() {
+        match self.peek() {
             Some(Token::Str(s)) => {
+                let s = s.clone();
                 self.pos += 1;
                 Ok(s)
             }
@@ -218,26 +290,28 @@ impl Parser {
         }
     }
 
-    fn unary(&mut self) -> Result<Expr, SqlError> {
+    fn unary(&mut self) -> Result<Node, SqlError> {
         if self.eat_symbol("+") {
-            return self.unary();
+            return self.descend(Self::unary);
         }
         if self.eat_symbol("-") {
-            return Ok(Expr::Neg(Box::new(self.unary()?)));
+            let inner = self.descend(Self::unary)?;
+            return wrap(Expr::Neg(Box::new(inner.expr)), inner.height);
         }
         if self.eat_keyword(Keyword::Not) {
-            return Ok(Expr::Not(Box::new(boolean(self.unary()?)?)));
+            let inner = self.descend(Self::unary)?;
+            return wrap(Expr::Not(Box::new(boolean(inner.expr)?)), inner.height);
         }
         self.primary()
     }
 
-    fn primary(&mut self) -> Result<Expr, SqlError> {
+    fn primary(&mut self) -> Result<Node, SqlError> {
         let token = self
             .peek()
             .cloned()
             .ok_or_else(|| SqlError("the expression ends too early".into()))?;
         self.pos += 1;
-        Ok(match token {
+        Ok(Node::leaf(match token {
             Token::Str(s) => Expr::Const(Value::Str(s)),
             Token::Long(n) => Expr::Const(Value::Long(n)),
             Token::Double(d) => Expr::Const(Value::Double(d)),
@@ -246,13 +320,22 @@ impl Parser {
             Token::Keyword(Keyword::Null) => Expr::Const(Value::Null),
             Token::Ident(name) => Expr::Prop(name),
             Token::Symbol("(") => {
-                let inner = self.or()?;
+                let inner = self.descend(Self::or)?;
                 self.expect_symbol(")")?;
-                inner
+                return Ok(inner);
             }
             other => return Err(SqlError(format!("unexpected {other:?}"))),
-        })
+        }))
     }
+}
+
+/// A comparison node over two operands.
+fn cmp(op: CmpOp, left: Node, right: Node) -> Result<Node, SqlError> {
+    let height = left.height.max(right.height);
+    wrap(
+        Expr::Cmp(op, Box::new(left.expr), Box::new(right.expr)),
+        height,
+    )
 }
 
 /// RocketMQ's `asBooleanExpression`: logic needs boolean operands; a bare property is

@@ -122,3 +122,80 @@ fn bad_selectors_are_refused() {
         assert!(Selector::parse(bad).is_err(), "{bad:?} should not parse");
     }
 }
+
+fn refused_as_too_deep(selector: &str) {
+    match Selector::parse(selector) {
+        Err(SqlError(msg)) => assert!(msg.contains("deeper than"), "{msg}"),
+        Ok(_) => panic!("a selector nesting too deep was accepted"),
+    }
+}
+
+/// Before the depth limit, each of these overflowed the stack and aborted the broker.
+#[test]
+fn deep_nesting_is_a_parse_error_not_a_stack_overflow() {
+    let n = MAX_SELECTOR_LEN / 16;
+    refused_as_too_deep(&"(".repeat(n));
+    refused_as_too_deep(&format!("{}a = 1{}", "(".repeat(n), ")".repeat(n)));
+    refused_as_too_deep(&format!("{}a", "NOT ".repeat(n)));
+    refused_as_too_deep(&format!("a = {}1", "- ".repeat(n)));
+    refused_as_too_deep(&format!("a = {}1", "+".repeat(n)));
+    // Chained comparisons build a tree as high as the chain is long.
+    refused_as_too_deep(&format!("a{}", " > 1".repeat(n)));
+    refused_as_too_deep(&format!("a{}", " = 1".repeat(n)));
+    refused_as_too_deep(&format!("a{}", " IS NULL".repeat(n)));
+    refused_as_too_deep(&format!("a{}", " BETWEEN 1 AND 2".repeat(200)));
+    // The parser's own guard holds whatever the length limit.
+    for huge in ["(".repeat(100_000), "NOT ".repeat(100_000) + "a"] {
+        let tokens = super::lex::tokenize(&huge).expect("tokens");
+        let err = super::parse::Parser::new(tokens)
+            .selector()
+            .expect_err("too deep");
+        assert!(err.0.contains("deeper than"), "{err}");
+    }
+    assert!(Selector::parse(&"(".repeat(100_000)).is_err());
+}
+
+#[test]
+fn the_depth_limit_is_exact() {
+    let nested = |levels: usize| format!("{}a = 1{}", "(".repeat(levels), ")".repeat(levels));
+    assert!(check(&nested(MAX_DEPTH), &[("a", "1")]));
+    refused_as_too_deep(&nested(MAX_DEPTH + 1));
+    // `NOT` over a property: the property is one level, each NOT one more.
+    let nots = |n: usize| format!("{}flag", "NOT ".repeat(n));
+    assert!(check(&nots(MAX_DEPTH - 2), &[("flag", "true")]));
+    refused_as_too_deep(&nots(MAX_DEPTH));
+}
+
+#[test]
+fn long_and_or_chains_are_one_level() {
+    let terms = MAX_SELECTOR_LEN / 12;
+    let ors = vec!["a = 2"; terms].join(" OR ") + " OR a = 1";
+    assert!(ors.len() <= MAX_SELECTOR_LEN);
+    assert!(check(&ors, &[("a", "1")]));
+    assert!(!check(&ors, &[("a", "3")]));
+    let ands = vec!["a = 1"; terms].join(" AND ");
+    assert!(check(&ands, &[("a", "1")]));
+    assert!(!check(&(ands + " AND b = 1"), &[("a", "1")]));
+}
+
+#[test]
+fn over_long_selectors_are_refused() {
+    let longest = format!("a = '{}'", "x".repeat(MAX_SELECTOR_LEN - 6));
+    assert_eq!(longest.len(), MAX_SELECTOR_LEN);
+    assert!(Selector::parse(&longest).is_ok());
+    let err = Selector::parse(&format!("{longest} ")).expect_err("too long");
+    assert!(err.0.contains("bytes long"), "{err}");
+}
+
+#[test]
+fn between_keeps_three_valued_logic() {
+    assert!(!check("a BETWEEN 1 AND b", &[("a", "1")]), "unknown bound");
+    assert!(
+        !check("a NOT BETWEEN 1 AND b", &[("a", "1")]),
+        "NOT unknown is unknown"
+    );
+    assert!(
+        check("a NOT BETWEEN 2 AND b", &[("a", "1")]),
+        "false AND unknown is false"
+    );
+}

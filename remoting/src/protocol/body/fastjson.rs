@@ -136,13 +136,19 @@ impl Printer {
 
     fn key(&mut self, key: &str) {
         let dialect = self.style != Style::Standard;
-        if let Some(int) = key.strip_prefix(INT_KEY) {
+        // A marked key is written bare only when it is what the marker promises; any other
+        // key (say, a client's map key that merely starts like a marker) is quoted, so no
+        // key can inject text into the document.
+        if let Some(int) = key
+            .strip_prefix(INT_KEY)
+            .filter(|k| k.parse::<i64>().is_ok())
+        {
             if dialect {
                 self.out.push_str(int);
             } else {
                 self.string(int);
             }
-        } else if let Some(object) = key.strip_prefix(OBJECT_KEY) {
+        } else if let Some(object) = key.strip_prefix(OBJECT_KEY).filter(|k| is_json_object(k)) {
             if dialect {
                 self.out.push_str(object);
             } else {
@@ -154,6 +160,11 @@ impl Printer {
     }
 }
 
+/// Whether `text` is one complete JSON object.
+fn is_json_object(text: &str) -> bool {
+    text.starts_with('{') && serde_json::from_str::<serde_json::Map<String, Value>>(text).is_ok()
+}
+
 /// Rewrites fastjson's dialect into standard JSON: unquoted keys are quoted and object keys
 /// become JSON strings holding the object's (standard) text.
 pub fn to_standard(text: &str) -> Result<String, BodyError> {
@@ -161,6 +172,7 @@ pub fn to_standard(text: &str) -> Result<String, BodyError> {
         src: text.as_bytes(),
         pos: 0,
         out: String::with_capacity(text.len() + 16),
+        in_key: false,
     };
     t.value(0)?;
     t.skip_ws();
@@ -172,10 +184,19 @@ pub fn to_standard(text: &str) -> Result<String, BodyError> {
 
 const MAX_DEPTH: usize = 128;
 
+/// Transcodes one value.
+///
+/// Output stays within about twice the input: an object key is re-escaped as a JSON string
+/// once, and object keys may not themselves hold object keys (each level of such nesting
+/// would double the escaping, so a few hundred bytes could demand gigabytes). Raw control
+/// characters in strings, which JSON forbids anyway, are refused here, before escaping would
+/// turn them into six bytes each.
 struct Transcoder<'a> {
     src: &'a [u8],
     pos: usize,
     out: String,
+    /// Whether this transcoder reads an object key.
+    in_key: bool,
 }
 
 impl<'a> Transcoder<'a> {
@@ -226,6 +247,7 @@ impl<'a> Transcoder<'a> {
             self.pos += 1;
             match c {
                 b'\\' => self.pos += 1,
+                0..=0x1F => return Err(self.error("control character in a string")),
                 b'"' => {
                     let src: &'a [u8] = self.src;
                     return std::str::from_utf8(&src[start..self.pos]).map_err(|_| BodyError::Utf8);
@@ -322,10 +344,14 @@ impl<'a> Transcoder<'a> {
             }
             Some(b'{') | Some(b'[') => {
                 // An object key: transcode it on its own, then emit it as a JSON string.
+                if self.in_key {
+                    return Err(self.error("object key inside an object key"));
+                }
                 let mut inner = Transcoder {
                     src: self.src,
                     pos: self.pos,
                     out: String::new(),
+                    in_key: true,
                 };
                 inner.value(depth + 1)?;
                 self.pos = inner.pos;
@@ -465,6 +491,47 @@ mod tests {
             encode_with(&s, Style::FastjsonPretty),
             "{\n\t\"name\":\"n\",\n\t\"offsetTable\":{\n\t\t3:7\n\t}\n}"
         );
+    }
+
+    /// Each level of object keys nested in object keys doubled the escaping: 40 levels
+    /// (about 300 bytes) asked for terabytes before this was refused.
+    #[test]
+    fn nested_object_keys_are_refused() {
+        let mut text = String::from(r#"{"a":1}"#);
+        for _ in 0..40 {
+            text = format!("{{{text}:1}}");
+        }
+        let err = to_standard(&text).expect_err("refused");
+        assert!(err.to_string().contains("object key inside"), "{err}");
+        // One level, as fastjson writes MessageQueue keys, is fine; so are object values.
+        assert_eq!(
+            to_standard(r#"{{"a":{"b":[1]}}:{"c":{"d":2}}}"#).expect("ok"),
+            r#"{"{\"a\":{\"b\":[1]}}":{"c":{"d":2}}}"#
+        );
+    }
+
+    #[test]
+    fn raw_control_characters_in_strings_are_refused() {
+        assert!(to_standard("{\"a\u{1}\":1}").is_err());
+        assert!(to_standard("{{\"a\":\"\u{1f}\"}:1}").is_err());
+        assert!(
+            to_standard(r#"{"a\u0001":"\t"}"#).is_ok(),
+            "escaped ones are fine"
+        );
+    }
+
+    /// A client's map key that starts like an internal marker used to be written bare,
+    /// so it could inject fields into the document.
+    #[test]
+    fn keys_that_look_like_markers_cannot_inject() {
+        let mut map = BTreeMap::new();
+        map.insert(format!("{INT_KEY}1,\"injected\":2"), 1);
+        map.insert(format!("{OBJECT_KEY}{{}}:3,\"x\""), 2);
+        map.insert(format!("{INT_KEY}x"), 3);
+        for text in [encode(&map), encode_standard(&map)] {
+            let back: BTreeMap<String, i32> = decode(&text).expect("decodes");
+            assert_eq!(back, map, "{}", String::from_utf8_lossy(&text));
+        }
     }
 
     #[test]
