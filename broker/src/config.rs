@@ -1,5 +1,5 @@
 //! Broker configuration: RocketMQ's `BrokerConfig` and `NettyServerConfig` keys, plus the
-//! store's `MessageStoreConfig`, all loaded from one `broker.conf` (spec 10).
+//! store's `MessageStoreConfig`, all loaded from one `broker.conf` (protocol.md 10).
 
 use std::collections::BTreeMap;
 

@@ -15,7 +15,7 @@ use crate::context::now_ms;
 use crate::limits::{AutoCreateLimits, AutoCreateRefused};
 use crate::persist::{self, ConfigFile, Persisted};
 
-/// Groups created at startup (spec 7.5); the last four may consume in broadcast mode.
+/// Groups created at startup (protocol.md 7.5); the last four may consume in broadcast mode.
 const SYSTEM_GROUPS: &[&str] = &[
     "TOOLS_CONSUMER",
     "FILTERSRV_CONSUMER",
@@ -91,7 +91,7 @@ impl SubscriptionGroupManager {
         self.table.read().get(group).cloned()
     }
 
-    /// The group's config, auto-created with defaults when allowed (spec 7.7), for a
+    /// The group's config, auto-created with defaults when allowed (protocol.md 7.7), for a
     /// client's pull, heartbeat or send-back.
     pub fn find_or_create(&self, group: &str) -> Result<SubscriptionGroupConfig, GroupError> {
         if let Some(config) = self.get(group) {
@@ -141,7 +141,7 @@ impl SubscriptionGroupManager {
         }
     }
 
-    /// A slave takes its master's groups when their version changed (spec 9.4); groups
+    /// A slave takes its master's groups when their version changed (protocol.md 9.4); groups
     /// whose names are not valid are left out.
     pub fn replace_from_master(&self, mut master: SubscriptionGroupWrapper) -> bool {
         if *self.version.read() == master.data_version {

@@ -120,7 +120,7 @@ impl ConsumerOffsetManager {
             .retain(|k, _| !k.starts_with(&format!("{topic}@")));
     }
 
-    /// A slave takes its master's offsets (spec 9.4).
+    /// A slave takes its master's offsets (protocol.md 9.4).
     pub fn replace_from_master(&self, master: ConsumerOffsetSerializeWrapper) {
         *self.table.write() = master
             .offset_table

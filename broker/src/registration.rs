@@ -1,5 +1,5 @@
 //! Registration with every name server: at start, every `registerNameServerPeriod` (30 s),
-//! at once after topic changes, and unregistration at shutdown (spec 13.1).
+//! at once after topic changes, and unregistration at shutdown (protocol.md 13.1).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,7 +109,7 @@ impl Registrar {
     }
 
     /// Notes the master's main address a registration response names; returns its HA
-    /// address (spec 9.1).
+    /// address (protocol.md 9.1).
     fn learn_master(&self, response: &RemotingCommand) -> Option<String> {
         if let Some(addr) = response.ext_fields.get_non_empty("masterAddr") {
             *self.master_addr.write() = Some(addr.to_owned());

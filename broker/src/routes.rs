@@ -172,7 +172,7 @@ fn table(p: &Processors, l: &Lanes) -> Vec<(RequestCode, Arc<dyn RequestProcesso
     let consumer = |code, h| (code, h, l.consumer.clone());
     let admin = |code, h| (code, h, l.admin.clone());
     vec![
-        // Producers (spec 2.4).
+        // Producers (protocol.md 2.4).
         send(
             C::SEND_MESSAGE,
             handler(&p.send, |p, ctx, r| {
@@ -216,7 +216,7 @@ fn table(p: &Processors, l: &Lanes) -> Vec<(RequestCode, Arc<dyn RequestProcesso
             }),
             l.end_transaction.clone(),
         ),
-        // Consumers (spec 2.5).
+        // Consumers (protocol.md 2.5).
         pull(C::PULL_MESSAGE, answer(&p.pull, PullProcessor::pull)),
         pull(C::LITE_PULL_MESSAGE, answer(&p.pull, PullProcessor::pull)),
         consumer(
@@ -265,13 +265,13 @@ fn table(p: &Processors, l: &Lanes) -> Vec<(RequestCode, Arc<dyn RequestProcesso
             C::CHECK_CLIENT_CONFIG,
             answer(&p.client, |p, _, r| p.check_client_config(&r)),
         ),
-        // Queries (spec 2.6).
+        // Queries (protocol.md 2.6).
         query(C::QUERY_MESSAGE, answer(&p.query, |p, _, r| p.query(&r))),
         query(
             C::VIEW_MESSAGE_BY_ID,
             answer(&p.query, |p, _, r| p.view(&r)),
         ),
-        // Topics and groups (spec 2.7).
+        // Topics and groups (protocol.md 2.7).
         admin(
             C::UPDATE_AND_CREATE_TOPIC,
             handler(&p.topic_admin, |p, _, r| {

@@ -1,4 +1,4 @@
-//! Delay messages (spec 7.1): per-level queues of SCHEDULE_TOPIC_XXXX whose ConsumeQueue
+//! Delay messages (protocol.md 7.1): per-level queues of SCHEDULE_TOPIC_XXXX whose ConsumeQueue
 //! tags code is the delivery time; each message is re-put to its real topic and queue when
 //! due. Progress per level lives in `delayOffset.json` (persisted every
 //! `flushDelayOffsetInterval` and at shutdown), so nothing is lost across a restart and a
@@ -56,7 +56,7 @@ impl ScheduleMessageService {
         }
     }
 
-    /// A slave takes its master's delivery progress (spec 9.4); it never delivers itself,
+    /// A slave takes its master's delivery progress (protocol.md 9.4); it never delivers itself,
     /// since its CommitLog only grows by the master's bytes.
     pub fn replace_from_master(&self, master: DelayOffsetSerializeWrapper) {
         *self.offsets.lock() = master

@@ -1,5 +1,5 @@
 //! A slave copies its master's topics, subscription groups, consumer offsets and delay
-//! offsets from the master's main port every 10 s after a 3 s delay (spec 9.4), so consumers that fail over
+//! offsets from the master's main port every 10 s after a 3 s delay (protocol.md 9.4), so consumers that fail over
 //! to it find their topics and resume where the group was.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Timer messages (RocketMQ 5.x arbitrary delays, spec 7.1): a send carrying
+//! Timer messages (RocketMQ 5.x arbitrary delays, protocol.md 7.1): a send carrying
 //! `TIMER_DELIVER_MS` (absolute), `TIMER_DELAY_SEC` or `TIMER_DELAY_MS` is parked in queue 0
 //! of `rmq_sys_wheel_timer` with its real topic and queue and its due time (`TIMER_OUT_MS`),
 //! and re-put to its real topic when due.

@@ -27,7 +27,7 @@ pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
 pub use stellmq_remoting::protocol::names::{DLQ_PREFIX, RETRY_PREFIX};
 
-/// Topics producers may not send to (spec 7.5), besides every `rmq_sys_` topic.
+/// Topics producers may not send to (protocol.md 7.5), besides every `rmq_sys_` topic.
 pub const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[
     SCHEDULE_TOPIC,
     TRANS_HALF_TOPIC,
@@ -49,7 +49,7 @@ pub enum CreateTopicError {
     Name(#[from] NameError),
     #[error(transparent)]
     Limit(#[from] AutoCreateRefused),
-    /// The template does not exist or does not allow inheriting (spec 7.6).
+    /// The template does not exist or does not allow inheriting (protocol.md 7.6).
     #[error("the topic cannot be auto-created from its template {0}")]
     NoTemplate(String),
 }
@@ -206,7 +206,7 @@ impl TopicConfigManager {
         self.persisted(self.file.generation()).await
     }
 
-    /// Auto-creates `topic` from the template `default_topic` on a send (spec 7.6).
+    /// Auto-creates `topic` from the template `default_topic` on a send (protocol.md 7.6).
     pub fn create_in_send(
         &self,
         topic: &str,
@@ -288,7 +288,7 @@ impl TopicConfigManager {
         }
     }
 
-    /// A slave takes its master's topics when their version changed (spec 9.4); topics
+    /// A slave takes its master's topics when their version changed (protocol.md 9.4); topics
     /// whose names are not valid are left out.
     pub fn replace_from_master(&self, mut master: TopicConfigSerializeWrapper) -> bool {
         if *self.version.read() == master.data_version {

@@ -1,5 +1,5 @@
 //! Where broker-side writes go: the store, then replication as the broker role requires
-//! (spec 9.3). Sends, send-backs and transaction commits share it, so a SYNC_MASTER
+//! (protocol.md 9.3). Sends, send-backs and transaction commits share it, so a SYNC_MASTER
 //! acknowledges each of them only once a slave has it.
 
 use std::sync::Arc;

@@ -387,7 +387,7 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
         "the slave indexed every message, the unreplicated first one too"
     );
 
-    // The slave copies topics and consumer offsets from the master (spec 9.4)...
+    // The slave copies topics and consumer offsets from the master (protocol.md 9.4)...
     let update = common::request(
         RequestCode::UPDATE_CONSUMER_OFFSET,
         &[

@@ -12,7 +12,7 @@ pub struct PublishInfo {
 }
 
 impl PublishInfo {
-    /// Publish queues = writable queue data whose broker has a master (spec 3.1); with
+    /// Publish queues = writable queue data whose broker has a master (protocol.md 3.1); with
     /// `clamp`, at most that many queues per broker (routes borrowed from TBW102).
     pub fn from_route(topic: &str, route: &TopicRouteData, clamp: Option<i32>) -> Self {
         let masters: HashMap<String, String> = route

@@ -11,8 +11,10 @@
 //! * `fuzz/libfuzzer/` wraps each target for `cargo +nightly fuzz` (coverage-guided).
 
 pub mod body;
+pub mod ha;
 pub mod message;
 pub mod mutate;
+pub mod recovery;
 pub mod seeds;
 pub mod sql92;
 pub mod wire;
@@ -140,7 +142,30 @@ pub const TARGETS: &[Target] = &[
         run: sql92::sql92,
         dictionary: SQL_TOKENS,
     },
-    // Lead: `ha_frame` and `recovery` go here (see above).
+    Target {
+        name: "ha_frame",
+        run: ha::ha_frame,
+        dictionary: HA_TOKENS,
+    },
+    Target {
+        name: "recovery",
+        run: recovery::recovery,
+        dictionary: RECORD_TOKENS,
+    },
+];
+
+/// The hello's magic, and record magics that transfer frames carry.
+const HA_TOKENS: &[&[u8]] = &[
+    &[0xFF, b'S', b'M', b'Q', b'H', b'A', 0x00, 0x01],
+    &[0xDA, 0xA3, 0x20, 0xA7],
+    &[0xCB, 0xD4, 0x31, 0x94],
+];
+
+/// Record and blank magics.
+const RECORD_TOKENS: &[&[u8]] = &[
+    &[0xDA, 0xA3, 0x20, 0xA7],
+    &[0xDA, 0xA3, 0x20, 0xAB],
+    &[0xCB, 0xD4, 0x31, 0x94],
 ];
 
 /// The target called `name`.

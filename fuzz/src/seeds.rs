@@ -63,6 +63,8 @@ pub fn for_target(target: &str) -> Vec<Seed> {
             ("lowercase", b"0a00000100002a9f0000000000001f40".to_vec()),
         ],
         "json_body" => json_bodies(),
+        "ha_frame" => ha_frames(),
+        "recovery" => segments(),
         "register_compressed" => vec![
             ("empty", RegisterBrokerBody::default().encode_compressed()),
             ("topics", register_body().encode_compressed()),
@@ -213,6 +215,88 @@ fn records() -> Vec<(&'static str, Vec<u8>)> {
         ("compressed", encode_record(compressed)),
         ("empty", encode_record(empty)),
         ("two_records", two),
+    ]
+}
+
+/// Records laid out from offset 0, each carrying its own physical offset, as a log holds them.
+fn log_records(n: usize) -> Vec<Vec<u8>> {
+    let mut offset = 0i64;
+    (0..n)
+        .map(|i| {
+            let mut head = head("10.0.0.2:50000", "10.0.0.1:10911");
+            head.physical_offset = offset;
+            head.queue_offset = i as i64;
+            let bytes = encode_record(MessageRecord {
+                head,
+                version: MessageVersion::V1,
+                body: Bytes::from(format!("body-{i}")),
+                topic: "TopicTest".into(),
+                properties: sample_properties(),
+            });
+            offset += bytes.len() as i64;
+            bytes
+        })
+        .collect()
+}
+
+/// An end-of-file blank that fills a 4 KiB segment from `pos`.
+fn blank(pos: usize) -> Vec<u8> {
+    let mut out = vec![0u8; 4096 - pos];
+    out[..4].copy_from_slice(&((4096 - pos) as i32).to_be_bytes());
+    out[4..8].copy_from_slice(&0xCBD4_3194u32.to_be_bytes());
+    out
+}
+
+fn ha_frames() -> Vec<(&'static str, Vec<u8>)> {
+    use stellmq_broker::ha::protocol::{encode_frame_header, encode_hello, SlaveIdentity};
+    let identity = SlaveIdentity {
+        cluster_name: "DefaultCluster".into(),
+        broker_name: "broker-a".into(),
+        broker_id: 1,
+    };
+    let hello = encode_hello(&identity.encode().unwrap_or_default()).unwrap_or_default();
+    let frame = |offset: usize, body: &[u8]| {
+        let mut out = encode_frame_header(offset as i64, body.len()).to_vec();
+        out.extend_from_slice(body);
+        out
+    };
+    let records = log_records(3);
+    let mut whole = hello.clone();
+    let mut split = hello.clone();
+    let mut offset = 0;
+    for (i, r) in records.iter().enumerate() {
+        whole.extend(frame(offset, r));
+        if i == 1 {
+            let (a, b) = r.split_at(r.len() / 2);
+            split.extend(frame(offset, a));
+            split.extend(frame(offset + a.len(), b));
+        } else {
+            split.extend(frame(offset, r));
+        }
+        offset += r.len();
+    }
+    let mut blanked = hello.clone();
+    blanked.extend(frame(0, &records[0]));
+    blanked.extend(frame(records[0].len(), &blank(records[0].len())));
+    vec![
+        ("hello", hello),
+        ("records", whole),
+        ("split_record", split),
+        ("blank", blanked),
+    ]
+}
+
+fn segments() -> Vec<(&'static str, Vec<u8>)> {
+    let records = log_records(4);
+    let written: Vec<u8> = records.concat();
+    let mut full = written.clone();
+    full.extend(blank(written.len()));
+    let mut torn = written.clone();
+    torn.extend_from_slice(&records[0][..40]);
+    vec![
+        ("records", written),
+        ("full_segment", full),
+        ("torn_tail", torn),
     ]
 }
 

@@ -9,7 +9,7 @@ fn home() -> PathBuf {
 }
 
 properties_config! {
-    /// Keys and defaults as RocketMQ's (spec 8.6); unknown keys in a file are ignored.
+    /// Keys and defaults as RocketMQ's (protocol.md 8.6); unknown keys in a file are ignored.
     pub struct NamesrvConfig {
         /// Port of the remoting server (`NettyServerConfig.listenPort`).
         listen_port: u16 = "listenPort" => 9876,

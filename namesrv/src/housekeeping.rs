@@ -1,4 +1,4 @@
-//! Periodic removal of brokers that stopped registering (spec 8.3).
+//! Periodic removal of brokers that stopped registering (protocol.md 8.3).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

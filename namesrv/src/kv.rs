@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use stellmq_config::{read_with_backup, write_atomically};
 use stellmq_remoting::protocol::body::fastjson;
 
-/// Namespace of order-topic configurations (spec 8.5).
+/// Namespace of order-topic configurations (protocol.md 8.5).
 pub const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
 
 #[derive(Debug, Default, Serialize, Deserialize)]

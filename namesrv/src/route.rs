@@ -1,4 +1,4 @@
-//! The name server's route tables (spec 8.1-8.4): state only, no I/O.
+//! The name server's route tables (protocol.md 8.1-8.4): state only, no I/O.
 //!
 //! One `RwLock` guards all tables: registrations (writes) come every 30 s per broker while
 //! route queries (reads) come from every client, and every write touches several tables that
@@ -97,7 +97,7 @@ impl RouteInfoManager {
         Self::default()
     }
 
-    /// REGISTER_BROKER (spec 8.2).
+    /// REGISTER_BROKER (protocol.md 8.2).
     pub fn register(&self, reg: Registration) -> RegistrationOutcome {
         let mut t = self.tables.write();
         t.clusters
@@ -270,7 +270,7 @@ impl RouteInfoManager {
             .map(|l| l.data_version)
     }
 
-    /// GET_ROUTEINFO_BY_TOPIC (spec 8.4); `None` when there is no queue or broker data.
+    /// GET_ROUTEINFO_BY_TOPIC (protocol.md 8.4); `None` when there is no queue or broker data.
     pub fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
         let t = self.tables.read();
         let queues = t.topic_queues.get(topic)?;
@@ -432,7 +432,7 @@ impl RouteInfoManager {
 }
 
 /// Removes one broker address; drops its group, cluster membership and queue data when it
-/// was the group's last address (spec 8.3).
+/// was the group's last address (protocol.md 8.3).
 fn remove_broker(
     t: &mut Tables,
     cluster: Option<String>,

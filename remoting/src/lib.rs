@@ -6,7 +6,7 @@
 //! * [`net`] is the tokio transport: a server with a processor registry and bounded lanes, and a
 //!   client with per-connection request correlation, timeouts and oneway calls.
 //!
-//! The facts implemented here come from `shared/spec/rocketmq-protocol.md` (sections 1-5).
+//! The formats implemented here are described in `docs/protocol.md` (sections 1-5).
 
 pub mod net;
 pub mod protocol;

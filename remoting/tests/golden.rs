@@ -1,4 +1,4 @@
-//! Golden byte vectors built from the spec's layouts (sections 1.2, 1.5, 4.1, 4.7, 5.1),
+//! Golden byte vectors built from the layouts of docs/protocol.md (1.2, 1.5, 4.1, 4.7, 5.1),
 //! independently of the encoders under test.
 
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! The `checkpoint` file (spec 6.5): store timestamps up to which the CommitLog, the
+//! The `checkpoint` file (protocol.md 6.5): store timestamps up to which the CommitLog, the
 //! ConsumeQueues and the index are known flushed. Recovery after a crash starts from the
 //! CommitLog file that holds messages older than the smallest of them.
 

@@ -1,4 +1,4 @@
-//! Retention (spec 6.2): CommitLog files older than `fileReservedTime` hours are deleted at
+//! Retention (protocol.md 6.2): CommitLog files older than `fileReservedTime` hours are deleted at
 //! the hours of `deleteWhen` (UTC), or at once when disk use passes `diskMaxUsedSpaceRatio`;
 //! ConsumeQueue and index files wholly below the CommitLog's new start follow. Past
 //! `diskSpaceWarningLevelRatio` writes are refused until space returns.

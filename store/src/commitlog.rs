@@ -1,5 +1,5 @@
 //! The CommitLog: every message of every topic appended to one sequence of mapped segments
-//! (spec 6.2). Appends hold one short lock while they encode straight into the mapped file
+//! (protocol.md 6.2). Appends hold one short lock while they encode straight into the mapped file
 //! and assign physical offset, queue offset and store timestamp.
 //!
 //! Lock order: the append lock, then the ConsumeQueue map lock (to read a queue's next
@@ -298,7 +298,7 @@ impl CommitLog {
         }
     }
 
-    /// Appends bytes replicated from a master at `offset` (a slave's side of HA, spec 9.2).
+    /// Appends bytes replicated from a master at `offset` (a slave's side of HA, protocol.md 9.2).
     /// The bytes may split records; they never cross a segment boundary. Refuses to diverge:
     /// the offset must be this log's end, or a segment boundary when the log is empty.
     pub fn append_replicated(&self, offset: i64, data: &[u8]) -> Result<i64, ReplicaError> {

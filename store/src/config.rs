@@ -1,4 +1,4 @@
-//! `MessageStoreConfig`: RocketMQ's store keys and defaults (spec 6 and 10.1).
+//! `MessageStoreConfig`: RocketMQ's store keys and defaults (protocol.md 6 and 10.1).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! ConsumeQueues (spec 6.3): per topic and queue id, 20-byte entries
+//! ConsumeQueues (protocol.md 6.3): per topic and queue id, 20-byte entries
 //! `physical offset (8) | size (4) | tags code (8)`, 300,000 per file by default.
 //! Only the dispatcher writes them; pulls read them concurrently.
 

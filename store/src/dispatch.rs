@@ -10,7 +10,7 @@ use crate::consume_queue::ConsumeQueueStore;
 use crate::error::StoreError;
 use crate::index::IndexService;
 
-/// The delay-message topic, whose tags code is the delivery time (spec 7.1).
+/// The delay-message topic, whose tags code is the delivery time (protocol.md 7.1).
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 
 /// Told about every dispatched message that got a ConsumeQueue entry.

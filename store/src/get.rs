@@ -1,4 +1,4 @@
-//! Reading a queue: RocketMQ's GetMessage statuses and limits (spec 2.5).
+//! Reading a queue: RocketMQ's GetMessage statuses and limits (protocol.md 2.5).
 
 use bytes::Bytes;
 

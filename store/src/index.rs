@@ -1,4 +1,4 @@
-//! IndexFiles (spec 6.4): a hash index from `topic#key` to physical offsets.
+//! IndexFiles (protocol.md 6.4): a hash index from `topic#key` to physical offsets.
 //!
 //! Layout: a 40-byte header (beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset,
 //! hashSlotCount, indexCount), `maxHashSlotNum` 4-byte slots holding the number of the latest

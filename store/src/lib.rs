@@ -1,4 +1,4 @@
-//! StellMQ's message store, in RocketMQ's file formats (spec 6).
+//! StellMQ's message store, in RocketMQ's file formats (protocol.md 6).
 //!
 //! * [`commitlog`]: every message appended to one sequence of memory-mapped segments.
 //! * [`consume_queue`]: 20-byte entries per topic and queue, written by the dispatcher.

@@ -1,4 +1,4 @@
-//! Recovery of the CommitLog at startup (spec 6.2).
+//! Recovery of the CommitLog at startup (protocol.md 6.2).
 //!
 //! After a clean stop (no `abort` file) the last three segments are validated; after a
 //! crash, validation starts at the newest segment whose first message is older than the

@@ -460,7 +460,7 @@ impl MessageStore {
         }
     }
 
-    /// Reads up to `max_nums` messages of a queue from `offset` (spec 2.5's statuses).
+    /// Reads up to `max_nums` messages of a queue from `offset` (protocol.md 2.5's statuses).
     pub fn get_messages(
         &self,
         topic: &str,
@@ -762,7 +762,7 @@ impl MessageStore {
     }
 
     /// Where a slave that reported `slave_max` starts: its own end, or for an empty slave the
-    /// start of the master's last segment (spec 9.2).
+    /// start of the master's last segment (protocol.md 9.2).
     pub fn replication_start(&self, slave_max: i64) -> i64 {
         if slave_max > 0 {
             return slave_max;

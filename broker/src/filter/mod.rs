@@ -1,6 +1,6 @@
 //! Subscriptions and the filters pulls apply: tag expressions (`*`, or `TagA || TagB`,
 //! matched by Java `String.hashCode` tag codes in the ConsumeQueue; hash collisions are
-//! possible and clients re-check the real tag, spec 2.5, 4.10) and, with
+//! possible and clients re-check the real tag, protocol.md 2.5, 4.10) and, with
 //! `enablePropertyFilter`, SQL92 selectors evaluated on each message's properties.
 
 pub mod sql92;

@@ -1,4 +1,4 @@
-//! Master/slave replication: RocketMQ's classic HA (spec 9.2) behind a StellMQ handshake.
+//! Master/slave replication: RocketMQ's classic HA (protocol.md 9.2) behind a StellMQ handshake.
 //!
 //! The master streams its CommitLog over a raw TCP port; a slave reports the end of its log
 //! (8 bytes, big-endian) and appends the master's bytes, which its dispatcher then indexes

@@ -131,7 +131,7 @@ impl ConsumerManageProcessor {
         {
             return Ok(Some(offset_response(request, offset)));
         }
-        // A new group on a queue still at offset 0 starts there (spec 2.5), unless told not to.
+        // A new group on a queue still at offset 0 starts there (protocol.md 2.5), unless told not to.
         let min = self.store.min_offset_in_queue(&h.topic, h.queue_id);
         if h.set_zero_if_not_found != Some(false) && min <= 0 {
             return Ok(Some(offset_response(request, 0)));

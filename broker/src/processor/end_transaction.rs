@@ -1,4 +1,4 @@
-//! END_TRANSACTION (37): a producer commits or rolls back a half message (spec 2.4).
+//! END_TRANSACTION (37): a producer commits or rolls back a half message (protocol.md 2.4).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! QUERY_MESSAGE (by key or unique key) and VIEW_MESSAGE_BY_ID (spec 2.6).
+//! QUERY_MESSAGE (by key or unique key) and VIEW_MESSAGE_BY_ID (protocol.md 2.6).
 
 use std::sync::Arc;
 

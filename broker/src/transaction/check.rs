@@ -1,4 +1,4 @@
-//! The transaction check service (spec 7.4 step 4): every `transactionCheckInterval` it
+//! The transaction check service (protocol.md 7.4 step 4): every `transactionCheckInterval` it
 //! walks the half queue from its progress offset. A half with an op record is done; one
 //! younger than `transactionTimeOut` (or its `CHECK_IMMUNITY_TIME_IN_SECONDS`) ends the
 //! walk; one checked `transactionCheckMax` times is moved to TRANS_CHECK_MAX_TIME_TOPIC;

@@ -1,4 +1,4 @@
-//! Transactional messages (spec 7.4). A send marked `TRAN_MSG=true` is stored as a *half*
+//! Transactional messages (protocol.md 7.4). A send marked `TRAN_MSG=true` is stored as a *half*
 //! message in `RMQ_SYS_TRANS_HALF_TOPIC` (queue 0), invisible to consumers. END_TRANSACTION
 //! commits it (re-put to its real topic and queue) or rolls it back; either way an *op*
 //! record in `RMQ_SYS_TRANS_OP_HALF_TOPIC` (tag `d`, body = the half's queue offset) marks

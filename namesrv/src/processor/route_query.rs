@@ -48,7 +48,7 @@ impl RouteQueryProcessor {
             route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, &h.topic);
         }
         // Clients from 4.9.4 on (or asking for it) get standard JSON; older ones, and Go
-        // clients before 2.1.2, need fastjson's unquoted integer keys (spec 3.0, 3.1).
+        // clients before 2.1.2, need fastjson's unquoted integer keys (protocol.md 3.0, 3.1).
         let standard = request.version >= V4_9_4 || h.accept_standard_json_only.unwrap_or(false);
         let body = if standard {
             for broker in &mut route.broker_datas {

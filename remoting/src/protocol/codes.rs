@@ -1,4 +1,4 @@
-//! Typed request and response codes (spec 2.1 and 2.2).
+//! Typed request and response codes (protocol.md 2.1 and 2.2).
 //!
 //! The tables are data: one macro invocation per table generates the enum, its `i32`
 //! conversions and its Java constant name, so each code is written exactly once.
@@ -59,7 +59,7 @@ macro_rules! code_table {
 }
 
 code_table! {
-    /// Request codes of RocketMQ 4.x and 5.x (spec 2.1).
+    /// Request codes of RocketMQ 4.x and 5.x (protocol.md 2.1).
     #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
     RequestCode {
         SEND_MESSAGE = 10,
@@ -224,7 +224,7 @@ code_table! {
 }
 
 code_table! {
-    /// Response codes (spec 2.2). Where 4.x and 5.x reuse a number the 4.x name is kept,
+    /// Response codes (protocol.md 2.2). Where 4.x and 5.x reuse a number the 4.x name is kept,
     /// since StellMQ never sends those codes.
     #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
     ResponseCode {
@@ -279,7 +279,7 @@ code_table! {
 }
 
 impl ResponseCode {
-    /// Whether a send answered with this code stored the message (spec 2.2).
+    /// Whether a send answered with this code stored the message (protocol.md 2.2).
     pub const fn is_stored_send(self) -> bool {
         matches!(
             self,
@@ -296,7 +296,7 @@ pub fn request_code_not_supported_remark(code: i32) -> String {
     format!(" request type {code} not supported")
 }
 
-/// Flow-control remarks clients recognise (spec 1.6).
+/// Flow-control remarks clients recognise (protocol.md 1.6).
 pub mod busy_remark {
     pub const REJECT_REQUEST: &str = "[REJECTREQUEST]system busy, start flow control for a while";
     pub const OVERLOAD: &str = "[OVERLOAD]system busy, start flow control for a while";

@@ -1,6 +1,6 @@
 //! `extFields`: the per-request header map.
 //!
-//! Requests are decoded leniently (spec 1.3): values may arrive as strings, numbers, booleans or
+//! Requests are decoded leniently (protocol.md 1.3): values may arrive as strings, numbers, booleans or
 //! null; they are coerced to strings and nulls are dropped. Responses always carry strings.
 
 use std::collections::BTreeMap;

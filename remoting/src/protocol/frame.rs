@@ -1,4 +1,4 @@
-//! Frame codec (spec 1.2): `length | serializeType<<24 | headerLength | header | body`.
+//! Frame codec (protocol.md 1.2): `length | serializeType<<24 | headerLength | header | body`.
 //!
 //! `length` counts everything after itself. A frame whose total size (including the length
 //! word) exceeds the configured maximum, or whose header does not decode, is an error; the
@@ -12,7 +12,6 @@ use super::{header_binary, header_json};
 
 /// RocketMQ's default `com.rocketmq.remoting.frameMaxLength`.
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 16 * 1024 * 1024;
-
 
 /// Decodes one frame from the front of `buf`.
 ///

@@ -1,4 +1,4 @@
-//! ROCKETMQ binary header codec (serialize type 1, spec 1.5).
+//! ROCKETMQ binary header codec (serialize type 1, protocol.md 1.5).
 //!
 //! Layout: code (i16), language (u8), version (i16), opaque (i32), flag (i32),
 //! remark length (i32) + remark, extFields length (i32) + repeated
@@ -106,7 +106,7 @@ fn decode_ext_fields(area: &[u8]) -> Result<ExtFields, FrameError> {
 
 /// Appends the binary header of `cmd` to `out`.
 pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
-    // Codes above i16 are 5.x POP codes that never travel in this header (spec 1.5).
+    // Codes above i16 are 5.x POP codes that never travel in this header (protocol.md 1.5).
     out.extend_from_slice(&(cmd.code as i16).to_be_bytes());
     out.push(cmd.language.byte());
     out.extend_from_slice(&(cmd.version as i16).to_be_bytes());

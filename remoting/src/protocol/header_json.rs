@@ -1,4 +1,4 @@
-//! JSON header codec (serialize type 0, spec 1.3): lenient on input, strict on output.
+//! JSON header codec (serialize type 0, protocol.md 1.3): lenient on input, strict on output.
 
 use serde::{Deserialize, Deserializer, Serialize};
 

@@ -1,4 +1,4 @@
-//! `LanguageCode` (spec 1.7): JSON headers carry the name, binary headers the byte.
+//! `LanguageCode` (protocol.md 1.7): JSON headers carry the name, binary headers the byte.
 
 /// The sender's language. Unknown names and bytes are kept, never rejected.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]

@@ -1,4 +1,4 @@
-//! `MQVersion.Version` ordinals (spec 1.8) that StellMQ relies on.
+//! `MQVersion.Version` ordinals (protocol.md 1.8) that StellMQ relies on.
 
 /// The version StellMQ reports in every response: 4.9.4, so clients enable every 4.x feature.
 pub const CURRENT_VERSION: i32 = V4_9_4;

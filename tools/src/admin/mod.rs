@@ -1,4 +1,4 @@
-//! `mqadmin`: RocketMQ's subcommands, options and output layout (spec 11), over
+//! `mqadmin`: RocketMQ's subcommands, options and output layout (protocol.md 11), over
 //! [`stellmq_client::AdminClient`].
 
 mod broker;

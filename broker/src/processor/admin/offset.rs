@@ -181,7 +181,7 @@ impl OffsetAdminProcessor {
         ))
     }
 
-    /// Computes new offsets by time, stores them, and tells the online clients (spec 2.7).
+    /// Computes new offsets by time, stores them, and tells the online clients (protocol.md 2.7).
     pub(crate) fn reset_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let h: ResetOffsetRequestHeader = header(request)?;
         let config = self.topics.get(&h.topic).ok_or_else(|| {
@@ -292,7 +292,7 @@ impl OffsetAdminProcessor {
     }
 }
 
-/// The tables slaves copy (spec 9.4).
+/// The tables slaves copy (protocol.md 9.4).
 impl OffsetAdminProcessor {
     pub(crate) fn all_consumer_offsets(&self, request: &RemotingCommand) -> ProcessResult {
         Ok(Some(

@@ -162,7 +162,7 @@ impl TopicAdminProcessor {
     }
 }
 
-/// A slave's metadata is a copy of its master's (spec 9.4): changes go to the master.
+/// A slave's metadata is a copy of its master's (protocol.md 9.4): changes go to the master.
 pub(crate) fn slave_refuses(what: &str) -> ProcessorError {
     ProcessorError::new(
         ResponseCode::SYSTEM_ERROR,

@@ -1,4 +1,4 @@
-//! PULL_MESSAGE and LITE_PULL_MESSAGE with long polling (spec 2.5).
+//! PULL_MESSAGE and LITE_PULL_MESSAGE with long polling (protocol.md 2.5).
 //!
 //! A pull that finds nothing, has FLAG_SUSPEND and is on its first pass is parked in the
 //! [`PullHoldService`] instead of answered; the store's dispatcher wakes it when a message
@@ -255,7 +255,7 @@ impl PullCore {
     }
 }
 
-/// RocketMQ's status-to-code mapping on a master (spec 2.5).
+/// RocketMQ's status-to-code mapping on a master (protocol.md 2.5).
 fn status_code(result: &GetMessageResult, offset: i64) -> ResponseCode {
     match result.status {
         GetMessageStatus::Found => ResponseCode::SUCCESS,

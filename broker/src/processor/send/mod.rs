@@ -1,4 +1,4 @@
-//! SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK (spec 2.4,
+//! SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK (protocol.md 2.4,
 //! 2.5, 7.1-7.3).
 
 use std::sync::Arc;
@@ -317,7 +317,7 @@ impl SendProcessor {
     }
 
     /// `%RETRY%group` sends: the group must exist, and past the retry limit the message goes
-    /// to the dead letter queue (spec 2.4 step 6).
+    /// to the dead letter queue (protocol.md 2.4 step 6).
     fn redirect_retry(
         &self,
         request: &RemotingCommand,
@@ -366,7 +366,7 @@ impl SendProcessor {
         })
     }
 
-    /// A `DELAY` level moves the message to SCHEDULE_TOPIC_XXXX, queue level - 1 (spec 7.1).
+    /// A `DELAY` level moves the message to SCHEDULE_TOPIC_XXXX, queue level - 1 (protocol.md 7.1).
     fn apply_delay(&self, msg: &mut PutMessage, props: &mut Properties) {
         let level = props.delay_level();
         if level <= 0

@@ -1,4 +1,4 @@
-//! Consumer-coordination and admin bodies (spec 3.9-3.13).
+//! Consumer-coordination and admin bodies (protocol.md 3.9-3.13).
 
 use std::collections::BTreeMap;
 
@@ -114,7 +114,7 @@ fn sixteen() -> i32 {
     16
 }
 
-/// `SubscriptionGroupConfig` (spec 3.12) with Java's defaults.
+/// `SubscriptionGroupConfig` (protocol.md 3.12) with Java's defaults.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionGroupConfig {

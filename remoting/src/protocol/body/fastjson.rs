@@ -1,4 +1,4 @@
-//! fastjson's JSON dialect (spec 3.0), written and read.
+//! fastjson's JSON dialect (protocol.md 3.0), written and read.
 //!
 //! Java's fastjson writes maps with integer keys unquoted (`{0:"a"}`) and maps keyed by
 //! objects with the object as key (`{{"topic":"T",...}:1}`). Neither is standard JSON, and

@@ -1,4 +1,4 @@
-//! HeartbeatData (spec 3.8), read leniently: enums as names or ordinals (the C++ SDK sends
+//! HeartbeatData (protocol.md 3.8), read leniently: enums as names or ordinals (the C++ SDK sends
 //! ordinals), `subVersion` as a number or a string, absent arrays as empty.
 
 use std::collections::BTreeSet;

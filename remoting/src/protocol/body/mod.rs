@@ -1,4 +1,4 @@
-//! JSON bodies of spec section 3, with serde, in fastjson's dialect where clients need it.
+//! JSON bodies (protocol.md 3), with serde, in fastjson's dialect where clients need it.
 //!
 //! Encode with [`fastjson::encode`] (or [`fastjson::encode_standard`]) and decode with
 //! [`fastjson::decode`], which accepts both dialects.
@@ -29,7 +29,7 @@ pub struct MessageQueue {
     pub topic: String,
 }
 
-/// `DataVersion` (spec 3.3): bumped on every change of a broker's topic table.
+/// `DataVersion` (protocol.md 3.3): bumped on every change of a broker's topic table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DataVersion {

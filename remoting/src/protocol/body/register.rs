@@ -1,4 +1,4 @@
-//! REGISTER_BROKER body (spec 3.6): fastjson JSON or Java's compressed binary form.
+//! REGISTER_BROKER body (protocol.md 3.6): fastjson JSON or Java's compressed binary form.
 
 use std::io::{Read, Write};
 

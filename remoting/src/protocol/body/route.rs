@@ -1,4 +1,4 @@
-//! Route data: TopicRouteData, QueueData, BrokerData and ClusterInfo (spec 3.1, 3.2).
+//! Route data: TopicRouteData, QueueData, BrokerData and ClusterInfo (protocol.md 3.1, 3.2).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,7 +90,7 @@ mod tests {
         }
     }
 
-    /// The exact bytes spec 3.1 shows for the fastjson and the standard form.
+    /// The exact bytes protocol.md 3.1 shows for the fastjson and the standard form.
     #[test]
     fn route_golden_both_dialects() {
         let route = sample();

@@ -1,4 +1,4 @@
-//! Topic configuration bodies (spec 3.4, 3.5) and small list bodies (3.14).
+//! Topic configuration bodies (protocol.md 3.4, 3.5) and small list bodies (3.14).
 
 use std::collections::BTreeMap;
 
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::fastjson::IntKeyMap;
 use super::DataVersion;
 
-/// Permission bits (spec 7.8).
+/// Permission bits (protocol.md 7.8).
 pub mod perm {
     pub const INHERIT: i32 = 1;
     pub const WRITE: i32 = 2;

@@ -1,4 +1,4 @@
-//! Broker admin request headers (spec 2.7).
+//! Broker admin request headers (protocol.md 2.7).
 
 use super::command_header;
 

@@ -1,4 +1,4 @@
-//! Consumer request headers (spec 2.5).
+//! Consumer request headers (protocol.md 2.5).
 
 use super::command_header;
 

@@ -1,4 +1,4 @@
-//! NameServer request headers (spec 2.8).
+//! NameServer request headers (protocol.md 2.8).
 
 use super::command_header;
 

@@ -1,4 +1,4 @@
-//! Producer request headers (spec 2.4).
+//! Producer request headers (protocol.md 2.4).
 
 use super::command_header;
 

@@ -1,4 +1,4 @@
-//! Message query headers (spec 2.6).
+//! Message query headers (protocol.md 2.6).
 
 use super::command_header;
 

@@ -1,4 +1,4 @@
-//! SEND_BATCH_MESSAGE bodies (spec 4.7): back-to-back client-encoded messages.
+//! SEND_BATCH_MESSAGE bodies (protocol.md 4.7): back-to-back client-encoded messages.
 //!
 //! Each item: TOTALSIZE (4), MAGICCODE (4, ignored), BODYCRC (4, ignored), FLAG (4),
 //! BODY (4 + n), PROPERTIES (2 + p).

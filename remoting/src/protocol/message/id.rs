@@ -1,4 +1,4 @@
-//! Message ids (spec 5): the broker's offsetMsgId and the producer's UNIQ_KEY.
+//! Message ids (protocol.md 5): the broker's offsetMsgId and the producer's UNIQ_KEY.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};

@@ -1,4 +1,4 @@
-//! The message model: stored-record codec (spec 4.1-4.3), properties (4.4, 4.5), compression
+//! The message model: stored-record codec (protocol.md 4.1-4.3), properties (4.4, 4.5), compression
 //! (4.6), batch bodies (4.7), tags hash (4.10), BODYCRC, and message ids (section 5).
 
 pub mod batch;
@@ -13,7 +13,7 @@ use std::io::{Read, Write};
 
 use super::error::RecordError;
 
-/// Message sysFlag bits (spec 4.3).
+/// Message sysFlag bits (protocol.md 4.3).
 pub mod sys_flag {
     pub const COMPRESSED: i32 = 0x1;
     pub const MULTI_TAGS: i32 = 0x2;
@@ -35,7 +35,7 @@ pub mod sys_flag {
     }
 }
 
-/// Pull request sysFlag bits (spec 2.5).
+/// Pull request sysFlag bits (protocol.md 2.5).
 pub mod pull_sys_flag {
     pub const COMMIT_OFFSET: i32 = 0x1;
     pub const SUSPEND: i32 = 0x2;

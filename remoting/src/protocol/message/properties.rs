@@ -1,8 +1,8 @@
-//! The properties string (spec 4.4): `name\u0001value\u0002` repeated.
+//! The properties string (protocol.md 4.4): `name\u0001value\u0002` repeated.
 
 use std::collections::BTreeMap;
 
-/// Property keys (`MessageConst`, spec 4.5).
+/// Property keys (`MessageConst`, protocol.md 4.5).
 pub mod keys {
     pub const KEYS: &str = "KEYS";
     pub const TAGS: &str = "TAGS";

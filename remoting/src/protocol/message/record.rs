@@ -1,4 +1,4 @@
-//! The stored message record (spec 4.1): the CommitLog's unit, also the body of pull, query
+//! The stored message record (protocol.md 4.1): the CommitLog's unit, also the body of pull, query
 //! and view responses.
 //!
 //! | field | size |
@@ -54,7 +54,7 @@ pub enum MessageVersion {
 }
 
 impl MessageVersion {
-    /// V1 whenever the topic fits in 127 bytes: old clients cannot read V2 (spec 4.2).
+    /// V1 whenever the topic fits in 127 bytes: old clients cannot read V2 (protocol.md 4.2).
     pub fn for_topic(topic: &str) -> Self {
         if topic.len() > i8::MAX as usize {
             MessageVersion::V2
@@ -349,7 +349,7 @@ impl MessageRecord {
         Ok(out)
     }
 
-    /// The broker-generated id: store host and physical offset (spec 5.1).
+    /// The broker-generated id: store host and physical offset (protocol.md 5.1).
     pub fn offset_msg_id(&self) -> String {
         id::offset_msg_id(&self.head.store_host, self.head.physical_offset)
     }

@@ -1,0 +1,82 @@
+//! The HA port: a slave's hello read by the master, and the master's transfer frames checked
+//! record by record by the slave.
+
+use bytes::Bytes;
+use stellmq_broker::ha::protocol::{
+    self, decode_frame_header, decode_hello, SlaveIdentity, FRAME_HEADER_LEN,
+};
+use stellmq_broker::ha::verify::{max_record_len, Append, ReplicaVerifier};
+
+/// Segment size the slave side uses here: small, so blanks and segment ends come up often.
+const SEGMENT: usize = 4096;
+const MAX_MESSAGE: usize = 1024;
+
+/// Input: a hello, then transfer frames (12-byte header + body) until the bytes run out.
+pub fn ha_frame(data: &[u8]) -> bool {
+    let hello_ok = hello(data);
+    let _ = data.first().map(|b| protocol::decode_challenge_len(*b));
+    frames(data) || hello_ok
+}
+
+fn hello(data: &[u8]) -> bool {
+    match decode_hello(data) {
+        Ok(Some(hello)) => {
+            assert!(hello.len <= data.len());
+            let again = hello.identity.encode().expect("a decoded identity encodes");
+            assert_eq!(
+                SlaveIdentity::decode(&again).expect("re-decodes"),
+                hello.identity
+            );
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Feeds frames to a verifier for an empty log; what it hands out must be contiguous from
+/// where the first frame anchored it, and never more than it was given.
+fn frames(data: &[u8]) -> bool {
+    let mut verifier = ReplicaVerifier::new(0, SEGMENT, MAX_MESSAGE);
+    let mut rest = data;
+    let mut accepted = false;
+    let mut next: Option<i64> = None;
+    let mut given = 0usize;
+    let mut handed = 0usize;
+    while let Some((head, tail)) = rest.split_first_chunk::<FRAME_HEADER_LEN>() {
+        let Ok(header) = decode_frame_header(head) else {
+            break;
+        };
+        let size = header.size.min(tail.len());
+        let (body, after) = tail.split_at(size);
+        rest = after;
+        given += body.len();
+        let pushed = verifier.push(header.offset, Bytes::copy_from_slice(body));
+        for append in &pushed.appends {
+            let offset = match append {
+                Append::Records { offset, bytes } => {
+                    handed += bytes.len();
+                    *offset
+                }
+                Append::Blank { offset, len } => {
+                    assert_eq!(
+                        (offset + *len as i64) % SEGMENT as i64,
+                        0,
+                        "blank ends a segment"
+                    );
+                    *offset
+                }
+            };
+            if let Some(expected) = next {
+                assert_eq!(offset, expected, "appends are contiguous");
+            }
+            next = Some(append.end());
+            accepted = true;
+        }
+        assert!(handed <= given, "never more record bytes than received");
+        assert!(verifier.buffered() <= max_record_len(MAX_MESSAGE));
+        if pushed.error.is_some() {
+            break;
+        }
+    }
+    accepted
+}
