@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
-use crate::store::Inner;
+use crate::inner::Inner;
 
 /// Files deleted per round at most (Java's DELETE_FILES_BATCH_MAX).
 const DELETE_FILES_BATCH_MAX: usize = 10;

@@ -11,8 +11,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::FlushDiskType;
+use crate::inner::Inner;
 use crate::mapped_file::PAGE_SIZE;
-use crate::store::Inner;
 
 fn spawn(name: &str, inner: &Arc<Inner>, body: fn(&Inner)) -> Option<JoinHandle<()>> {
     let inner = inner.clone();
