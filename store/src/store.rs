@@ -49,14 +49,24 @@ pub struct MessageStore {
 /// How long a write waits for the allocator to prepare the next CommitLog segment.
 const SEGMENT_WAIT: Duration = Duration::from_secs(5);
 
+/// Available space below which the disk counts as full (or 5 % of a smaller disk).
+const MIN_AVAILABLE_BYTES: u64 = 2 << 30;
+
 fn default_disk_usage(path: &Path) -> Option<f64> {
     let stat = rustix::fs::statvfs(path).ok()?;
     if stat.f_blocks == 0 {
         return None;
     }
-    // RocketMQ's ratio of used space, where space only root may use (the filesystem's
-    // reserve) counts as used: it does not help the broker.
-    Some(stat.f_blocks.saturating_sub(stat.f_bavail) as f64 / stat.f_blocks as f64)
+    // RocketMQ's ratio (total - free) / total, so its thresholds mean what they mean there.
+    // But space the broker may not use (root's reserve, quotas) does not help it: nearly no
+    // available space is a full disk whatever the ratio says. "Nearly none" is 2 GiB, or 5 %
+    // of a small disk.
+    let total = stat.f_blocks.saturating_mul(stat.f_frsize);
+    let floor = MIN_AVAILABLE_BYTES.min(total / 20);
+    if stat.f_bavail.saturating_mul(stat.f_frsize) < floor {
+        return Some(1.0);
+    }
+    Some(stat.f_blocks.saturating_sub(stat.f_bfree) as f64 / stat.f_blocks as f64)
 }
 
 fn total_memory_bytes() -> u64 {
