@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use stellmq_broker::BrokerStartConfig;
-use stellmq_config::read_properties_file;
+use stellmq_config::{read_properties_file, ConfigError};
 
 /// StellMQ broker (RocketMQ-compatible).
 #[derive(Parser, Debug)]
@@ -26,16 +26,16 @@ struct Args {
     print_important: bool,
 }
 
-fn load_config(args: &Args) -> Result<BrokerStartConfig, String> {
+fn load_config(args: &Args) -> Result<BrokerStartConfig, ConfigError> {
     let mut config = BrokerStartConfig::default();
     if let Some(path) = &args.config_file {
-        let props = read_properties_file(path).map_err(|e| e.to_string())?;
-        config.apply(&props).map_err(|e| e.to_string())?;
+        let props = read_properties_file(path)?;
+        config.apply(&props)?;
     }
     if let Some(ns) = &args.namesrv_addr {
         config.broker.namesrv_addr = ns.clone();
     }
-    config.normalize().map_err(|e| e.to_string())?;
+    config.normalize()?;
     Ok(config)
 }
 

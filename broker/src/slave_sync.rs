@@ -5,11 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stellmq_remoting::net::{ClientConfig, RemotingClient};
+use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
 use stellmq_remoting::protocol::body::{
     fastjson, ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper,
     SubscriptionGroupWrapper, TopicConfigSerializeWrapper,
 };
+use stellmq_remoting::protocol::error::BodyError;
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
 
@@ -50,7 +51,7 @@ impl SlaveSync {
         client.shutdown().await;
     }
 
-    async fn sync_once(&self, client: &RemotingClient, master: &str) -> Result<(), String> {
+    async fn sync_once(&self, client: &RemotingClient, master: &str) -> Result<(), SyncError> {
         let topics: TopicConfigSerializeWrapper =
             fetch(client, master, RequestCode::GET_ALL_TOPIC_CONFIG).await?;
         if self.topics.replace_from_master(topics) {
@@ -75,15 +76,34 @@ impl SlaveSync {
             schedule.persist();
         })
         .await
-        .map_err(|e| e.to_string())
+        .map_err(SyncError::Persist)
     }
+}
+
+/// Why one round of copying the master's tables failed.
+#[derive(Debug, thiserror::Error)]
+enum SyncError {
+    #[error("{code:?} from the master: {source}")]
+    Call {
+        code: RequestCode,
+        #[source]
+        source: RemotingError,
+    },
+    #[error("{code:?} body from the master: {source}")]
+    Body {
+        code: RequestCode,
+        #[source]
+        source: BodyError,
+    },
+    #[error("saving the copied offsets: {0}")]
+    Persist(#[source] tokio::task::JoinError),
 }
 
 async fn fetch<T: serde::de::DeserializeOwned>(
     client: &RemotingClient,
     master: &str,
     code: RequestCode,
-) -> Result<T, String> {
+) -> Result<T, SyncError> {
     let response = client
         .invoke_ok(
             master,
@@ -91,6 +111,6 @@ async fn fetch<T: serde::de::DeserializeOwned>(
             CALL_TIMEOUT,
         )
         .await
-        .map_err(|e| e.to_string())?;
-    fastjson::decode(&response.body).map_err(|e| format!("{code:?} body: {e}"))
+        .map_err(|source| SyncError::Call { code, source })?;
+    fastjson::decode(&response.body).map_err(|source| SyncError::Body { code, source })
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use stellmq_config::{format_documented, read_properties_file};
+use stellmq_config::{format_documented, read_properties_file, ConfigError};
 use stellmq_namesrv::NamesrvConfig;
 
 /// StellMQ name server (RocketMQ-compatible).
@@ -23,11 +23,11 @@ struct Args {
     namesrv_addr: Option<String>,
 }
 
-fn load_config(args: &Args) -> Result<NamesrvConfig, String> {
+fn load_config(args: &Args) -> Result<NamesrvConfig, ConfigError> {
     let mut config = NamesrvConfig::default();
     if let Some(path) = &args.config_file {
-        let props = read_properties_file(path).map_err(|e| e.to_string())?;
-        config.apply(&props).map_err(|e| e.to_string())?;
+        let props = read_properties_file(path)?;
+        config.apply(&props)?;
     }
     Ok(config)
 }

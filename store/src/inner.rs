@@ -34,10 +34,19 @@ pub struct StoreStats {
     pub get_transferred_messages: AtomicU64,
 }
 
+/// Why a group commit did not cover a write.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum FlushError {
+    #[error("{0}")]
+    Failed(#[source] Arc<std::io::Error>),
+    #[error("flushed to {flushed}, short of {target}")]
+    Short { flushed: i64, target: i64 },
+}
+
 /// A pending group-commit flush.
 pub(crate) struct FlushRequest {
     pub target: i64,
-    pub done: oneshot::Sender<Result<(), String>>,
+    pub done: oneshot::Sender<Result<(), FlushError>>,
 }
 
 pub(crate) struct Inner {

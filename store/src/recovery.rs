@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bytes::Bytes;
+use stellmq_remoting::protocol::error::RecordError;
 use stellmq_remoting::protocol::message::record::{
     self, BLANK_MAGIC, MAGIC_V1, MAGIC_V2, PHYSICAL_OFFSET_POS,
 };
@@ -37,12 +38,27 @@ pub struct RecoveryOutcome {
     /// Whether non-zero bytes (a torn or corrupt tail) followed the valid end.
     pub torn_tail: bool,
     /// Why validation stopped where it did, when it stopped before the written end.
-    pub stopped_by: Option<String>,
+    pub stopped_by: Option<Damage>,
     /// Non-zero bytes after the valid end in its segment, plus whole later segments.
     pub dropped_bytes: u64,
     pub dropped_segments: usize,
     /// Where the dropped bytes were saved.
     pub dropped_to: Option<PathBuf>,
+}
+
+/// What is wrong with the bytes where recovery stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Damage {
+    #[error("end-of-file blank of {total} bytes does not reach the segment end ({left} left)")]
+    ShortBlank { total: i32, left: usize },
+    #[error("bad magic {0:#010x}")]
+    BadMagic(u32),
+    #[error("record size {total} outside {MIN_RECORD_LEN}..={left}")]
+    BadSize { total: i32, left: usize },
+    #[error("record says it lives at {stored}, found at {expected}")]
+    WrongOffset { stored: i64, expected: i64 },
+    #[error("undecodable record: {0}")]
+    Undecodable(#[source] RecordError),
 }
 
 /// The result of validating one segment's bytes.
@@ -52,7 +68,7 @@ pub enum SegmentScan {
     Complete,
     /// Valid data ends at this position; `reason` says why the next bytes are not a record
     /// (`None` for zeros: simply nothing written there).
-    EndsAt { pos: usize, reason: Option<String> },
+    EndsAt { pos: usize, reason: Option<Damage> },
 }
 
 /// Validates the records of one segment held in `bytes`, whose first byte is at global
@@ -81,7 +97,7 @@ enum Next {
 }
 
 /// Checks the record at `pos`: every field is checked before it is used.
-fn check_record_at(bytes: &[u8], pos: usize, base: i64, check_crc: bool) -> Result<Next, String> {
+fn check_record_at(bytes: &[u8], pos: usize, base: i64, check_crc: bool) -> Result<Next, Damage> {
     let rest = bytes.get(pos..).unwrap_or(&[]);
     let Ok((total, magic)) = record::peek(rest) else {
         return Ok(Next::Nothing);
@@ -93,22 +109,20 @@ fn check_record_at(bytes: &[u8], pos: usize, base: i64, check_crc: bool) -> Resu
         if usize::try_from(total).ok() == Some(rest.len()) && total >= 8 {
             return Ok(Next::Blank);
         }
-        return Err(format!(
-            "end-of-file blank of {total} bytes does not reach the segment end ({} left)",
-            rest.len()
-        ));
+        return Err(Damage::ShortBlank {
+            total,
+            left: rest.len(),
+        });
     }
     if magic != MAGIC_V1 && magic != MAGIC_V2 {
-        return Err(format!("bad magic {magic:#010x}"));
+        return Err(Damage::BadMagic(magic));
     }
     let total = usize::try_from(total)
         .ok()
         .filter(|t| (MIN_RECORD_LEN..=rest.len()).contains(t))
-        .ok_or_else(|| {
-            format!(
-                "record size {total} outside {MIN_RECORD_LEN}..={}",
-                rest.len()
-            )
+        .ok_or(Damage::BadSize {
+            total,
+            left: rest.len(),
         })?;
     let raw = &rest[..total];
     let expected = base + pos as i64;
@@ -116,14 +130,14 @@ fn check_record_at(bytes: &[u8], pos: usize, base: i64, check_crc: bool) -> Resu
         .get(PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8)
         .and_then(|b| b.try_into().ok())
         .map(i64::from_be_bytes)
-        .ok_or("record too short for its physical offset")?;
+        .ok_or(Damage::BadSize {
+            total: total as i32,
+            left: rest.len(),
+        })?;
     if stored != expected {
-        return Err(format!(
-            "record says it lives at {stored}, found at {expected}"
-        ));
+        return Err(Damage::WrongOffset { stored, expected });
     }
-    MessageRecord::decode(&Bytes::copy_from_slice(raw), check_crc)
-        .map_err(|e| format!("undecodable record: {e}"))?;
+    MessageRecord::decode(&Bytes::copy_from_slice(raw), check_crc).map_err(Damage::Undecodable)?;
     Ok(Next::Record(total))
 }
 
@@ -132,7 +146,10 @@ fn scan_segment(file: &MappedFile, check_crc: bool) -> SegmentScan {
         Some(bytes) => scan_segment_bytes(bytes, file.base(), check_crc),
         None => SegmentScan::EndsAt {
             pos: 0,
-            reason: Some("segment unreadable".into()),
+            reason: Some(Damage::BadSize {
+                total: 0,
+                left: file.size(),
+            }),
         },
     }
 }
@@ -223,7 +240,7 @@ pub fn recover_commit_log(
         tracing::warn!(
             event = "COMMITLOG_TRUNCATED",
             valid_end = outcome.valid_end,
-            reason = outcome.stopped_by.as_deref().unwrap_or("torn write"),
+            reason = %outcome.stopped_by.as_ref().map_or("torn write".to_owned(), ToString::to_string),
             dropped_bytes = outcome.dropped_bytes,
             dropped_segments = outcome.dropped_segments,
             saved_to = %outcome.dropped_to.as_deref().map_or("(not saved)".into(), |p| p.display().to_string()),
@@ -302,8 +319,8 @@ mod tests {
             match scan_segment_bytes(&bytes, 0, true) {
                 SegmentScan::EndsAt {
                     pos: 0,
-                    reason: Some(r),
-                } => assert!(r.contains("size"), "{r}"),
+                    reason: Some(Damage::BadSize { .. }),
+                } => {}
                 other => panic!("{total}: {other:?}"),
             }
         }

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::FlushDiskType;
-use crate::inner::Inner;
+use crate::inner::{FlushError, Inner};
 use crate::mapped_file::PAGE_SIZE;
 
 fn spawn(name: &str, inner: &Arc<Inner>, body: fn(&Inner)) -> Option<JoinHandle<()>> {
@@ -64,7 +64,7 @@ fn dispatch_loop(inner: &Inner) {
 }
 
 /// Flushes the CommitLog and records the checkpoint's physic timestamp.
-fn flush_commit_log(inner: &Inner) -> Result<i64, String> {
+fn flush_commit_log(inner: &Inner) -> Result<i64, FlushError> {
     let ts = inner.commit_log.last_store_timestamp();
     match inner.commit_log.flush() {
         Ok(flushed) => {
@@ -74,9 +74,8 @@ fn flush_commit_log(inner: &Inner) -> Result<i64, String> {
             Ok(flushed)
         }
         Err(e) => {
-            let reason = e.to_string();
-            inner.poison(reason.clone());
-            Err(reason)
+            inner.poison(e.to_string());
+            Err(FlushError::Failed(Arc::new(e)))
         }
     }
 }
@@ -100,8 +99,11 @@ fn group_commit_loop(inner: &Inner) {
         for req in batch {
             let outcome = match &result {
                 Ok(flushed) if *flushed >= req.target => Ok(()),
-                Ok(flushed) => Err(format!("flushed to {flushed}, short of {}", req.target)),
-                Err(reason) => Err(reason.clone()),
+                Ok(flushed) => Err(FlushError::Short {
+                    flushed: *flushed,
+                    target: req.target,
+                }),
+                Err(e) => Err(e.clone()),
             };
             let _ = req.done.send(outcome);
         }

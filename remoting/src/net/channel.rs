@@ -581,11 +581,11 @@ async fn write_loop(
         channel.inner.drained.notify_waiters();
         let written = tokio::select! {
             r = write_with_progress(&mut writer, &out, stall_timeout) => r,
-            _ = channel.inner.aborted.cancelled() => Err("aborted".to_owned()),
+            _ = channel.inner.aborted.cancelled() => Err(WriteError::Aborted),
         };
         if let Err(reason) = written {
             tracing::debug!(peer = %channel.peer(), %reason, "write failed");
-            if reason.starts_with("no progress") {
+            if matches!(reason, WriteError::Stalled(_)) {
                 tracing::warn!(peer = %channel.peer(), "peer stopped reading; closing the connection");
             }
             channel.close();
@@ -597,17 +597,30 @@ async fn write_loop(
     let _ = writer.shutdown().await;
 }
 
+/// Why a write to the socket ended the connection.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error("no progress for {0:?}: the peer stopped reading")]
+    Stalled(Duration),
+    #[error("the socket closed")]
+    Closed,
+    #[error("aborted")]
+    Aborted,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// Writes all of `data`, failing when one write makes no progress for `stall_timeout`.
 async fn write_with_progress(
     writer: &mut OwnedWriteHalf,
     mut data: &[u8],
     stall_timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), WriteError> {
     while !data.is_empty() {
         match tokio::time::timeout(stall_timeout, writer.write(data)).await {
-            Err(_) => return Err(format!("no progress for {stall_timeout:?}")),
-            Ok(Err(e)) => return Err(e.to_string()),
-            Ok(Ok(0)) => return Err("socket closed".into()),
+            Err(_) => return Err(WriteError::Stalled(stall_timeout)),
+            Ok(Err(e)) => return Err(e.into()),
+            Ok(Ok(0)) => return Err(WriteError::Closed),
             Ok(Ok(n)) => data = &data[n..],
         }
     }

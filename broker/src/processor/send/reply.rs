@@ -42,7 +42,7 @@ impl SendProcessor {
             .push_reply(replies, &ctx, &h, &mut props, request.body.clone())
             .await;
         if !replies.store {
-            pushed.map_err(ProcessorError::system)?;
+            pushed.map_err(|e| ProcessorError::system(e.to_string()))?;
             return Ok(Some(self.pushed_only(&request, target.queue_id)));
         }
         let mut msg = self.base_message(&ctx, &h, &target, request.body.clone());
@@ -51,7 +51,7 @@ impl SendProcessor {
         let result = self.writer.put(vec![msg]).await;
         let stored = self.respond(&request, &target, result);
         // A reply that reached no one is a failure even when stored (as RocketMQ answers).
-        pushed.map_err(ProcessorError::system)?;
+        pushed.map_err(|e| ProcessorError::system(e.to_string()))?;
         stored
     }
 
@@ -63,17 +63,12 @@ impl SendProcessor {
         h: &SendMessageRequestHeader,
         props: &mut Properties,
         body: Bytes,
-    ) -> Result<(), String> {
+    ) -> Result<(), PushError> {
         let Some(requester) = props.get(property::REPLY_TO_CLIENT).map(str::to_owned) else {
-            return Err(format!(
-                "reply message properties[{}] is null",
-                property::REPLY_TO_CLIENT
-            ));
+            return Err(PushError::NoRequester);
         };
         let Some(channel) = replies.producers.channel_of_client(&requester) else {
-            return Err(format!(
-                "push reply message fail, channel of <{requester}> not found."
-            ));
+            return Err(PushError::NotConnected(requester));
         };
         props.insert(property::PUSH_REPLY_TIME, now_ms().to_string());
         let header = ReplyMessageRequestHeader {
@@ -101,11 +96,14 @@ impl SendProcessor {
             Ok(r) if r.code == 0 => Ok(()),
             Ok(r) => {
                 tracing::warn!(%requester, code = r.code, remark = r.remark_str(), "requester refused a reply");
-                Err(format!("push reply message to {requester} fail."))
+                Err(PushError::Refused {
+                    requester,
+                    code: r.code,
+                })
             }
-            Err(e) => {
-                tracing::warn!(%requester, error = %e, "cannot push a reply");
-                Err(format!("push reply message to {requester} fail."))
+            Err(source) => {
+                tracing::warn!(%requester, error = %source, "cannot push a reply");
+                Err(PushError::Failed { requester, source })
             }
         }
     }
@@ -124,4 +122,21 @@ impl SendProcessor {
         .to_ext_fields();
         request.success_to().with_ext_fields(fields)
     }
+}
+
+/// Why a reply reached no requester; the messages are RocketMQ's remarks.
+#[derive(Debug, thiserror::Error)]
+enum PushError {
+    #[error("reply message properties[{}] is null", property::REPLY_TO_CLIENT)]
+    NoRequester,
+    #[error("push reply message fail, channel of <{0}> not found.")]
+    NotConnected(String),
+    #[error("push reply message to {requester} fail.")]
+    Refused { requester: String, code: i32 },
+    #[error("push reply message to {requester} fail.")]
+    Failed {
+        requester: String,
+        #[source]
+        source: stellmq_remoting::net::RemotingError,
+    },
 }
