@@ -8,43 +8,29 @@ use super::command::{RemotingCommand, SerializeType};
 use super::error::FrameError;
 use super::ext_fields::ExtFields;
 use super::language::LanguageCode;
+use super::reader::ByteReader;
 
 const FIXED_LEN: usize = 21;
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
+/// The header's fields, each short read named for the error.
+struct Reader<'a>(ByteReader<'a>);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], FrameError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|end| *end <= self.buf.len())
-            .ok_or(FrameError::Binary(what))?;
-        let slice = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(slice)
-    }
-
-    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], FrameError> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N, what)?);
-        Ok(out)
-    }
-
     fn i16(&mut self, what: &'static str) -> Result<i16, FrameError> {
-        Ok(i16::from_be_bytes(self.array(what)?))
+        self.0.i16().map_err(|_| FrameError::Binary(what))
     }
 
     fn i32(&mut self, what: &'static str) -> Result<i32, FrameError> {
-        Ok(i32::from_be_bytes(self.array(what)?))
+        self.0.i32().map_err(|_| FrameError::Binary(what))
+    }
+
+    fn u8(&mut self, what: &'static str) -> Result<u8, FrameError> {
+        self.0.u8().map_err(|_| FrameError::Binary(what))
     }
 
     fn len(&mut self, len: i64, what: &'static str) -> Result<&'a [u8], FrameError> {
         let n = usize::try_from(len).map_err(|_| FrameError::Binary(what))?;
-        self.take(n, what)
+        self.0.take(n).map_err(|_| FrameError::Binary(what))
     }
 
     fn string(&mut self, len: i64, what: &'static str) -> Result<String, FrameError> {
@@ -58,12 +44,9 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, FrameError> {
     if header.len() < FIXED_LEN {
         return Err(FrameError::Binary("header shorter than its fixed part"));
     }
-    let mut r = Reader {
-        buf: header,
-        pos: 0,
-    };
+    let mut r = Reader(ByteReader::new(header));
     let code = i32::from(r.i16("code")?);
-    let language = LanguageCode::from_byte(r.array::<1>("language")?[0]);
+    let language = LanguageCode::from_byte(r.u8("language")?);
     let version = i32::from(r.i16("version")?);
     let opaque = r.i32("opaque")?;
     let flag = r.i32("flag")?;
@@ -89,9 +72,9 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, FrameError> {
 }
 
 fn decode_ext_fields(area: &[u8]) -> Result<ExtFields, FrameError> {
-    let mut r = Reader { buf: area, pos: 0 };
+    let mut r = Reader(ByteReader::new(area));
     let mut fields = ExtFields::new();
-    while r.pos < area.len() {
+    while r.0.remaining() > 0 {
         let key_len = r.i16("extFields key length")?;
         let key = r.string(i64::from(key_len), "extFields key overflows")?;
         let value_len = r.i32("extFields value length")?;

@@ -12,6 +12,7 @@ pub mod headers;
 pub mod language;
 pub mod message;
 pub mod names;
+mod reader;
 pub mod version;
 
 pub use codes::{RequestCode, ResponseCode};

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::topic::{TopicConfig, TopicConfigSerializeWrapper};
 use super::DataVersion;
 use crate::protocol::error::BodyError;
+use crate::protocol::reader::ByteReader;
 
 /// Largest uncompressed registration body accepted (a guard against zlib bombs).
 const MAX_INFLATED: u64 = 64 * 1024 * 1024;
@@ -49,7 +50,7 @@ impl RegisterBrokerBody {
             .take(MAX_INFLATED)
             .read_to_end(&mut raw)
             .map_err(|e| BodyError::Malformed(format!("registration body is not zlib: {e}")))?;
-        let mut cursor = Cursor { buf: &raw, pos: 0 };
+        let mut cursor = Cursor(ByteReader::new(&raw));
         let data_version: DataVersion = serde_json::from_slice(cursor.section()?)?;
         let count = cursor.int()?;
         let mut wrapper = TopicConfigSerializeWrapper {
@@ -81,34 +82,26 @@ fn put_section(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
+/// The compressed body's sections: `int length + bytes`.
+struct Cursor<'a>(ByteReader<'a>);
 
 impl<'a> Cursor<'a> {
     fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.0.remaining()
     }
 
     fn int(&mut self) -> Result<i32, BodyError> {
-        let bytes = self
-            .buf
-            .get(self.pos..self.pos + 4)
-            .ok_or_else(|| BodyError::Malformed("registration body truncated".into()))?;
-        self.pos += 4;
-        Ok(i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+        self.0
+            .i32()
+            .map_err(|_| BodyError::Malformed("registration body truncated".into()))
     }
 
     fn section(&mut self) -> Result<&'a [u8], BodyError> {
         let len = usize::try_from(self.int()?)
             .map_err(|_| BodyError::Malformed("negative section length".into()))?;
-        let bytes = self
-            .buf
-            .get(self.pos..self.pos.saturating_add(len))
-            .ok_or_else(|| BodyError::Malformed("registration section truncated".into()))?;
-        self.pos += len;
-        Ok(bytes)
+        self.0
+            .take(len)
+            .map_err(|_| BodyError::Malformed("registration section truncated".into()))
     }
 }
 

@@ -24,6 +24,7 @@ use super::id;
 use super::properties::{keys, Properties};
 use super::sys_flag;
 use crate::protocol::error::RecordError;
+use crate::protocol::reader::{ByteReader, Short};
 
 /// Magic of a V1 record (1-byte topic length).
 pub const MAGIC_V1: u32 = 0xDAA3_20A7;
@@ -270,10 +271,8 @@ impl MessageRecord {
             });
         }
         let record = buf.slice(..total);
-        let mut cur = Cursor {
-            buf: &record,
-            pos: 8,
-        };
+        let mut cur = Cursor(ByteReader::new(&record));
+        cur.skip(8)?;
         let body_crc = cur.u32()?;
         let queue_id = cur.i32()?;
         let flag = cur.i32()?;
@@ -287,7 +286,7 @@ impl MessageRecord {
         let reconsume_times = cur.i32()?;
         let prepared_transaction_offset = cur.i64()?;
         let body_len = cur.i32_len()?;
-        let body_start = cur.pos;
+        let body_start = cur.pos();
         cur.skip(body_len)?;
         let body = record.slice(body_start..body_start + body_len);
         let topic_len = match version {
@@ -297,10 +296,10 @@ impl MessageRecord {
         let topic = cur.utf8(topic_len)?;
         let props_len = cur.i16_len()?;
         let properties = Properties::decode(&cur.utf8(props_len)?);
-        if cur.pos != total {
+        if cur.pos() != total {
             return Err(RecordError::SizeMismatch {
                 declared: total as i64,
-                actual: cur.pos,
+                actual: cur.pos(),
             });
         }
         if check_crc {
@@ -384,36 +383,23 @@ pub fn peek(buf: &[u8]) -> Result<(i32, u32), RecordError> {
     Ok((total, magic))
 }
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
+/// The record's fields: a short read is a truncated record.
+struct Cursor<'a>(ByteReader<'a>);
+
+fn truncated(short: Short) -> RecordError {
+    RecordError::Truncated {
+        needed: short.needed,
+        available: short.available,
+    }
 }
 
 impl Cursor<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], RecordError> {
-        let slice = self
-            .buf
-            .get(self.pos..self.pos + N)
-            .ok_or(RecordError::Truncated {
-                needed: self.pos + N,
-                available: self.buf.len(),
-            })?;
-        self.pos += N;
-        let mut out = [0u8; N];
-        out.copy_from_slice(slice);
-        Ok(out)
+    fn pos(&self) -> usize {
+        self.0.pos()
     }
 
     fn skip(&mut self, n: usize) -> Result<(), RecordError> {
-        let end = self.pos.saturating_add(n);
-        if end > self.buf.len() {
-            return Err(RecordError::Truncated {
-                needed: end,
-                available: self.buf.len(),
-            });
-        }
-        self.pos = end;
-        Ok(())
+        self.0.take(n).map(|_| ()).map_err(truncated)
     }
 
     fn i32_len(&mut self) -> Result<usize, RecordError> {
@@ -422,40 +408,35 @@ impl Cursor<'_> {
     }
 
     fn i16_len(&mut self) -> Result<usize, RecordError> {
-        let len = self.i16()?;
+        let len = self.0.i16().map_err(truncated)?;
         usize::try_from(len).map_err(|_| RecordError::Invalid("negative length field"))
     }
 
     fn u8(&mut self) -> Result<u8, RecordError> {
-        Ok(self.take::<1>()?[0])
-    }
-    fn i16(&mut self) -> Result<i16, RecordError> {
-        Ok(i16::from_be_bytes(self.take()?))
+        self.0.u8().map_err(truncated)
     }
     fn i32(&mut self) -> Result<i32, RecordError> {
-        Ok(i32::from_be_bytes(self.take()?))
+        self.0.i32().map_err(truncated)
     }
     fn u32(&mut self) -> Result<u32, RecordError> {
-        Ok(u32::from_be_bytes(self.take()?))
+        self.0.u32().map_err(truncated)
     }
     fn i64(&mut self) -> Result<i64, RecordError> {
-        Ok(i64::from_be_bytes(self.take()?))
+        self.0.i64().map_err(truncated)
     }
 
     fn host(&mut self, v6: bool) -> Result<SocketAddr, RecordError> {
         let ip = if v6 {
-            IpAddr::V6(Ipv6Addr::from(self.take::<16>()?))
+            IpAddr::V6(Ipv6Addr::from(self.0.array::<16>().map_err(truncated)?))
         } else {
-            IpAddr::V4(Ipv4Addr::from(self.take::<4>()?))
+            IpAddr::V4(Ipv4Addr::from(self.0.array::<4>().map_err(truncated)?))
         };
         let port = self.i32()?;
         Ok(SocketAddr::new(ip, port as u16))
     }
 
     fn utf8(&mut self, len: usize) -> Result<String, RecordError> {
-        let start = self.pos;
-        self.skip(len)?;
-        String::from_utf8(self.buf[start..self.pos].to_vec())
-            .map_err(|_| RecordError::Invalid("text field is not UTF-8"))
+        let raw = self.0.take(len).map_err(truncated)?;
+        String::from_utf8(raw.to_vec()).map_err(|_| RecordError::Invalid("text field is not UTF-8"))
     }
 }
