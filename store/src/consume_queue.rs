@@ -27,7 +27,12 @@ pub struct CqEntry {
 }
 
 impl CqEntry {
-    fn decode(raw: &[u8]) -> Self {
+    /// Decodes the 20 bytes at the start of `raw` (shorter input reads as zeros).
+    pub fn decode(raw: &[u8]) -> Self {
+        let mut padded = [0u8; ENTRY_SIZE];
+        let n = raw.len().min(ENTRY_SIZE);
+        padded[..n].copy_from_slice(&raw[..n]);
+        let raw = &padded;
         let mut offset = [0u8; 8];
         offset.copy_from_slice(&raw[0..8]);
         let mut size = [0u8; 4];
@@ -54,7 +59,7 @@ impl CqEntry {
     }
 
     /// Written entries have a positive size; zeros mean never written.
-    fn is_valid(&self) -> bool {
+    pub fn is_valid(&self) -> bool {
         self.phys_offset >= 0 && self.size > 0
     }
 }

@@ -90,14 +90,25 @@ pub fn scan_segment_bytes(bytes: &[u8], base: i64, check_crc: bool) -> SegmentSc
     }
 }
 
-enum Next {
+/// What lies at a position of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// A valid record of this many bytes.
     Record(usize),
+    /// The end-of-file blank, reaching the segment end.
     Blank,
+    /// Nothing written (zeros, or too few bytes left for a header).
     Nothing,
 }
 
-/// Checks the record at `pos`: every field is checked before it is used.
-fn check_record_at(bytes: &[u8], pos: usize, base: i64, check_crc: bool) -> Result<Next, Damage> {
+/// Checks the record at `pos` of a segment starting at `base`: every field is checked before
+/// it is used (what recovery and `storeinspect` read segments with).
+pub fn check_record_at(
+    bytes: &[u8],
+    pos: usize,
+    base: i64,
+    check_crc: bool,
+) -> Result<Next, Damage> {
     let rest = bytes.get(pos..).unwrap_or(&[]);
     let Ok((total, magic)) = record::peek(rest) else {
         return Ok(Next::Nothing);

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use clap::{Parser, Subcommand};
-use stellmq_remoting::protocol::message::record::{peek, BLANK_MAGIC};
 use stellmq_remoting::protocol::message::MessageRecord;
+use stellmq_store::consume_queue::{CqEntry, ENTRY_SIZE};
+use stellmq_store::recovery::{check_record_at, Damage, Next};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -53,35 +54,35 @@ fn segments(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
     Ok(out)
 }
 
-/// Walks one segment's records: (position, total size, decoded record or error text).
+/// Walks one segment's records with the store's own checks (as recovery does): (position,
+/// decoded record or what is wrong); returns where valid data ends and whether a blank ends
+/// the segment.
 fn walk(
+    base: i64,
     data: &[u8],
-    mut visit: impl FnMut(usize, Result<MessageRecord, String>) -> bool,
+    mut visit: impl FnMut(usize, Result<MessageRecord, Damage>) -> bool,
 ) -> (usize, bool) {
     let mut pos = 0;
-    while pos + 8 <= data.len() {
-        let Ok((total, magic)) = peek(&data[pos..]) else {
-            break;
-        };
-        if magic == BLANK_MAGIC {
-            return (pos, true);
+    loop {
+        match check_record_at(data, pos, base, true) {
+            Ok(Next::Record(len)) => {
+                let record =
+                    MessageRecord::decode(&Bytes::copy_from_slice(&data[pos..pos + len]), true)
+                        .map(|(r, _)| r)
+                        .map_err(Damage::Undecodable);
+                if !visit(pos, record) {
+                    return (pos, false);
+                }
+                pos += len;
+            }
+            Ok(Next::Blank) => return (pos, true),
+            Ok(Next::Nothing) => return (pos, false),
+            Err(damage) => {
+                visit(pos, Err(damage));
+                return (pos, false);
+            }
         }
-        if total <= 0 || pos + total as usize > data.len() {
-            break;
-        }
-        let record = MessageRecord::decode(
-            &Bytes::copy_from_slice(&data[pos..pos + total as usize]),
-            true,
-        )
-        .map(|(r, _)| r)
-        .map_err(|e| e.to_string());
-        let ok = record.is_ok();
-        if !visit(pos, record) || !ok {
-            break;
-        }
-        pos += total as usize;
     }
-    (pos, false)
 }
 
 fn main() {
@@ -105,7 +106,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
             for (base, path) in segments(&cli.dir)? {
                 let data = std::fs::read(&path)?;
                 let mut count = 0;
-                let (end, blank) = walk(&data, |_, r| {
+                let (end, blank) = walk(base, &data, |_, r| {
                     count += usize::from(r.is_ok());
                     true
                 });
@@ -141,8 +142,9 @@ fn run(cli: Cli) -> std::io::Result<()> {
                     for file in std::fs::read_dir(&queue)?.filter_map(Result::ok) {
                         let data = std::fs::read(file.path())?;
                         entries += data
-                            .chunks_exact(20)
-                            .take_while(|e| i32::from_be_bytes([e[8], e[9], e[10], e[11]]) > 0)
+                            .chunks_exact(ENTRY_SIZE)
+                            .map(CqEntry::decode)
+                            .take_while(CqEntry::is_valid)
                             .count() as u64;
                     }
                     stellmq_tools::outln!(
@@ -160,7 +162,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 if base + data.len() as i64 <= from {
                     continue;
                 }
-                walk(&data, |pos, record| {
+                walk(base, &data, |pos, record| {
                     let phys = base + pos as i64;
                     if phys < from {
                         return true;
