@@ -37,7 +37,7 @@ fn empty(code: RequestCode) -> RemotingCommand {
 impl AdminClient {
     /// `namesrv` is RocketMQ's `ip:port;ip:port` list.
     pub fn new(namesrv: &str) -> Result<Self, ClientError> {
-        let list = crate::instance::namesrv_list(namesrv);
+        let list = crate::namesrv::parse_list(namesrv);
         if list.is_empty() {
             return Err(ClientError::NoNameServer);
         }
@@ -72,18 +72,14 @@ impl AdminClient {
 
     /// Sends to the name servers in turn until one answers (a remote error is an answer).
     async fn namesrv_call(&self, request: RemotingCommand) -> Result<RemotingCommand, ClientError> {
-        let mut last = String::new();
-        for ns in &self.namesrv {
-            match self
-                .remoting
-                .invoke(ns, request.clone(), self.timeout)
-                .await
-            {
-                Ok(response) => return Ok(response),
-                Err(e) => last = format!("{ns}: {e}"),
-            }
-        }
-        Err(ClientError::NameServerUnreachable(last))
+        crate::namesrv::ask_in_turn(
+            &self.remoting,
+            &self.namesrv,
+            &request,
+            self.timeout,
+            |_| true,
+        )
+        .await
     }
 
     fn ensure_ok(addr: &str, response: RemotingCommand) -> Result<RemotingCommand, ClientError> {
@@ -517,9 +513,7 @@ impl AdminClient {
         request: RemotingCommand,
     ) -> Result<i64, ClientError> {
         let response = self.call(broker, request).await?;
-        Ok(OffsetResponseHeader::from_ext_fields(&response.ext_fields)
-            .map_err(|e| ClientError::Invalid(e.to_string()))?
-            .offset)
+        Ok(OffsetResponseHeader::from_ext_fields(&response.ext_fields)?.offset)
     }
 
     /// Pulls up to 32 messages of a queue (no subscription filtering, no offset commit); with
@@ -648,8 +642,9 @@ impl AdminClient {
                 req(RequestCode::SEND_MESSAGE_V2, &v2).with_body(body),
             )
             .await?;
-        SendMessageResponseHeader::from_ext_fields(&response.ext_fields)
-            .map_err(|e| ClientError::Invalid(e.to_string()))
+        Ok(SendMessageResponseHeader::from_ext_fields(
+            &response.ext_fields,
+        )?)
     }
 
     /// WIPE_WRITE_PERM_OF_BROKER on one name server; returns the topic count.

@@ -7,19 +7,20 @@
 pub mod admin;
 pub mod consumer;
 pub mod error;
+mod inbound;
 mod instance;
 pub mod message;
 pub mod namespace;
+mod namesrv;
 pub mod producer;
 pub mod reply;
+mod request;
 pub mod route;
 pub mod transaction;
 
 pub use admin::AdminClient;
-pub use consumer::{
-    ConsumeResult, ConsumerConfig, ExpressionType, LitePullConsumer, PushConsumer, ReceivedMessage,
-};
+pub use consumer::{ConsumeResult, ConsumerConfig, ExpressionType, LitePullConsumer, PushConsumer};
 pub use error::ClientError;
-pub use message::{Message, SendResult, SendStatus};
+pub use message::{Message, ReceivedMessage, SendResult, SendStatus};
 pub use producer::{Producer, ProducerConfig};
 pub use transaction::{TransactionProducer, TransactionSendResult, TransactionState};

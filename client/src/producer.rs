@@ -9,26 +9,22 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::RwLock;
-use stellmq_remoting::net::RemotingError;
-use stellmq_remoting::protocol::body::{
-    fastjson, HeartbeatData, MessageQueue, ProducerData, TopicRouteData,
-};
+use stellmq_remoting::protocol::body::{HeartbeatData, MessageQueue, ProducerData, TopicRouteData};
 use stellmq_remoting::protocol::headers::{
-    CommandHeader, GetRouteInfoRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
-    SendMessageResponseHeader, UnregisterClientRequestHeader,
+    CommandHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
 use stellmq_remoting::protocol::message::{
-    batch, id::UniqIdGenerator, property, sys_flag, zlib_compress,
+    batch, id::UniqIdGenerator, now_ms, property, sys_flag, zlib_compress,
 };
-use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
 use crate::instance::ClientInstance;
 use crate::message::{Message, SendResult, SendStatus};
+use crate::request::{refusal, request};
 use crate::route::PublishInfo;
-use crate::transaction::TransactionChecker;
 
 /// Producer options, with RocketMQ's names and defaults.
 #[derive(Debug, Clone)]
@@ -78,7 +74,6 @@ enum QueueChoice<'a> {
 
 struct Inner {
     config: ProducerConfig,
-    namesrv: Vec<String>,
     instance: Arc<ClientInstance>,
     routes: RwLock<HashMap<String, PublishInfo>>,
     faults: RwLock<HashMap<String, Instant>>,
@@ -94,15 +89,18 @@ pub struct Producer {
     inner: Arc<Inner>,
 }
 
-fn retriable(code: i32) -> bool {
-    [17, 14, 1, 16, 204, 205, 2].contains(&code)
+/// Whether a failed send may go to another broker: RocketMQ's retriable response codes, and
+/// any failure that is not a refusal (a lost connection, a timeout, an unreadable answer).
+fn retriable(error: &ClientError) -> bool {
+    error
+        .remote_code()
+        .is_none_or(|code| [17, 14, 1, 16, 204, 205, 2].contains(&code))
 }
 
 impl Producer {
     /// Connects to the name servers and starts heartbeats and route refreshes.
     pub async fn start(config: ProducerConfig) -> Result<Self, ClientError> {
-        let namesrv = crate::instance::namesrv_list(&config.namesrv_addr);
-        let instance = ClientInstance::obtain(&namesrv, &config.instance_name).await?;
+        let instance = ClientInstance::obtain(&config.namesrv_addr, &config.instance_name).await?;
         let local_ip = instance.local_ip;
         let client_id = instance.client_id.clone();
         let mut config = config;
@@ -110,7 +108,6 @@ impl Producer {
         let inner = Arc::new(Inner {
             ids: UniqIdGenerator::new(local_ip),
             client_id,
-            namesrv,
             instance,
             routes: RwLock::new(HashMap::new()),
             faults: RwLock::new(HashMap::new()),
@@ -165,18 +162,6 @@ impl Producer {
 
     pub(crate) fn instance(&self) -> &Arc<ClientInstance> {
         &self.inner.instance
-    }
-
-    pub(crate) fn register_checker(&self, checker: Arc<TransactionChecker>) {
-        self.inner
-            .instance
-            .register_checker(&self.inner.config.group, checker);
-    }
-
-    pub(crate) fn unregister_checker(&self) {
-        self.inner
-            .instance
-            .unregister_checker(&self.inner.config.group);
     }
 
     /// Sends and waits for the broker, retrying other brokers on failure.
@@ -234,10 +219,7 @@ impl Producer {
         let producer = self.clone();
         let task: JoinHandle<Result<SendResult, ClientError>> =
             tokio::spawn(async move { producer.send(msg).await });
-        async move {
-            task.await
-                .map_err(|e| ClientError::Invalid(format!("send task failed: {e}")))?
-        }
+        async move { task.await? }
     }
 
     /// Sends messages of one topic as one batch (one queue, consecutive offsets).
@@ -257,55 +239,17 @@ impl Producer {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        let header = UnregisterClientRequestHeader {
-            client_id: self.inner.client_id.clone(),
-            producer_group: Some(self.inner.config.group.clone()),
-            consumer_group: None,
-        };
-        for addr in masters {
-            let _ = self
-                .inner
-                .instance
-                .remoting
-                .invoke(
-                    &addr,
-                    RemotingCommand::request(
-                        RequestCode::UNREGISTER_CLIENT,
-                        header.to_ext_fields(),
-                    ),
-                    Duration::from_secs(3),
-                )
-                .await;
-        }
+        let group = Some(self.inner.config.group.clone());
+        self.inner.instance.unregister(masters, group, None).await;
         self.inner.instance.release().await;
     }
 }
 
 impl Inner {
     async fn fetch_route(&self, topic: &str) -> Result<Option<TopicRouteData>, ClientError> {
-        let header = GetRouteInfoRequestHeader {
-            topic: topic.to_owned(),
-            accept_standard_json_only: None,
-        };
-        let mut last = String::new();
-        for ns in &self.namesrv {
-            let request = RemotingCommand::request(
-                RequestCode::GET_ROUTEINFO_BY_TOPIC,
-                header.to_ext_fields(),
-            );
-            match self
-                .instance
-                .remoting
-                .invoke(ns, request, self.config.send_msg_timeout)
-                .await
-            {
-                Ok(r) if r.code == ResponseCode::TOPIC_NOT_EXIST.as_i32() => return Ok(None),
-                Ok(r) if r.code == 0 => return Ok(Some(fastjson::decode(&r.body)?)),
-                Ok(r) => last = format!("{ns}: {} {}", r.code, r.remark_str()),
-                Err(e) => last = format!("{ns}: {e}"),
-            }
-        }
-        Err(ClientError::NameServerUnreachable(last))
+        self.instance
+            .topic_route(topic, self.config.send_msg_timeout)
+            .await
     }
 
     /// The topic's publish queues, from cache or the name servers; a topic without a route
@@ -399,7 +343,7 @@ impl Inner {
             default_topic_queue_nums: self.config.default_topic_queue_nums,
             queue_id: queue.queue_id,
             sys_flag,
-            born_timestamp: crate::admin::now_ms(),
+            born_timestamp: now_ms(),
             flag: msg.flag,
             properties: Some(msg.encoded_properties()),
             reconsume_times: Some(0),
@@ -446,14 +390,13 @@ impl Inner {
                 avoid = Some(queue.broker_name.clone());
                 continue;
             };
-            let code = if msg.property(property::MSG_TYPE) == Some(crate::reply::REPLY_TYPE) {
+            let code = if msg.is_reply() {
                 RequestCode::SEND_REPLY_MESSAGE_V2
             } else {
                 RequestCode::SEND_MESSAGE_V2
             };
             let mut request =
-                RemotingCommand::request(code, self.header(&msg, &queue, flag).to_ext_fields())
-                    .with_body(msg.body.clone());
+                request(code, &self.header(&msg, &queue, flag)).with_body(msg.body.clone());
             if oneway {
                 request.mark_oneway();
                 return self
@@ -472,6 +415,7 @@ impl Inner {
                 .await
             {
                 Ok(response) => match to_result(
+                    &addr,
                     &response,
                     &queue,
                     msg.property(property::UNIQ_KEY).unwrap_or(""),
@@ -483,13 +427,9 @@ impl Inner {
                         return Ok(Some(result));
                     }
                     Err(e) => {
-                        let code = e.1;
-                        last_error = Some(ClientError::Remoting(RemotingError::Remote {
-                            addr: addr.clone(),
-                            code,
-                            remark: e.0,
-                        }));
-                        if !retriable(code) {
+                        let retry = retriable(&e);
+                        last_error = Some(e);
+                        if !retry {
                             break;
                         }
                     }
@@ -564,24 +504,19 @@ impl Inner {
             let mut header = self.header(&Message::new(topic.clone(), Bytes::new()), &queue, 0);
             header.m = Some(true);
             header.i = None;
-            let request =
-                RemotingCommand::request(RequestCode::SEND_BATCH_MESSAGE, header.to_ext_fields())
-                    .with_body(body.clone());
+            let request = request(RequestCode::SEND_BATCH_MESSAGE, &header).with_body(body.clone());
             match self
                 .instance
                 .remoting
                 .invoke(&addr, request, self.config.send_msg_timeout)
                 .await
             {
-                Ok(response) => match to_result(&response, &queue, &ids.join(",")) {
+                Ok(response) => match to_result(&addr, &response, &queue, &ids.join(",")) {
                     Ok(result) => return Ok(result),
-                    Err((remark, code)) => {
-                        last_error = Some(ClientError::Remoting(RemotingError::Remote {
-                            addr,
-                            code,
-                            remark,
-                        }));
-                        if !retriable(code) {
+                    Err(e) => {
+                        let retry = retriable(&e);
+                        last_error = Some(e);
+                        if !retry {
                             break;
                         }
                     }
@@ -607,25 +542,17 @@ impl Inner {
             ],
             consumer_data_set: Vec::new(),
         };
-        let body = fastjson::encode(&data);
         let masters: std::collections::BTreeSet<String> = self
             .routes
             .read()
             .values()
             .flat_map(|i| i.masters.values().cloned())
             .collect();
-        for addr in masters {
-            let request = RemotingCommand::request(RequestCode::HEART_BEAT, ExtFields::new())
-                .with_body(body.clone());
-            if let Err(e) = self
-                .instance
-                .remoting
-                .invoke(&addr, request, Duration::from_secs(3))
-                .await
-            {
+        self.instance
+            .heartbeat(masters, &data, |addr, e| {
                 tracing::debug!(broker = %addr, error = %e, "heartbeat failed");
-            }
-        }
+            })
+            .await;
     }
 
     async fn refresh_routes(&self) {
@@ -641,20 +568,21 @@ impl Inner {
     }
 }
 
+/// What `addr` answered to a send: where the message landed, or why it was not stored.
 fn to_result(
+    addr: &str,
     response: &RemotingCommand,
     queue: &MessageQueue,
     msg_id: &str,
-) -> Result<SendResult, (String, i32)> {
+) -> Result<SendResult, ClientError> {
     let status = match response.response_code() {
         Some(ResponseCode::SUCCESS) => SendStatus::SendOk,
         Some(ResponseCode::FLUSH_DISK_TIMEOUT) => SendStatus::FlushDiskTimeout,
         Some(ResponseCode::FLUSH_SLAVE_TIMEOUT) => SendStatus::FlushSlaveTimeout,
         Some(ResponseCode::SLAVE_NOT_AVAILABLE) => SendStatus::SlaveNotAvailable,
-        _ => return Err((response.remark_str().to_owned(), response.code)),
+        _ => return Err(refusal(addr, response).into()),
     };
-    let header = SendMessageResponseHeader::from_ext_fields(&response.ext_fields)
-        .map_err(|e| (e.to_string(), 1))?;
+    let header = SendMessageResponseHeader::from_ext_fields(&response.ext_fields)?;
     Ok(SendResult {
         status,
         msg_id: msg_id.to_owned(),

@@ -20,7 +20,8 @@ use stellmq_remoting::protocol::body::{
     TopicRouteData,
 };
 use stellmq_remoting::protocol::headers::*;
-use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::message::now_ms;
+use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -94,7 +95,6 @@ pub(crate) struct ConsumerCore {
     pub config: ConsumerConfig,
     pub client_id: String,
     pub instance: Arc<ClientInstance>,
-    namesrv: Vec<String>,
     pub subscriptions: RwLock<BTreeMap<String, SubscriptionData>>,
     routes: RwLock<HashMap<String, TopicRouteData>>,
     pub offsets: OffsetTable,
@@ -112,8 +112,7 @@ impl ConsumerCore {
         sink: Arc<dyn MessageSink>,
     ) -> Result<Arc<Self>, ClientError> {
         config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
-        let namesrv = crate::instance::namesrv_list(&config.namesrv_addr);
-        let instance = ClientInstance::obtain(&namesrv, &config.instance_name).await?;
+        let instance = ClientInstance::obtain(&config.namesrv_addr, &config.instance_name).await?;
         let client_id = instance.client_id.clone();
         let rebalance_now = Arc::new(Notify::new());
         let claim = match GroupClaim::take(&client_id, &config.group) {
@@ -138,7 +137,6 @@ impl ConsumerCore {
             config,
             client_id,
             instance,
-            namesrv,
             subscriptions: RwLock::new(BTreeMap::new()),
             routes: RwLock::new(HashMap::new()),
             offsets,
@@ -183,38 +181,13 @@ impl ConsumerCore {
     }
 
     async fn fetch_route(&self, topic: &str) -> Result<TopicRouteData, ClientError> {
-        let header = GetRouteInfoRequestHeader {
-            topic: topic.to_owned(),
-            accept_standard_json_only: None,
-        };
-        let mut last = String::new();
-        for ns in &self.namesrv {
-            match self
-                .instance
-                .remoting
-                .invoke(
-                    ns,
-                    RemotingCommand::request(
-                        RequestCode::GET_ROUTEINFO_BY_TOPIC,
-                        header.to_ext_fields(),
-                    ),
-                    CALL_TIMEOUT,
-                )
-                .await
-            {
-                Ok(r) if r.code == 0 => {
-                    let route: TopicRouteData = fastjson::decode(&r.body)?;
-                    self.routes.write().insert(topic.to_owned(), route.clone());
-                    return Ok(route);
-                }
-                Ok(r) if r.code == ResponseCode::TOPIC_NOT_EXIST.as_i32() => {
-                    return Err(ClientError::TopicNotExist(topic.to_owned()))
-                }
-                Ok(r) => last = format!("{ns}: {} {}", r.code, r.remark_str()),
-                Err(e) => last = format!("{ns}: {e}"),
-            }
-        }
-        Err(ClientError::NameServerUnreachable(last))
+        let route = self
+            .instance
+            .topic_route(topic, CALL_TIMEOUT)
+            .await?
+            .ok_or_else(|| ClientError::TopicNotExist(topic.to_owned()))?;
+        self.routes.write().insert(topic.to_owned(), route.clone());
+        Ok(route)
     }
 
     /// The master of a broker name, else any of its brokers (where offsets go).
@@ -323,19 +296,11 @@ impl ConsumerCore {
                 unit_mode: false,
             }],
         };
-        let body = fastjson::encode(&data);
-        for addr in self.all_broker_addrs() {
-            let request = RemotingCommand::request(RequestCode::HEART_BEAT, ExtFields::new())
-                .with_body(body.clone());
-            if let Err(e) = self
-                .instance
-                .remoting
-                .invoke(&addr, request, CALL_TIMEOUT)
-                .await
-            {
+        self.instance
+            .heartbeat(self.all_broker_addrs(), &data, |addr, e| {
                 tracing::debug!(broker = %addr, error = %e, "consumer heartbeat failed");
-            }
-        }
+            })
+            .await;
     }
 
     async fn members(&self, route: &TopicRouteData) -> Vec<String> {
@@ -476,9 +441,7 @@ impl ConsumerCore {
                 )
                 .await?;
             if r.code == 0 {
-                return OffsetResponseHeader::from_ext_fields(&r.ext_fields)
-                    .map(|h| h.offset)
-                    .map_err(|e| ClientError::Invalid(e.to_string()));
+                return Ok(OffsetResponseHeader::from_ext_fields(&r.ext_fields)?.offset);
             }
         }
         let addr = self
@@ -677,25 +640,10 @@ impl ConsumerCore {
                 self.lock_call(RequestCode::UNLOCK_BATCH_MQ, mq).await;
             }
         }
-        let header = UnregisterClientRequestHeader {
-            client_id: self.client_id.clone(),
-            producer_group: None,
-            consumer_group: Some(self.config.group.clone()),
-        };
-        for addr in self.all_broker_addrs() {
-            let _ = self
-                .instance
-                .remoting
-                .invoke(
-                    &addr,
-                    RemotingCommand::request(
-                        RequestCode::UNREGISTER_CLIENT,
-                        header.to_ext_fields(),
-                    ),
-                    CALL_TIMEOUT,
-                )
-                .await;
-        }
+        let group = Some(self.config.group.clone());
+        self.instance
+            .unregister(self.all_broker_addrs(), None, group)
+            .await;
         self.instance.unregister_consumer(&self.config.group);
         self.instance.release().await;
         self.claim.lock().take();
@@ -708,7 +656,7 @@ fn build_subscription(topic: &str, expression: &str, kind: ExpressionType) -> Su
         return SubscriptionData {
             topic: topic.to_owned(),
             sub_string: expression.to_owned(),
-            sub_version: crate::admin::now_ms(),
+            sub_version: now_ms(),
             expression_type: Some(kind.as_str().into()),
             ..Default::default()
         };
@@ -721,7 +669,7 @@ fn build_subscription(topic: &str, expression: &str, kind: ExpressionType) -> Su
     let mut data = SubscriptionData {
         topic: topic.to_owned(),
         sub_string: sub_string.clone(),
-        sub_version: crate::admin::now_ms(),
+        sub_version: now_ms(),
         expression_type: Some("TAG".into()),
         ..Default::default()
     };
