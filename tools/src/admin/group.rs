@@ -3,6 +3,7 @@
 
 use stellmq_client::{AdminClient, ClientError};
 use stellmq_remoting::protocol::body::SubscriptionGroupConfig;
+use stellmq_remoting::protocol::ResponseCode;
 
 use super::Target;
 
@@ -284,7 +285,7 @@ pub async fn reset_offset_by_time(
         };
         match admin
             .reset_offset_by_time(addr, &a.group, &a.topic, timestamp, a.force)
-            .await?
+            .await
         {
             Ok(body) => {
                 for (mq, offset) in &body.offset_table.0 {
@@ -292,7 +293,7 @@ pub async fn reset_offset_by_time(
                 }
             }
             // No consumer online: store the offsets directly, as RocketMQ's tool falls back to.
-            Err((206, _)) => {
+            Err(e) if e.remote_code() == Some(ResponseCode::CONSUMER_NOT_ONLINE.as_i32()) => {
                 let queues = route
                     .queue_datas
                     .iter()
@@ -308,11 +309,7 @@ pub async fn reset_offset_by_time(
                     crate::outln!("{:<40}  {:<40}  {offset}", broker.broker_name, queue_id);
                 }
             }
-            Err((code, remark)) => {
-                return Err(ClientError::Invalid(format!(
-                    "reset failed on {addr}: {code} {remark}"
-                )))
-            }
+            Err(e) => return Err(e),
         }
     }
     Ok(())
