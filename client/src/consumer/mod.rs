@@ -1,14 +1,32 @@
 //! Consumers: [`PushConsumer`] (listener driven, clustering or broadcasting, concurrent or
-//! orderly) and [`LitePullConsumer`] (poll driven). Both rest on [`core::ConsumerCore`]:
-//! routes, heartbeats, rebalancing, per-queue long-polling pull loops and offset stores.
+//! orderly) and [`LitePullConsumer`] (poll driven). Both rest on [`core::ConsumerCore`], the
+//! state they share, and on what acts on it, from the bottom up:
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | `config`, `allocate` | options; how queues are split among a group's members |
+//! | `queue_state`, `subscription`, `routes`, `offset_store`, `registry` | one queue's progress; subscriptions; cached routes and broker choice; offset tables; one consumer per group and client |
+//! | `core` | the shared state, where messages go, heartbeats, queue locks, send-back |
+//! | `progress` | where a queue starts; storing consumed offsets |
+//! | `pull_loop` | one long-polling loop per assigned queue |
+//! | `rebalance` | which queues this member owns; starting and stopping their loops |
+//! | `lifecycle` | subscribing, the background loop, shutdown |
+//! | `push`, `lite_pull` | the two consumers applications use |
 
 pub mod allocate;
+mod config;
 mod core;
+mod lifecycle;
 pub mod lite_pull;
 pub mod offset_store;
+mod progress;
 mod pull_loop;
 pub mod push;
+mod queue_state;
+mod rebalance;
 mod registry;
+mod routes;
+mod subscription;
 
 pub use crate::message::ReceivedMessage;
 pub use lite_pull::LitePullConsumer;
