@@ -11,6 +11,12 @@ use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::error::ClientError;
 use crate::request::{refusal, request};
 
+/// The name servers of a producer or consumer left unconfigured: `NAMESRV_ADDR`, else
+/// `127.0.0.1:9876`.
+pub(crate) fn default_addr() -> String {
+    std::env::var("NAMESRV_ADDR").unwrap_or_else(|_| "127.0.0.1:9876".into())
+}
+
 /// RocketMQ's `ip:port;ip:port` name-server list, blanks dropped.
 pub(crate) fn parse_list(addrs: &str) -> Vec<String> {
     addrs

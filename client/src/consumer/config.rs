@@ -60,7 +60,7 @@ impl ExpressionType {
 impl Default for ConsumerConfig {
     fn default() -> Self {
         Self {
-            namesrv_addr: std::env::var("NAMESRV_ADDR").unwrap_or_else(|_| "127.0.0.1:9876".into()),
+            namesrv_addr: crate::namesrv::default_addr(),
             group: "DEFAULT_CONSUMER".into(),
             instance_name: std::process::id().to_string(),
             message_model: MessageModel::Clustering,

@@ -36,7 +36,8 @@ use crate::request::{bare, request};
 /// How long a consumer's calls to a broker or name server wait (pulls excepted).
 pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Where pulled messages go.
+/// Where pulled messages go. The pull loop has counted them in flight on their queue
+/// ([`QueueState::begin`]) before `deliver`; the sink finishes each when it is consumed.
 pub(crate) trait MessageSink: Send + Sync + 'static {
     fn deliver(
         &self,

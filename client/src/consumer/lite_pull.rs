@@ -34,7 +34,6 @@ impl MessageSink for ChannelSink {
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let tx = self.tx.clone();
         Box::pin(async move {
-            state.begin(messages.iter().map(|m| (m.queue_offset(), m.body.len())));
             for message in messages {
                 // A full buffer pauses this queue's pulling: flow control.
                 if tx

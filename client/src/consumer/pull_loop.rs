@@ -136,6 +136,7 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
                 if wanted.is_empty() {
                     core.offsets.update(&mq, state.consumed_offset(), false);
                 } else {
+                    state.begin(wanted.iter().map(|m| (m.queue_offset(), m.body.len())));
                     core.sink.deliver(core.clone(), state.clone(), wanted).await;
                 }
             }

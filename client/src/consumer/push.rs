@@ -41,7 +41,6 @@ impl MessageSink for Concurrent {
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let (listener, permits) = (self.listener.clone(), self.permits.clone());
         Box::pin(async move {
-            state.begin(messages.iter().map(|m| (m.queue_offset(), m.body.len())));
             let batch = core.config.consume_message_batch_max_size.max(1);
             for chunk in messages.chunks(batch) {
                 let Ok(permit) = permits.clone().acquire_owned().await else {
@@ -101,7 +100,6 @@ impl MessageSink for Orderly {
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let listener = self.listener.clone();
         Box::pin(async move {
-            state.begin(messages.iter().map(|m| (m.queue_offset(), m.body.len())));
             for chunk in messages.chunks(core.config.consume_message_batch_max_size.max(1)) {
                 loop {
                     if state.dropped.is_cancelled() {

@@ -27,7 +27,7 @@ pub struct ProducerConfig {
 impl Default for ProducerConfig {
     fn default() -> Self {
         Self {
-            namesrv_addr: std::env::var("NAMESRV_ADDR").unwrap_or_else(|_| "127.0.0.1:9876".into()),
+            namesrv_addr: crate::namesrv::default_addr(),
             group: "DEFAULT_PRODUCER".into(),
             instance_name: std::process::id().to_string(),
             send_msg_timeout: Duration::from_secs(3),

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use clap::{Parser, Subcommand};
 use parking_lot::Mutex;
 use stellmq_client::admin::now_ms;
+use stellmq_client::route::readable_masters;
 use stellmq_client::{AdminClient, ClientError, Message, Producer, ProducerConfig};
 use stellmq_tools::stats::Latency;
 
@@ -230,21 +231,13 @@ async fn run_consumer(a: ConsumerArgs) -> Result<(), ClientError> {
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
-    for broker in &route.broker_datas {
-        let Some(addr) = broker.master_addr().map(str::to_owned) else {
-            continue;
-        };
-        let queues = route
-            .queue_datas
-            .iter()
-            .find(|q| q.broker_name == broker.broker_name)
-            .map_or(0, |q| q.read_queue_nums);
+    for (_, addr, queues) in readable_masters(&route) {
         for queue_id in 0..queues {
             let (admin, counters, stop, addr, topic, group) = (
                 admin.clone(),
                 counters.clone(),
                 stop.clone(),
-                addr.clone(),
+                addr.to_owned(),
                 a.topic.clone(),
                 a.group.clone(),
             );
