@@ -1,8 +1,17 @@
 //! StellMQ's Rust client for RocketMQ-compatible brokers.
 //!
-//! [`Producer`], [`TransactionProducer`], [`PushConsumer`], [`LitePullConsumer`], and [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
+//! [`Producer`], [`TransactionProducer`], [`PushConsumer`], [`LitePullConsumer`], and
+//! [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
 //! broker config and runtime info, offsets and consume progress, connections, message queries,
 //! offset resets, name server KV and config).
+//!
+//! Layers, each importing only those below it:
+//! - `transaction`, `reply` (over the producer); `producer/`, `consumer/`, `admin/`
+//! - `instance` (one shared client instance: connections, routes, heartbeats) and `inbound`
+//!   (the broker's calls to it)
+//! - `namesrv` (name-server list, route lookup), `request` (typed requests, response codes
+//!   mapped to errors in one place)
+//! - `message`, `route`, `namespace`, `error`
 
 pub mod admin;
 pub mod consumer;

@@ -1,10 +1,9 @@
 //! The admin API: name server and broker admin requests with typed results, one file per
 //! area as in `mqadmin` (topics, groups, offsets, brokers, messages, name servers).
 //!
-//! Every request goes through [`AdminClient::ask`]: a typed header in, the answer read by one
-//! of [`crate::request::read`]'s readers, RocketMQ's response codes mapped in
-//! [`crate::request`]. A request that names a "nothing found" code uses
-//! [`AdminClient::ask_or_none`].
+//! Every request goes through `AdminClient::ask`: a typed header in, the answer read by one
+//! of `request::read`'s readers, RocketMQ's response codes mapped in `request.rs`. A request
+//! that names a "nothing found" code uses `AdminClient::ask_or_none`.
 
 mod broker;
 mod group;

@@ -1,5 +1,5 @@
 //! Consumers: [`PushConsumer`] (listener driven, clustering or broadcasting, concurrent or
-//! orderly) and [`LitePullConsumer`] (poll driven). Both rest on [`core::ConsumerCore`], the
+//! orderly) and [`LitePullConsumer`] (poll driven). Both rest on `core::ConsumerCore`, the
 //! state they share, and on what acts on it, from the bottom up:
 //!
 //! | module | holds |
