@@ -1,35 +1,39 @@
 //! One client instance per name-server list and instance name, shared by every producer and
 //! consumer started with them (RocketMQ's MQClientInstance): one connection to each broker and
-//! name server and one client id, however many groups a process runs.
+//! name server and one client id, however many groups a process runs. The calls every group
+//! makes through it (topic routes, heartbeats, unregistration) are here; the broker's calls
+//! to the instance are answered in [`crate::inbound`].
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::Duration;
 
 use parking_lot::Mutex;
-use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
+use stellmq_remoting::protocol::body::{fastjson, HeartbeatData, TopicRouteData};
+use stellmq_remoting::protocol::headers::UnregisterClientRequestHeader;
+use stellmq_remoting::protocol::RequestCode;
 use tokio::sync::Notify;
 
 use crate::error::ClientError;
-use crate::reply::{deliver_reply, PendingReplies};
-use crate::transaction::{answer_check, TransactionChecker};
+use crate::inbound::{Checkers, ClientCalls, Consumers, PendingReplies, TransactionCheck};
+use crate::namesrv;
+use crate::request::{bare, request};
 
 type Key = (String, String);
 
 static INSTANCES: Mutex<Option<HashMap<Key, Weak<ClientInstance>>>> = Mutex::new(None);
 
-/// Rebalance triggers of the consumer groups running on one instance.
-type Consumers = Arc<Mutex<HashMap<String, Weak<Notify>>>>;
-/// Checkers of the transactional producer groups running on one instance.
-type Checkers = Arc<Mutex<HashMap<String, Arc<TransactionChecker>>>>;
+/// How long a heartbeat or an unregistration waits for a broker.
+const BROKER_CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
 pub(crate) struct ClientInstance {
     pub remoting: RemotingClient,
     pub client_id: String,
     pub local_ip: IpAddr,
+    namesrv: Vec<String>,
     consumers: Consumers,
     checkers: Checkers,
     replies: PendingReplies,
@@ -38,20 +42,12 @@ pub(crate) struct ClientInstance {
     key: Key,
 }
 
-/// RocketMQ's `ip:port;ip:port` name-server list, blanks dropped.
-pub(crate) fn namesrv_list(addrs: &str) -> Vec<String> {
-    addrs
-        .split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 impl ClientInstance {
-    /// The running instance for `namesrv` and `instance_name`, or a new one connected to the
-    /// first name server (the local address it connects from names the client).
-    pub async fn obtain(namesrv: &[String], instance_name: &str) -> Result<Arc<Self>, ClientError> {
+    /// The running instance for the name servers `namesrv_addr` (`ip:port;ip:port`) and
+    /// `instance_name`, or a new one connected to the first name server (the local address it
+    /// connects from names the client).
+    pub async fn obtain(namesrv_addr: &str, instance_name: &str) -> Result<Arc<Self>, ClientError> {
+        let namesrv = namesrv::parse_list(namesrv_addr);
         let first = namesrv.first().ok_or(ClientError::NoNameServer)?;
         let key = (namesrv.join(";"), instance_name.to_owned());
         if let Some(existing) = Self::registered(&key) {
@@ -72,13 +68,14 @@ impl ClientInstance {
         let local_ip = remoting
             .channel(first)
             .await
-            .map_err(|e| ClientError::NameServerUnreachable(e.to_string()))?
+            .map_err(ClientError::NameServerUnreachable)?
             .local()
             .ip();
         let instance = Arc::new(Self {
             remoting,
             client_id: format!("{local_ip}@{instance_name}"),
             local_ip,
+            namesrv,
             consumers,
             checkers,
             replies,
@@ -121,13 +118,65 @@ impl ClientInstance {
         format!("{}-{}-{n}", self.client_id, std::process::id())
     }
 
-    /// Routes CHECK_TRANSACTION_STATE for halves of producer `group` to `checker`.
-    pub fn register_checker(&self, group: &str, checker: Arc<TransactionChecker>) {
-        self.checkers.lock().insert(group.to_owned(), checker);
+    /// Routes CHECK_TRANSACTION_STATE for halves of producer `group` to `check`.
+    pub fn register_checker(&self, group: &str, check: Arc<TransactionCheck>) {
+        self.checkers.lock().insert(group.to_owned(), check);
     }
 
     pub fn unregister_checker(&self, group: &str) {
         self.checkers.lock().remove(group);
+    }
+
+    /// The route of `topic` from the name servers (`None`: the topic has no route).
+    pub async fn topic_route(
+        &self,
+        topic: &str,
+        timeout: Duration,
+    ) -> Result<Option<TopicRouteData>, ClientError> {
+        namesrv::fetch_route(&self.remoting, &self.namesrv, topic, timeout).await
+    }
+
+    /// HEART_BEAT with `data` to each of `brokers`, one after another; `failed` hears of each
+    /// broker that did not take it.
+    pub async fn heartbeat(
+        &self,
+        brokers: impl IntoIterator<Item = String>,
+        data: &HeartbeatData,
+        failed: impl Fn(&str, RemotingError),
+    ) {
+        let body = fastjson::encode(data);
+        for addr in brokers {
+            let request = bare(RequestCode::HEART_BEAT).with_body(body.clone());
+            if let Err(e) = self
+                .remoting
+                .invoke(&addr, request, BROKER_CALL_TIMEOUT)
+                .await
+            {
+                failed(&addr, e);
+            }
+        }
+    }
+
+    /// UNREGISTER_CLIENT of this client's producer or consumer group on each of `brokers`
+    /// (answers and failures are ignored: the broker also forgets silent clients).
+    pub async fn unregister(
+        &self,
+        brokers: impl IntoIterator<Item = String>,
+        producer_group: Option<String>,
+        consumer_group: Option<String>,
+    ) {
+        let header = UnregisterClientRequestHeader {
+            client_id: self.client_id.clone(),
+            producer_group,
+            consumer_group,
+        };
+        for addr in brokers {
+            let request = request(RequestCode::UNREGISTER_CLIENT, &header);
+            let _ = self
+                .remoting
+                .invoke(&addr, request, BROKER_CALL_TIMEOUT)
+                .await;
+        }
     }
 
     /// Called once by each producer or consumer at shutdown; the last one closes connections.
@@ -144,44 +193,5 @@ impl ClientInstance {
             }
         }
         self.remoting.shutdown().await;
-    }
-}
-
-/// Answers the broker's calls to this client.
-struct ClientCalls {
-    consumers: Consumers,
-    checkers: Checkers,
-    replies: PendingReplies,
-}
-
-impl InboundHandler for ClientCalls {
-    fn on_request(&self, channel: Channel, request: RemotingCommand, _received_at: Instant) {
-        match request.request_code_typed() {
-            Some(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED) => {
-                let group = request.ext_fields.get("consumerGroup");
-                for (name, notify) in self.consumers.lock().iter() {
-                    if group.is_none_or(|g| g == name) {
-                        if let Some(notify) = notify.upgrade() {
-                            notify.notify_one();
-                        }
-                    }
-                }
-            }
-            Some(RequestCode::CHECK_TRANSACTION_STATE) => {
-                answer_check(channel, &request, |group| {
-                    self.checkers.lock().get(group).cloned()
-                });
-            }
-            Some(RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT) => {
-                deliver_reply(&channel, &request, &self.replies);
-            }
-            Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
-                channel.try_send(request.success_to().with_body(&b"{\"properties\":{}}"[..]));
-            }
-            _ if !request.is_oneway() => {
-                channel.try_send(request.not_supported_to());
-            }
-            _ => {}
-        }
     }
 }

@@ -1,25 +1,35 @@
 //! StellMQ's Rust client for RocketMQ-compatible brokers.
 //!
-//! [`Producer`], [`TransactionProducer`], [`PushConsumer`], [`LitePullConsumer`], and [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
+//! [`Producer`], [`TransactionProducer`], [`PushConsumer`], [`LitePullConsumer`], and
+//! [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
 //! broker config and runtime info, offsets and consume progress, connections, message queries,
 //! offset resets, name server KV and config).
+//!
+//! Layers, each importing only those below it:
+//! - `transaction`, `reply` (over the producer); `producer/`, `consumer/`, `admin/`
+//! - `instance` (one shared client instance: connections, routes, heartbeats) and `inbound`
+//!   (the broker's calls to it)
+//! - `namesrv` (name-server list, route lookup), `request` (typed requests, response codes
+//!   mapped to errors in one place)
+//! - `message`, `route`, `namespace`, `error`
 
 pub mod admin;
 pub mod consumer;
 pub mod error;
+mod inbound;
 mod instance;
 pub mod message;
 pub mod namespace;
+mod namesrv;
 pub mod producer;
 pub mod reply;
+mod request;
 pub mod route;
 pub mod transaction;
 
 pub use admin::AdminClient;
-pub use consumer::{
-    ConsumeResult, ConsumerConfig, ExpressionType, LitePullConsumer, PushConsumer, ReceivedMessage,
-};
+pub use consumer::{ConsumeResult, ConsumerConfig, ExpressionType, LitePullConsumer, PushConsumer};
 pub use error::ClientError;
-pub use message::{Message, SendResult, SendStatus};
+pub use message::{Message, ReceivedMessage, SendResult, SendStatus};
 pub use producer::{Producer, ProducerConfig};
 pub use transaction::{TransactionProducer, TransactionSendResult, TransactionState};

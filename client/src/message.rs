@@ -1,10 +1,19 @@
-//! Messages as applications build them, and what a send returns.
+//! Messages as applications build them, what a send returns, and messages as consumers (and
+//! requesters waiting for a reply) receive them: the one place a received record becomes a
+//! [`ReceivedMessage`].
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
 use bytes::Bytes;
 use stellmq_remoting::protocol::body::MessageQueue;
-use stellmq_remoting::protocol::message::{property, Properties};
+use stellmq_remoting::protocol::headers::ReplyMessageRequestHeader;
+use stellmq_remoting::protocol::message::{
+    property, MessageRecord, MessageVersion, Properties, RecordHead,
+};
+
+/// `MSG_TYPE` of a reply (request/reply).
+pub const REPLY_TYPE: &str = "reply";
 
 /// A message to send.
 #[derive(Debug, Clone, Default)]
@@ -71,6 +80,11 @@ impl Message {
         self.properties.remove(key);
     }
 
+    /// A reply to a request (sent with SEND_REPLY_MESSAGE_V2).
+    pub(crate) fn is_reply(&self) -> bool {
+        self.property(property::MSG_TYPE) == Some(REPLY_TYPE)
+    }
+
     pub(crate) fn encoded_properties(&self) -> String {
         self.properties
             .iter()
@@ -99,4 +113,93 @@ pub struct SendResult {
     pub offset_msg_id: String,
     pub queue: MessageQueue,
     pub queue_offset: i64,
+}
+
+/// A message as consumers see it: the body inflated and a retried message's original topic
+/// restored.
+#[derive(Debug, Clone)]
+pub struct ReceivedMessage {
+    pub record: MessageRecord,
+    pub body: Bytes,
+    /// The queue it was pulled from (a `%RETRY%` queue for retries).
+    pub queue: MessageQueue,
+}
+
+impl ReceivedMessage {
+    pub(crate) fn new(record: MessageRecord, queue: MessageQueue) -> Self {
+        let body = record
+            .uncompressed_body(64 << 20)
+            .unwrap_or_else(|_| record.body.clone());
+        Self {
+            record,
+            body,
+            queue,
+        }
+    }
+
+    /// A message the broker pushed to this client (a transaction check's half, a reply): its
+    /// queue is known by topic and id only, not by broker name.
+    pub(crate) fn pushed(record: MessageRecord) -> Self {
+        let queue = MessageQueue {
+            topic: record.topic.clone(),
+            broker_name: String::new(),
+            queue_id: record.head.queue_id,
+        };
+        Self::new(record, queue)
+    }
+
+    /// A reply pushed with PUSH_REPLY_MESSAGE_TO_CLIENT: the header carries what a stored
+    /// record would (hosts as `/ip:port`, unparseable ones as `0.0.0.0:0`).
+    pub(crate) fn from_reply(h: ReplyMessageRequestHeader, body: Bytes) -> Self {
+        let unknown: SocketAddr = ([0, 0, 0, 0], 0).into();
+        let host = |s: &str| s.trim_start_matches('/').parse().unwrap_or(unknown);
+        Self::pushed(MessageRecord {
+            head: RecordHead {
+                body_crc: 0,
+                queue_id: h.queue_id,
+                flag: h.flag,
+                queue_offset: 0,
+                physical_offset: 0,
+                sys_flag: h.sys_flag,
+                born_timestamp: h.born_timestamp,
+                born_host: host(&h.born_host),
+                store_timestamp: h.store_timestamp,
+                store_host: host(&h.store_host),
+                reconsume_times: h.reconsume_times.unwrap_or(0),
+                prepared_transaction_offset: 0,
+            },
+            version: MessageVersion::V1,
+            body,
+            topic: h.topic,
+            properties: Properties::decode(h.properties.as_deref().unwrap_or("")),
+        })
+    }
+
+    /// The topic the producer sent to (for retries, the original one).
+    pub fn topic(&self) -> &str {
+        self.record
+            .properties
+            .get(property::RETRY_TOPIC)
+            .unwrap_or(&self.record.topic)
+    }
+
+    pub fn tags(&self) -> Option<&str> {
+        self.record.properties.tags()
+    }
+
+    pub fn keys(&self) -> Vec<&str> {
+        self.record.properties.keys().collect()
+    }
+
+    pub fn msg_id(&self) -> String {
+        self.record.msg_id()
+    }
+
+    pub fn reconsume_times(&self) -> i32 {
+        self.record.head.reconsume_times
+    }
+
+    pub fn queue_offset(&self) -> i64 {
+        self.record.head.queue_offset
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use stellmq_remoting::protocol::body::{perm, MessageQueue, TopicRouteData};
+use stellmq_remoting::protocol::body::{perm, BrokerData, MessageQueue, TopicRouteData};
 
 /// The writable queues of a topic and the master of each broker name.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +41,20 @@ impl PublishInfo {
         }
         Self { queues, masters }
     }
+}
+
+/// Each broker of the route with a master: the broker, its master's address and how many
+/// queues it serves the topic's readers (0 without queue data), in the route's order.
+pub fn readable_masters(route: &TopicRouteData) -> impl Iterator<Item = (&BrokerData, &str, i32)> {
+    route.broker_datas.iter().filter_map(|broker| {
+        let addr = broker.master_addr()?;
+        let queues = route
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == broker.broker_name)
+            .map_or(0, |q| q.read_queue_nums);
+        Some((broker, addr, queues))
+    })
 }
 
 /// Readable queues of a topic (for consumers).

@@ -10,15 +10,16 @@ use parking_lot::Mutex;
 use stellmq_remoting::net::Channel;
 use stellmq_remoting::protocol::body::MessageQueue;
 use stellmq_remoting::protocol::headers::{
-    CheckTransactionStateRequestHeader, CommandHeader, EndTransactionRequestHeader,
+    CheckTransactionStateRequestHeader, EndTransactionRequestHeader,
 };
 use stellmq_remoting::protocol::message::{id, property, sys_flag, MessageRecord};
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_remoting::protocol::RequestCode;
 
-use crate::consumer::ReceivedMessage;
 use crate::error::ClientError;
-use crate::message::{Message, SendResult, SendStatus};
+use crate::inbound::TransactionCheck;
+use crate::message::{Message, ReceivedMessage, SendResult, SendStatus};
 use crate::producer::{Producer, ProducerConfig};
+use crate::request::request;
 
 /// What a local transaction (or a check of it) concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +65,10 @@ impl TransactionProducer {
         checker: impl Fn(&ReceivedMessage) -> TransactionState + Send + Sync + 'static,
     ) -> Result<Self, ClientError> {
         let producer = Producer::start(config).await?;
-        producer.register_checker(Arc::new(checker));
+        let group = producer.group().to_owned();
+        producer
+            .instance()
+            .register_checker(&group, answer_checks(group.clone(), Arc::new(checker)));
         Ok(Self {
             producer,
             announced: Mutex::new(HashSet::new()),
@@ -99,8 +103,7 @@ impl TransactionProducer {
             // The broker asks only producers it knows about unresolved transactions.
             self.producer.heartbeat_now().await;
         }
-        let (_, commit_log_offset) = id::decode_offset_msg_id(&send.offset_msg_id)
-            .map_err(|e| ClientError::Invalid(format!("broker message id: {e}")))?;
+        let (_, commit_log_offset) = id::decode_offset_msg_id(&send.offset_msg_id)?;
         let header = EndTransactionRequestHeader {
             producer_group: self.producer.group().to_owned(),
             tran_state_table_offset: send.queue_offset,
@@ -111,8 +114,7 @@ impl TransactionProducer {
             transaction_id: Some(send.msg_id.clone()),
             topic: None,
         };
-        let request =
-            RemotingCommand::request(RequestCode::END_TRANSACTION, header.to_ext_fields());
+        let request = request(RequestCode::END_TRANSACTION, &header);
         self.producer.invoke_oneway(&addr, request).await
     }
 
@@ -129,62 +131,41 @@ impl TransactionProducer {
     }
 
     pub async fn shutdown(self) {
-        self.producer.unregister_checker();
+        let instance = self.producer.instance();
+        instance.unregister_checker(self.producer.group());
         self.producer.shutdown().await;
     }
 }
 
-/// Runs the checker of the half's producer group on a CHECK_TRANSACTION_STATE request and
-/// answers the broker with END_TRANSACTION (`fromTransactionCheck=true`) on the same
-/// connection. `checker_of` finds the group's checker on this client instance.
-pub(crate) fn answer_check(
-    channel: Channel,
-    request: &RemotingCommand,
-    checker_of: impl FnOnce(&str) -> Option<Arc<TransactionChecker>>,
-) {
-    let Ok(h) = CheckTransactionStateRequestHeader::from_ext_fields(&request.ext_fields) else {
-        tracing::warn!("transaction check without a usable header");
-        return;
-    };
-    let Ok((record, _)) = MessageRecord::decode(&request.body, false) else {
-        tracing::warn!("transaction check without a decodable message");
-        return;
-    };
-    let group = record
-        .properties
-        .get(property::PGROUP)
-        .unwrap_or("")
-        .to_owned();
-    let Some(checker) = checker_of(&group) else {
-        tracing::warn!(%group, "transaction check for a group with no transactional producer here");
-        return;
-    };
-    tokio::spawn(async move {
-        let queue = MessageQueue {
-            topic: record.topic.clone(),
-            broker_name: String::new(),
-            queue_id: record.head.queue_id,
-        };
-        let msg = ReceivedMessage::new(record, queue);
-        let uniq = msg.msg_id();
-        let state = tokio::task::spawn_blocking(move || checker(&msg))
-            .await
-            .unwrap_or(TransactionState::Unknown);
-        let header = EndTransactionRequestHeader {
-            producer_group: group,
-            tran_state_table_offset: h.tran_state_table_offset,
-            commit_log_offset: h.commit_log_offset,
-            commit_or_rollback: state.wire(),
-            from_transaction_check: Some(true),
-            msg_id: h.msg_id.unwrap_or(uniq),
-            transaction_id: h.transaction_id,
-            topic: None,
-        };
-        let mut end =
-            RemotingCommand::request(RequestCode::END_TRANSACTION, header.to_ext_fields());
-        end.mark_oneway();
-        if !channel.try_send(end) {
-            tracing::debug!("could not answer a transaction check");
-        }
-    });
+/// What answers the broker's CHECK_TRANSACTION_STATE for producer `group`: runs `checker` on
+/// the half and answers with END_TRANSACTION (`fromTransactionCheck=true`) on the connection
+/// the check came on.
+fn answer_checks(group: String, checker: Arc<TransactionChecker>) -> Arc<TransactionCheck> {
+    Arc::new(
+        move |channel: Channel, h: CheckTransactionStateRequestHeader, record: MessageRecord| {
+            let (group, checker) = (group.clone(), checker.clone());
+            tokio::spawn(async move {
+                let msg = ReceivedMessage::pushed(record);
+                let uniq = msg.msg_id();
+                let state = tokio::task::spawn_blocking(move || checker(&msg))
+                    .await
+                    .unwrap_or(TransactionState::Unknown);
+                let header = EndTransactionRequestHeader {
+                    producer_group: group,
+                    tran_state_table_offset: h.tran_state_table_offset,
+                    commit_log_offset: h.commit_log_offset,
+                    commit_or_rollback: state.wire(),
+                    from_transaction_check: Some(true),
+                    msg_id: h.msg_id.unwrap_or(uniq),
+                    transaction_id: h.transaction_id,
+                    topic: None,
+                };
+                let mut end = request(RequestCode::END_TRANSACTION, &header);
+                end.mark_oneway();
+                if !channel.try_send(end) {
+                    tracing::debug!("could not answer a transaction check");
+                }
+            });
+        },
+    )
 }

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use stellmq_remoting::protocol::body::MessageQueue;
 use tokio::sync::{mpsc, Mutex};
 
-use super::core::{ConsumerCore, MessageSink, QueueState};
-use super::push::ConsumerConfig;
-use super::ReceivedMessage;
+use super::config::ConsumerConfig;
+use super::core::{ConsumerCore, MessageSink};
+use super::queue_state::QueueState;
 use crate::error::ClientError;
+use crate::message::ReceivedMessage;
 
 struct Buffered {
     state: Arc<QueueState>,
@@ -33,7 +34,6 @@ impl MessageSink for ChannelSink {
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let tx = self.tx.clone();
         Box::pin(async move {
-            state.begin(messages.iter().map(|m| (m.queue_offset(), m.body.len())));
             for message in messages {
                 // A full buffer pauses this queue's pulling: flow control.
                 if tx

@@ -1,69 +1,33 @@
 //! Consumers: [`PushConsumer`] (listener driven, clustering or broadcasting, concurrent or
-//! orderly) and [`LitePullConsumer`] (poll driven). Both rest on [`core::ConsumerCore`]:
-//! routes, heartbeats, rebalancing, per-queue long-polling pull loops and offset stores.
+//! orderly) and [`LitePullConsumer`] (poll driven). Both rest on `core::ConsumerCore`, the
+//! state they share, and on what acts on it, from the bottom up:
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | `config`, `allocate` | options; how queues are split among a group's members |
+//! | `queue_state`, `subscription`, `routes`, `offset_store`, `registry` | one queue's progress; subscriptions; cached routes and broker choice; offset tables; one consumer per group and client |
+//! | `core` | the shared state, where messages go, heartbeats, queue locks, send-back |
+//! | `progress` | where a queue starts; storing consumed offsets |
+//! | `pull_loop` | one long-polling loop per assigned queue |
+//! | `rebalance` | which queues this member owns; starting and stopping their loops |
+//! | `lifecycle` | subscribing, the background loop, shutdown |
+//! | `push`, `lite_pull` | the two consumers applications use |
 
 pub mod allocate;
+mod config;
 mod core;
+mod lifecycle;
 pub mod lite_pull;
 pub mod offset_store;
+mod progress;
 mod pull_loop;
 pub mod push;
+mod queue_state;
+mod rebalance;
 mod registry;
+mod routes;
+mod subscription;
 
-use bytes::Bytes;
-use stellmq_remoting::protocol::body::MessageQueue;
-use stellmq_remoting::protocol::message::{property, MessageRecord};
-
+pub use crate::message::ReceivedMessage;
 pub use lite_pull::LitePullConsumer;
 pub use push::{ConsumeResult, ConsumerConfig, ExpressionType, PushConsumer};
-
-/// A message as consumers see it: the body inflated and a retried message's original topic
-/// restored.
-#[derive(Debug, Clone)]
-pub struct ReceivedMessage {
-    pub record: MessageRecord,
-    pub body: Bytes,
-    /// The queue it was pulled from (a `%RETRY%` queue for retries).
-    pub queue: MessageQueue,
-}
-
-impl ReceivedMessage {
-    pub(crate) fn new(record: MessageRecord, queue: MessageQueue) -> Self {
-        let body = record
-            .uncompressed_body(64 << 20)
-            .unwrap_or_else(|_| record.body.clone());
-        Self {
-            record,
-            body,
-            queue,
-        }
-    }
-
-    /// The topic the producer sent to (for retries, the original one).
-    pub fn topic(&self) -> &str {
-        self.record
-            .properties
-            .get(property::RETRY_TOPIC)
-            .unwrap_or(&self.record.topic)
-    }
-
-    pub fn tags(&self) -> Option<&str> {
-        self.record.properties.tags()
-    }
-
-    pub fn keys(&self) -> Vec<&str> {
-        self.record.properties.keys().collect()
-    }
-
-    pub fn msg_id(&self) -> String {
-        self.record.msg_id()
-    }
-
-    pub fn reconsume_times(&self) -> i32 {
-        self.record.head.reconsume_times
-    }
-
-    pub fn queue_offset(&self) -> i64 {
-        self.record.head.queue_offset
-    }
-}

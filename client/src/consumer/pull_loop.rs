@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stellmq_remoting::protocol::body::MessageModel;
-use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader};
+use stellmq_remoting::protocol::headers::PullMessageRequestHeader;
 use stellmq_remoting::protocol::message::{pull_sys_flag, MessageRecord};
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RequestCode, ResponseCode};
 
-use super::core::{ConsumerCore, QueueState};
-use super::ReceivedMessage;
+use super::core::ConsumerCore;
+use super::queue_state::QueueState;
+use crate::message::ReceivedMessage;
+use crate::request::request;
 
 const PULL_SUSPEND_MS: i64 = 15_000;
 const PULL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -50,12 +52,13 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
             }
         }
         let suggested = state.suggested_broker.load(Ordering::Acquire);
-        let Some((addr, is_master)) = core.pull_addr(&mq.broker_name, suggested) else {
+        let Some((addr, is_master)) = core.routes.pull_addr(&mq.broker_name, suggested) else {
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         };
-        let sub = core.subscriptions.read().get(&mq.topic).cloned();
-        let Some(sub) = sub else { return };
+        let Some(sub) = core.subscriptions.get(&mq.topic) else {
+            return;
+        };
         let offset = state.next_pull.load(Ordering::Acquire);
         let commit = core
             .offsets
@@ -81,7 +84,7 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
             expression_type: sub.expression_type.clone(),
             max_msg_bytes: None,
         };
-        let request = RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields());
+        let request = request(RequestCode::PULL_MESSAGE, &header);
         let response = tokio::select! {
             _ = state.dropped.cancelled() => return,
             _ = state.repositioned.notified() => continue,
@@ -133,6 +136,7 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
                 if wanted.is_empty() {
                     core.offsets.update(&mq, state.consumed_offset(), false);
                 } else {
+                    state.begin(wanted.iter().map(|m| (m.queue_offset(), m.body.len())));
                     core.sink.deliver(core.clone(), state.clone(), wanted).await;
                 }
             }

@@ -1,8 +1,10 @@
 //! Consumer and producer group commands.
 #![allow(clippy::print_stdout, clippy::print_literal)] // CLI output; header rows are literals
 
+use stellmq_client::route::readable_masters;
 use stellmq_client::{AdminClient, ClientError};
 use stellmq_remoting::protocol::body::SubscriptionGroupConfig;
+use stellmq_remoting::protocol::ResponseCode;
 
 use super::Target;
 
@@ -99,10 +101,9 @@ pub async fn clone_group_offset(
     admin: &AdminClient,
     a: CloneGroupOffset,
 ) -> Result<(), ClientError> {
-    let route = admin.topic_route(&a.topic).await?;
-    for broker in route.broker_datas.iter().filter_map(|b| b.master_addr()) {
+    for broker in super::masters_of(admin, &a.topic).await? {
         admin
-            .clone_group_offset(broker, &a.src, &a.dest, &a.topic, a.offline)
+            .clone_group_offset(&broker, &a.src, &a.dest, &a.topic, a.offline)
             .await?;
     }
     crate::outln!(
@@ -128,12 +129,8 @@ pub async fn consumer_progress(
 ) -> Result<(), ClientError> {
     // Brokers hosting the group's retry topic know its offsets, like RocketMQ's lookup.
     let route_topic = format!("%RETRY%{}", a.group);
-    let brokers: Vec<String> = match admin.topic_route(&route_topic).await {
-        Ok(route) => route
-            .broker_datas
-            .iter()
-            .filter_map(|b| b.master_addr().map(str::to_owned))
-            .collect(),
+    let brokers: Vec<String> = match super::masters_of(admin, &route_topic).await {
+        Ok(masters) => masters,
         Err(_) => admin
             .master_addrs(None)
             .await?
@@ -229,9 +226,8 @@ pub async fn producer_connection(
     admin: &AdminClient,
     a: ProducerConnection,
 ) -> Result<(), ClientError> {
-    let route = admin.topic_route(&a.topic).await?;
-    for addr in route.broker_datas.iter().filter_map(|b| b.master_addr()) {
-        let p = admin.producer_connection(addr, &a.group).await?;
+    for addr in super::masters_of(admin, &a.topic).await? {
+        let p = admin.producer_connection(&addr, &a.group).await?;
         for (i, conn) in p.connection_set.iter().enumerate() {
             crate::outln!(
                 "{:04} {:<32} {:<22} {:<8} {}",
@@ -278,13 +274,10 @@ pub async fn reset_offset_by_time(
     let timestamp = parse_timestamp(&a.timestamp)?;
     let route = admin.topic_route(&a.topic).await?;
     crate::outln!("{:<40}  {:<40}  {}", "#brokerName", "#queueId", "#offset");
-    for broker in &route.broker_datas {
-        let Some(addr) = broker.master_addr() else {
-            continue;
-        };
+    for (broker, addr, queues) in readable_masters(&route) {
         match admin
             .reset_offset_by_time(addr, &a.group, &a.topic, timestamp, a.force)
-            .await?
+            .await
         {
             Ok(body) => {
                 for (mq, offset) in &body.offset_table.0 {
@@ -292,12 +285,7 @@ pub async fn reset_offset_by_time(
                 }
             }
             // No consumer online: store the offsets directly, as RocketMQ's tool falls back to.
-            Err((206, _)) => {
-                let queues = route
-                    .queue_datas
-                    .iter()
-                    .find(|q| q.broker_name == broker.broker_name)
-                    .map_or(0, |q| q.read_queue_nums);
+            Err(e) if e.remote_code() == Some(ResponseCode::CONSUMER_NOT_ONLINE.as_i32()) => {
                 for queue_id in 0..queues {
                     let offset = admin
                         .search_offset(addr, &a.topic, queue_id, timestamp)
@@ -308,11 +296,7 @@ pub async fn reset_offset_by_time(
                     crate::outln!("{:<40}  {:<40}  {offset}", broker.broker_name, queue_id);
                 }
             }
-            Err((code, remark)) => {
-                return Err(ClientError::Invalid(format!(
-                    "reset failed on {addr}: {code} {remark}"
-                )))
-            }
+            Err(e) => return Err(e),
         }
     }
     Ok(())

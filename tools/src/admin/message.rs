@@ -2,7 +2,10 @@
 #![allow(clippy::print_stdout, clippy::print_literal)] // CLI output; header rows are literals
 
 use bytes::Bytes;
+use stellmq_client::route::readable_masters;
 use stellmq_client::{AdminClient, ClientError};
+
+use super::masters_of;
 use stellmq_remoting::protocol::headers::QueryMessageRequestHeader;
 use stellmq_remoting::protocol::message::{id, property, MessageRecord, Properties};
 
@@ -36,15 +39,6 @@ fn key_query(
         end_timestamp: end,
         unique_key_query: unique.then_some(true),
     }
-}
-
-async fn masters_of(admin: &AdminClient, topic: &str) -> Result<Vec<String>, ClientError> {
-    let route = admin.topic_route(topic).await?;
-    Ok(route
-        .broker_datas
-        .iter()
-        .filter_map(|b| b.master_addr().map(str::to_owned))
-        .collect())
 }
 
 pub async fn query_by_key(admin: &AdminClient, a: QueryByKey) -> Result<(), ClientError> {
@@ -249,15 +243,7 @@ pub struct PrintMsg {
 
 pub async fn print_msg(admin: &AdminClient, a: PrintMsg) -> Result<(), ClientError> {
     let route = admin.topic_route(&a.topic).await?;
-    for broker in &route.broker_datas {
-        let Some(addr) = broker.master_addr() else {
-            continue;
-        };
-        let queues = route
-            .queue_datas
-            .iter()
-            .find(|q| q.broker_name == broker.broker_name)
-            .map_or(0, |q| q.read_queue_nums);
+    for (_, addr, queues) in readable_masters(&route) {
         for queue_id in 0..queues {
             let mut offset = match a.begin {
                 Some(ts) => admin.search_offset(addr, &a.topic, queue_id, ts).await?,
@@ -376,19 +362,9 @@ pub struct ConsumeMessage {
 pub async fn consume_message(admin: &AdminClient, a: ConsumeMessage) -> Result<(), ClientError> {
     let route = admin.topic_route(&a.topic).await?;
     let mut printed = 0;
-    for broker in route
-        .broker_datas
-        .iter()
-        .filter(|b| a.broker_name.as_ref().is_none_or(|n| *n == b.broker_name))
+    for (_, addr, queues) in readable_masters(&route)
+        .filter(|(b, _, _)| a.broker_name.as_ref().is_none_or(|n| *n == b.broker_name))
     {
-        let Some(addr) = broker.master_addr() else {
-            continue;
-        };
-        let queues = route
-            .queue_datas
-            .iter()
-            .find(|q| q.broker_name == broker.broker_name)
-            .map_or(0, |q| q.read_queue_nums);
         for queue_id in (0..queues).filter(|q| a.queue_id.is_none_or(|want| want == *q)) {
             let mut offset = match a.offset {
                 Some(o) => o,

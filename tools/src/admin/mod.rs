@@ -43,6 +43,16 @@ impl Target {
     }
 }
 
+/// The master addresses of the brokers serving `topic`, in route order.
+async fn masters_of(admin: &AdminClient, topic: &str) -> Result<Vec<String>, ClientError> {
+    let route = admin.topic_route(topic).await?;
+    Ok(route
+        .broker_datas
+        .iter()
+        .filter_map(|b| b.master_addr().map(str::to_owned))
+        .collect())
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "mqadmin",

@@ -40,12 +40,7 @@ pub async fn stats_all(admin: &AdminClient, a: StatsAll) -> Result<(), ClientErr
 }
 
 async fn topic_rows(admin: &AdminClient, topic: &str, active: bool) -> Result<(), ClientError> {
-    let route = admin.topic_route(topic).await?;
-    let masters: Vec<String> = route
-        .broker_datas
-        .iter()
-        .filter_map(|b| b.master_addr().map(str::to_owned))
-        .collect();
+    let masters = super::masters_of(admin, topic).await?;
     let (mut in_tps, mut in_day) = (0.0, 0i64);
     let mut groups = std::collections::BTreeSet::new();
     for broker in &masters {

@@ -279,13 +279,7 @@ pub struct QueryCq {
 pub async fn query_cq(admin: &AdminClient, a: QueryCq) -> Result<(), ClientError> {
     let brokers = match a.broker {
         Some(broker) => vec![broker],
-        None => admin
-            .topic_route(&a.topic)
-            .await?
-            .broker_datas
-            .iter()
-            .filter_map(|b| b.master_addr().map(str::to_owned))
-            .collect(),
+        None => super::masters_of(admin, &a.topic).await?,
     };
     for broker in brokers {
         let body = admin

@@ -11,7 +11,8 @@ use bytes::Bytes;
 use clap::{Parser, Subcommand};
 use parking_lot::Mutex;
 use stellmq_client::admin::now_ms;
-use stellmq_client::{AdminClient, Message, Producer, ProducerConfig};
+use stellmq_client::route::readable_masters;
+use stellmq_client::{AdminClient, ClientError, Message, Producer, ProducerConfig};
 use stellmq_tools::stats::Latency;
 
 #[derive(Parser, Debug)]
@@ -103,7 +104,7 @@ fn namesrv(arg: &Option<String>) -> String {
         .unwrap_or_else(|| "127.0.0.1:9876".into())
 }
 
-async fn run_producer(a: ProducerArgs) -> Result<(), String> {
+async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
     stellmq_tools::outln!(
         "topic: {} threadCount: {} messageSize: {} keyEnable: {} batchSize: {} asyncEnable: {} messageQuantity: {} duration: {}s",
         a.topic, a.threads, a.size, a.keys, a.batch, a.async_send, a.quantity, a.duration
@@ -114,7 +115,7 @@ async fn run_producer(a: ProducerArgs) -> Result<(), String> {
         instance_name: now_ms().to_string(),
         ..Default::default()
     };
-    let producer = Producer::start(config).await.map_err(|e| e.to_string())?;
+    let producer = Producer::start(config).await?;
     let body = Bytes::from(vec![b'x'; a.size]);
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -223,31 +224,20 @@ async fn run_producer(a: ProducerArgs) -> Result<(), String> {
     Ok(())
 }
 
-async fn run_consumer(a: ConsumerArgs) -> Result<(), String> {
-    let admin = Arc::new(AdminClient::new(&namesrv(&a.namesrv)).map_err(|e| e.to_string())?);
-    let route = admin
-        .topic_route(&a.topic)
-        .await
-        .map_err(|e| e.to_string())?;
+async fn run_consumer(a: ConsumerArgs) -> Result<(), ClientError> {
+    let admin = Arc::new(AdminClient::new(&namesrv(&a.namesrv))?);
+    let route = admin.topic_route(&a.topic).await?;
     stellmq_tools::outln!("Consumer Started. topic: {} group: {}", a.topic, a.group);
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
-    for broker in &route.broker_datas {
-        let Some(addr) = broker.master_addr().map(str::to_owned) else {
-            continue;
-        };
-        let queues = route
-            .queue_datas
-            .iter()
-            .find(|q| q.broker_name == broker.broker_name)
-            .map_or(0, |q| q.read_queue_nums);
+    for (_, addr, queues) in readable_masters(&route) {
         for queue_id in 0..queues {
             let (admin, counters, stop, addr, topic, group) = (
                 admin.clone(),
                 counters.clone(),
                 stop.clone(),
-                addr.clone(),
+                addr.to_owned(),
                 a.topic.clone(),
                 a.group.clone(),
             );

@@ -1,0 +1,75 @@
+//! Subscription groups: creating and deleting them, their consume progress and the producer
+//! and consumer connections of a group.
+
+use stellmq_remoting::protocol::body::{
+    fastjson, ConsumeStats, ConsumerConnection, ProducerConnection, SubscriptionGroupConfig,
+};
+use stellmq_remoting::protocol::headers::{
+    DeleteSubscriptionGroupRequestHeader, GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader, GetProducerConnectionListRequestHeader,
+};
+use stellmq_remoting::protocol::RequestCode;
+
+use super::{AdminClient, To};
+use crate::error::ClientError;
+use crate::request::{bare, read, request};
+
+impl AdminClient {
+    pub async fn create_group(
+        &self,
+        broker: &str,
+        config: &SubscriptionGroupConfig,
+    ) -> Result<(), ClientError> {
+        let request = bare(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+            .with_body(fastjson::encode(config));
+        self.ask(To::Addr(broker), request, read::nothing).await
+    }
+
+    pub async fn delete_group(&self, broker: &str, group: &str) -> Result<(), ClientError> {
+        let header = DeleteSubscriptionGroupRequestHeader {
+            group_name: group.to_owned(),
+            remove_offset: Some(true),
+            clean_offset: Some(true),
+        };
+        let request = request(RequestCode::DELETE_SUBSCRIPTIONGROUP, &header);
+        self.ask(To::Addr(broker), request, read::nothing).await
+    }
+
+    pub async fn consume_stats(
+        &self,
+        broker: &str,
+        group: &str,
+        topic: Option<&str>,
+    ) -> Result<ConsumeStats, ClientError> {
+        let header = GetConsumeStatsRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: topic.map(str::to_owned),
+        };
+        let request = request(RequestCode::GET_CONSUME_STATS, &header);
+        self.ask(To::Addr(broker), request, read::json).await
+    }
+
+    pub async fn consumer_connection(
+        &self,
+        broker: &str,
+        group: &str,
+    ) -> Result<ConsumerConnection, ClientError> {
+        let header = GetConsumerConnectionListRequestHeader {
+            consumer_group: group.to_owned(),
+        };
+        let request = request(RequestCode::GET_CONSUMER_CONNECTION_LIST, &header);
+        self.ask(To::Addr(broker), request, read::json).await
+    }
+
+    pub async fn producer_connection(
+        &self,
+        broker: &str,
+        group: &str,
+    ) -> Result<ProducerConnection, ClientError> {
+        let header = GetProducerConnectionListRequestHeader {
+            producer_group: group.to_owned(),
+        };
+        let request = request(RequestCode::GET_PRODUCER_CONNECTION_LIST, &header);
+        self.ask(To::Addr(broker), request, read::json).await
+    }
+}

@@ -1,0 +1,143 @@
+//! Topics: routes and the topic list from the name servers, topic configs, stats and raw
+//! ConsumeQueue entries from brokers.
+
+use stellmq_remoting::protocol::body::GroupList;
+use stellmq_remoting::protocol::body::{
+    QueryConsumeQueueResponseBody, TopicConfig, TopicConfigSerializeWrapper, TopicList,
+    TopicRouteData, TopicStatsTable,
+};
+use stellmq_remoting::protocol::headers::{
+    CreateTopicRequestHeader, DeleteTopicFromNamesrvRequestHeader, DeleteTopicRequestHeader,
+    GetRouteInfoRequestHeader, GetTopicStatsInfoRequestHeader, QueryConsumeQueueRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+};
+use stellmq_remoting::protocol::{RequestCode, ResponseCode};
+
+use super::{AdminClient, To};
+use crate::error::ClientError;
+use crate::request::{bare, read, request};
+
+impl AdminClient {
+    pub async fn topic_route(&self, topic: &str) -> Result<TopicRouteData, ClientError> {
+        let header = GetRouteInfoRequestHeader {
+            topic: topic.to_owned(),
+            accept_standard_json_only: None,
+        };
+        let request = request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header);
+        self.ask_or_none(
+            To::NameServer,
+            request,
+            ResponseCode::TOPIC_NOT_EXIST,
+            read::json,
+        )
+        .await?
+        .ok_or_else(|| ClientError::TopicNotExist(topic.to_owned()))
+    }
+
+    pub async fn topic_list(&self) -> Result<Vec<String>, ClientError> {
+        let request = bare(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
+        let list: TopicList = self.ask(To::NameServer, request, read::json).await?;
+        Ok(list.topic_list)
+    }
+
+    pub async fn create_topic(
+        &self,
+        broker: &str,
+        config: &TopicConfig,
+    ) -> Result<(), ClientError> {
+        let header = CreateTopicRequestHeader {
+            topic: config.topic_name.clone(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: config.read_queue_nums,
+            write_queue_nums: config.write_queue_nums,
+            perm: config.perm,
+            topic_filter_type: config.topic_filter_type.clone(),
+            topic_sys_flag: Some(config.topic_sys_flag),
+            order: Some(config.order),
+            attributes: None,
+            force: None,
+        };
+        let request = request(RequestCode::UPDATE_AND_CREATE_TOPIC, &header);
+        self.ask(To::Addr(broker), request, read::nothing).await
+    }
+
+    pub async fn delete_topic_in_broker(
+        &self,
+        broker: &str,
+        topic: &str,
+    ) -> Result<(), ClientError> {
+        let header = DeleteTopicRequestHeader {
+            topic: topic.to_owned(),
+        };
+        let request = request(RequestCode::DELETE_TOPIC_IN_BROKER, &header);
+        self.ask(To::Addr(broker), request, read::nothing).await
+    }
+
+    /// Deletes the topic's routes in every name server.
+    pub async fn delete_topic_in_namesrv(
+        &self,
+        topic: &str,
+        cluster: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let header = DeleteTopicFromNamesrvRequestHeader {
+            topic: topic.to_owned(),
+            cluster_name: cluster.map(str::to_owned),
+        };
+        self.tell_every_namesrv(request(RequestCode::DELETE_TOPIC_IN_NAMESRV, &header))
+            .await
+    }
+
+    pub async fn all_topic_config(
+        &self,
+        broker: &str,
+    ) -> Result<TopicConfigSerializeWrapper, ClientError> {
+        let request = bare(RequestCode::GET_ALL_TOPIC_CONFIG);
+        self.ask(To::Addr(broker), request, read::json).await
+    }
+
+    pub async fn topic_stats(
+        &self,
+        broker: &str,
+        topic: &str,
+    ) -> Result<TopicStatsTable, ClientError> {
+        let header = GetTopicStatsInfoRequestHeader {
+            topic: topic.to_owned(),
+        };
+        let request = request(RequestCode::GET_TOPIC_STATS_INFO, &header);
+        self.ask(To::Addr(broker), request, read::json).await
+    }
+
+    /// `count` ConsumeQueue entries of a queue from `index` (QUERY_CONSUME_QUEUE).
+    pub async fn query_consume_queue(
+        &self,
+        broker: &str,
+        mq: (&str, i32),
+        index: i64,
+        count: i32,
+        group: Option<&str>,
+    ) -> Result<QueryConsumeQueueResponseBody, ClientError> {
+        let header = QueryConsumeQueueRequestHeader {
+            topic: mq.0.to_owned(),
+            queue_id: mq.1,
+            index,
+            count,
+            consumer_group: group.map(str::to_owned),
+        };
+        let request = request(RequestCode::QUERY_CONSUME_QUEUE, &header);
+        self.ask(To::Addr(broker), request, read::json).await
+    }
+
+    /// Groups with offsets for `topic` on `broker` (QUERY_TOPIC_CONSUME_BY_WHO).
+    pub async fn topic_consumed_by(
+        &self,
+        broker: &str,
+        topic: &str,
+    ) -> Result<Vec<String>, ClientError> {
+        let header = QueryTopicConsumeByWhoRequestHeader {
+            topic: topic.to_owned(),
+        };
+        let request = request(RequestCode::QUERY_TOPIC_CONSUME_BY_WHO, &header);
+        let groups: GroupList = self.ask(To::Addr(broker), request, read::json).await?;
+        Ok(groups.group_list)
+    }
+}

@@ -1,0 +1,42 @@
+//! Producer options.
+
+use std::time::Duration;
+
+/// Producer options, with RocketMQ's names and defaults.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// `ip:port;ip:port`.
+    pub namesrv_addr: String,
+    pub group: String,
+    pub instance_name: String,
+    /// `sendMsgTimeout`.
+    pub send_msg_timeout: Duration,
+    /// `retryTimesWhenSendFailed`: extra attempts on other brokers.
+    pub retry_times_when_send_failed: u32,
+    /// `compressMsgBodyOverHowmuch`: zlib-compress bodies at least this large.
+    pub compress_msg_body_over_howmuch: usize,
+    pub max_message_size: usize,
+    /// Queues asked for when a topic is auto-created.
+    pub default_topic_queue_nums: i32,
+    /// How long a broker that failed a send is avoided.
+    pub fault_isolation: Duration,
+    /// Optional namespace: topics and the group become `<namespace>%<name>` on the broker.
+    pub namespace: Option<String>,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        Self {
+            namesrv_addr: crate::namesrv::default_addr(),
+            group: "DEFAULT_PRODUCER".into(),
+            instance_name: std::process::id().to_string(),
+            send_msg_timeout: Duration::from_secs(3),
+            retry_times_when_send_failed: 2,
+            compress_msg_body_over_howmuch: 4096,
+            max_message_size: 4 * 1024 * 1024,
+            default_topic_queue_nums: 4,
+            fault_isolation: Duration::from_secs(30),
+            namespace: None,
+        }
+    }
+}
