@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use stellmq_remoting::protocol::message::java_string_hash;
+use stellmq_remoting::protocol::message::{java_string_hash, UtcTime};
 
 use crate::error::{IoContext, StoreError};
 use crate::mapped_file::MappedFile;
@@ -388,28 +388,11 @@ impl IndexService {
 
 /// `yyyyMMddHHmmssSSS` of a UTC instant.
 fn index_file_name(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    let rem = ms.rem_euclid(86_400_000);
-    let (y, m, d) = civil_from_days(days);
+    let t = UtcTime::from_ms(ms);
     format!(
-        "{y:04}{m:02}{d:02}{:02}{:02}{:02}{:03}",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
+        "{:04}{:02}{:02}{:02}{:02}{:02}{:03}",
+        t.year, t.month, t.day, t.hour, t.minute, t.second, t.millis
     )
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]

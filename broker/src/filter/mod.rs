@@ -15,39 +15,13 @@ use stellmq_remoting::protocol::message::MessageRecord;
 use sql92::Selector;
 
 use stellmq_remoting::protocol::body::SubscriptionData;
-use stellmq_remoting::protocol::message::java_string_hash;
 use stellmq_store::MessageFilter;
 
-pub const SUB_ALL: &str = "*";
+pub use stellmq_remoting::protocol::body::SUB_ALL;
 
 /// Builds SubscriptionData from a topic and an expression, computing tags and codes.
 pub fn build_subscription(topic: &str, expression: &str, sub_version: i64) -> SubscriptionData {
-    let expression = expression.trim();
-    let mut data = SubscriptionData {
-        class_filter_mode: false,
-        topic: topic.to_owned(),
-        sub_string: if expression.is_empty() {
-            SUB_ALL.to_owned()
-        } else {
-            expression.to_owned()
-        },
-        tags_set: BTreeSet::new(),
-        code_set: BTreeSet::new(),
-        sub_version,
-        expression_type: Some("TAG".to_owned()),
-    };
-    if data.sub_string != SUB_ALL {
-        for tag in data
-            .sub_string
-            .split("||")
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        {
-            data.tags_set.insert(tag.to_owned());
-            data.code_set.insert(java_string_hash(tag));
-        }
-    }
-    data
+    SubscriptionData::tags(topic, expression, sub_version)
 }
 
 /// Whether an `expressionType` means a tag expression (absent means TAG).

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use parking_lot::RwLock;
 use stellmq_remoting::protocol::body::SubscriptionData;
-use stellmq_remoting::protocol::message::{java_string_hash, now_ms};
+use stellmq_remoting::protocol::message::now_ms;
 
 use super::config::ExpressionType;
 
@@ -67,27 +67,5 @@ fn build(topic: &str, expression: &str, kind: ExpressionType) -> SubscriptionDat
             ..Default::default()
         };
     }
-    let sub_string = if expression.is_empty() {
-        "*".to_owned()
-    } else {
-        expression.to_owned()
-    };
-    let mut data = SubscriptionData {
-        topic: topic.to_owned(),
-        sub_string: sub_string.clone(),
-        sub_version: now_ms(),
-        expression_type: Some("TAG".into()),
-        ..Default::default()
-    };
-    if sub_string != "*" {
-        for tag in sub_string
-            .split("||")
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        {
-            data.tags_set.insert(tag.to_owned());
-            data.code_set.insert(java_string_hash(tag));
-        }
-    }
-    data
+    SubscriptionData::tags(topic, expression, now_ms())
 }

@@ -10,6 +10,7 @@ mod topic;
 
 use clap::{Parser, Subcommand};
 use stellmq_client::{AdminClient, ClientError};
+use stellmq_remoting::protocol::message::UtcTime;
 
 /// `-b broker` or `-c cluster`: the brokers a command acts on.
 #[derive(clap::Args, Debug, Clone)]
@@ -242,22 +243,9 @@ pub fn format_time(ms: i64) -> String {
     if ms <= 0 {
         return "-".into();
     }
-    let days = ms.div_euclid(86_400_000);
-    let rem = ms.rem_euclid(86_400_000);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let t = UtcTime::from_ms(ms);
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02},{:03}",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02},{:03}",
+        t.year, t.month, t.day, t.hour, t.minute, t.second, t.millis
     )
 }

@@ -166,6 +166,41 @@ pub struct SubscriptionData {
     pub expression_type: Option<String>,
 }
 
+/// The tag expression that selects every message.
+pub const SUB_ALL: &str = "*";
+
+impl SubscriptionData {
+    /// A tag subscription as brokers read it: `TagA || TagB` (blank means `*`), each tag
+    /// with its hash code (protocol.md 4.10).
+    pub fn tags(topic: &str, expression: &str, sub_version: i64) -> Self {
+        let expression = expression.trim();
+        let mut data = Self {
+            topic: topic.to_owned(),
+            sub_string: if expression.is_empty() {
+                SUB_ALL.to_owned()
+            } else {
+                expression.to_owned()
+            },
+            sub_version,
+            expression_type: Some("TAG".to_owned()),
+            ..Self::default()
+        };
+        if data.sub_string != SUB_ALL {
+            for tag in data
+                .sub_string
+                .split("||")
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+            {
+                data.tags_set.insert(tag.to_owned());
+                data.code_set
+                    .insert(crate::protocol::message::java_string_hash(tag));
+            }
+        }
+        data
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -112,33 +112,7 @@ impl UniqIdGenerator {
 
 /// Milliseconds of the first instant of the UTC month containing `now_ms`.
 fn start_of_month_utc_ms(now_ms: i64) -> i64 {
-    let days = now_ms.div_euclid(86_400_000);
-    let (year, month, _) = civil_from_days(days);
-    days_from_civil(year, month, 1) * 86_400_000
-}
-
-/// Howard Hinnant's days-from-civil algorithm (proleptic Gregorian calendar).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    super::UtcTime::from_ms(now_ms).start_of_month_ms()
 }
 
 #[cfg(test)]
@@ -194,7 +168,5 @@ mod tests {
     fn month_start() {
         // 2026-12-02T14:00:00Z -> 2026-12-01T00:00:00Z
         assert_eq!(start_of_month_utc_ms(1_796_220_000_000), 1_796_083_200_000);
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
     }
 }

@@ -5,9 +5,11 @@ pub mod batch;
 pub mod id;
 pub mod properties;
 pub mod record;
+pub mod time;
 
 pub use properties::{keys as property, Properties};
 pub use record::{MessageRecord, MessageVersion, RecordHead};
+pub use time::{now_ms, UtcTime};
 
 use std::io::{Read, Write};
 
@@ -45,14 +47,6 @@ pub mod pull_sys_flag {
 }
 
 /// Java's `String.hashCode()`: `h = 31*h + c` over UTF-16 code units, wrapping.
-/// Milliseconds since the Unix epoch: the unit of every timestamp in the protocol and the
-/// store (born, store and delivery times, data versions).
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 pub fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, unit| {
         h.wrapping_mul(31).wrapping_add(i32::from(unit))
