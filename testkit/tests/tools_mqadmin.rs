@@ -1,59 +1,22 @@
-//! `mqadmin` as users run it, against an in-process name server and broker.
+//! `mqadmin` as users run it, against an in-process name server and broker. (Its usage
+//! errors, which need no server, are tested in `tools/tests/cli.rs`.)
 
-use std::process::Command;
+use stellmq_testkit::process::command;
+use stellmq_testkit::Stack;
 
-use stellmq_broker::BrokerStartConfig;
-use stellmq_namesrv::NamesrvConfig;
-
-const BIN: &str = env!("CARGO_BIN_EXE_mqadmin");
-
-struct Stack {
-    ns: String,
-    namesrv: stellmq_namesrv::NamesrvHandle,
-    broker: stellmq_broker::BrokerHandle,
-    _dir: tempfile::TempDir,
-}
-
+/// A name server and broker-a, registered.
 async fn start() -> Stack {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let namesrv = stellmq_namesrv::start(NamesrvConfig {
-        listen_port: 0,
-        bind_address: "127.0.0.1".into(),
-        kv_config_path: dir.path().join("kv.json"),
-        config_store_path: dir.path().join("namesrv.properties"),
-        ..Default::default()
-    })
-    .await
-    .expect("name server");
-    let ns = namesrv.local_addr().to_string();
-    let mut c = BrokerStartConfig::default();
-    c.broker.listen_port = 0;
-    c.broker.bind_address = "127.0.0.1".into();
-    c.broker.namesrv_addr = ns.clone();
-    c.store.store_path_root_dir = dir.path().join("store");
-    c.store.mapped_file_size_commit_log = 8 << 20;
-    c.store.max_message_size = 1 << 20;
-    c.store.max_hash_slot_num = 1000;
-    c.store.max_index_num = 4000;
-    c.store.disk_space_warning_level_ratio = 100;
-    let broker = stellmq_broker::start(c).await.expect("broker");
-    broker.register_now().await;
-    Stack {
-        ns,
-        namesrv,
-        broker,
-        _dir: dir,
-    }
+    let stack = Stack::start().await;
+    stack.broker().register_now().await;
+    stack
 }
 
-/// Runs mqadmin; returns (success, stdout, stderr).
+/// Runs mqadmin with `-n ns`; returns (success, stdout, stderr).
 async fn mqadmin(ns: &str, args: &[&str]) -> (bool, String, String) {
     let mut all: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
-    if !ns.is_empty() {
-        all.extend(["-n".to_owned(), ns.to_owned()]);
-    }
+    all.extend(["-n".to_owned(), ns.to_owned()]);
     let out = tokio::task::spawn_blocking(move || {
-        Command::new(BIN)
+        command("mqadmin")
             .args(&all)
             .env_remove("NAMESRV_ADDR")
             .output()
@@ -77,7 +40,7 @@ async fn ok(ns: &str, args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_messages_and_queries() {
     let s = start().await;
-    let ns = s.ns.as_str();
+    let ns = s.ns_addr();
     let out = ok(
         ns,
         &[
@@ -135,7 +98,7 @@ async fn topics_messages_and_queries() {
         .expect("msg id")
         .to_owned();
     assert_eq!(msg_id.len(), 32);
-    s.broker
+    s.broker()
         .store()
         .wait_dispatched(std::time::Duration::from_secs(10));
 
@@ -226,15 +189,14 @@ async fn topics_messages_and_queries() {
         .await
         .lines()
         .any(|l| l == "AdminTopic"));
-    s.broker.shutdown().await;
-    s.namesrv.shutdown().await;
+    s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn brokers_groups_and_name_servers() {
     let s = start().await;
-    let ns = s.ns.as_str();
-    let addr = s.broker.broker_addr().to_owned();
+    let ns = s.ns_addr();
+    let addr = s.addr().to_owned();
     let clusters = ok(ns, &["clusterList"]).await;
     assert!(
         clusters.contains("DefaultCluster")
@@ -277,8 +239,8 @@ async fn brokers_groups_and_name_servers() {
     .await;
     ok(ns, &["updateTopic", "-t", "Progress", "-b", &addr]).await;
     ok(ns, &["sendMessage", "-t", "Progress", "-p", "x", "-i", "0"]).await;
-    s.broker.register_now().await;
-    s.broker
+    s.broker().register_now().await;
+    s.broker()
         .store()
         .wait_dispatched(std::time::Duration::from_secs(10));
     let progress = ok(
@@ -371,22 +333,5 @@ async fn brokers_groups_and_name_servers() {
     assert!(ok(ns, &["getNamesrvConfig"])
         .await
         .contains("orderMessageEnable"));
-    s.broker.shutdown().await;
-    s.namesrv.shutdown().await;
-}
-
-#[tokio::test]
-async fn usage_errors_are_clear() {
-    let (success, _, err) = mqadmin("", &["topicList"]).await;
-    assert!(!success);
-    assert!(err.contains("name server"), "{err}");
-    let (success, out, _) = mqadmin("", &["help", "updateTopic"]).await;
-    assert!(success);
-    assert!(
-        out.contains("--readQueueNums") && out.contains("-t"),
-        "{out}"
-    );
-    let (success, _, err) = mqadmin("127.0.0.1:1", &["clusterList"]).await;
-    assert!(!success);
-    assert!(err.contains("no name server answered"), "{err}");
+    s.stop().await;
 }
