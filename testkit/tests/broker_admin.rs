@@ -1,11 +1,8 @@
 //! Admin requests and consumer coordination, over TCP against in-process servers.
 
-mod common;
-
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::*;
 use parking_lot::Mutex;
 use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
 use stellmq_remoting::protocol::body::{
@@ -14,6 +11,7 @@ use stellmq_remoting::protocol::body::{
     ResetOffsetBody, TopicConfigSerializeWrapper, TopicStatsTable,
 };
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_testkit::{eventually, heartbeat, request, Stack, TIMEOUT as T};
 
 /// Records server-to-client requests and answers running-info calls.
 #[derive(Default)]
@@ -125,7 +123,7 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
     let c1 = consumer(&r1);
     let hb = |id: &str| heartbeat(id, "cg", &[("Group", "*")], MessageModel::Clustering);
     assert_eq!(
-        c1.invoke(&stack.addr, hb("127.0.1.1@1"), T)
+        c1.invoke(stack.addr(), hb("127.0.1.1@1"), T)
             .await
             .expect("hb")
             .code,
@@ -134,7 +132,7 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
     let r2 = Arc::new(Recorder::default());
     let c2 = consumer(&r2);
     assert_eq!(
-        c2.invoke(&stack.addr, hb("127.0.1.2@2"), T)
+        c2.invoke(stack.addr(), hb("127.0.1.2@2"), T)
             .await
             .expect("hb")
             .code,
@@ -218,7 +216,7 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
         ],
     );
     assert_eq!(
-        c1.invoke(&stack.addr, unregister, T)
+        c1.invoke(stack.addr(), unregister, T)
             .await
             .expect("answer")
             .code,
@@ -374,7 +372,7 @@ async fn consume_stats_reset_offsets_and_who_consumes() {
     let recorder = Arc::new(Recorder::default());
     let c = consumer(&recorder);
     c.invoke(
-        &stack.addr,
+        stack.addr(),
         heartbeat(
             "127.0.1.9@9",
             "sg",
@@ -460,7 +458,6 @@ async fn runtime_info_and_broker_config() {
         stack.send("Rt", 0, "m", &[]).await.code,
         ResponseCode::NO_PERMISSION.as_i32()
     );
-    tokio::time::sleep(Duration::from_millis(10)).await;
     stack.stop().await;
 }
 
@@ -469,7 +466,7 @@ async fn runtime_info_and_broker_config() {
 async fn broker_stats_count_puts_and_gets() {
     use stellmq_remoting::protocol::body::{fastjson, BrokerStatsData};
     use stellmq_remoting::protocol::{RequestCode, ResponseCode};
-    let stack = common::Stack::start().await;
+    let stack = Stack::start().await;
     for i in 0..5 {
         assert_eq!(
             stack
@@ -481,7 +478,7 @@ async fn broker_stats_count_puts_and_gets() {
     }
     assert_eq!(stack.pull_until("sg", "StatsTopic", 0, 5).await.len(), 5);
     let stats = |name: &str, key: &str| {
-        common::request(
+        request(
             RequestCode::VIEW_BROKER_STATS_DATA,
             &[("statsName", name), ("statsKey", key)],
         )

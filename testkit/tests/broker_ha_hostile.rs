@@ -13,12 +13,12 @@ use stellmq_broker::writer::MessageWriter;
 use stellmq_remoting::protocol::message::record::{encode_record, BLANK_MAGIC};
 use stellmq_remoting::protocol::message::{body_crc, RecordHead};
 use stellmq_store::{MessageStore, MessageStoreConfig, PutMessage, PutMessageStatus};
+use stellmq_testkit::{eventually_some, wait_for, Side, TcpTap, TIMEOUT as T};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 const SEGMENT: usize = 64 * 1024;
-const T: Duration = Duration::from_secs(10);
 
 fn config(root: &Path) -> MessageStoreConfig {
     MessageStoreConfig {
@@ -109,14 +109,6 @@ fn slave(master_addr: &str, group: HaGroup, broker_id: i64) -> Slave {
     }
 }
 
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + T;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Everything the peer receives until the other side closes (an error counts as closed).
 async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
     let mut got = Vec::new();
@@ -140,7 +132,7 @@ async fn a_peer_without_the_handshake_gets_nothing_and_is_dropped() {
     let m = master(group(), 20).await;
     let legit = slave(&m.addr, group(), 1);
     let end = m.store.commit_log_max_offset();
-    eventually("the legitimate slave replicates", || {
+    wait_for("the legitimate slave replicates", T, || {
         legit.store.commit_log_max_offset() == end
     })
     .await;
@@ -178,11 +170,11 @@ async fn peers_of_another_group_are_refused() {
     let legit = slave(&m.addr, group(), 1);
     let other_name = slave(&m.addr, HaGroup::new("DefaultCluster", "broker-b"), 1);
     let other_cluster = slave(&m.addr, HaGroup::new("OtherCluster", "broker-a"), 1);
-    eventually("the legitimate slave replicates", || {
+    wait_for("the legitimate slave replicates", T, || {
         legit.store.commit_log_max_offset() == end
     })
     .await;
-    eventually("both impostors tried, twice each", || {
+    wait_for("both impostors tried, twice each", T, || {
         m.ha.refused_peers() >= 4
     })
     .await;
@@ -228,13 +220,13 @@ async fn ha_auth_secret_admits_only_slaves_that_know_it() {
     let right = slave(&m.addr, group().with_secret("s3cret"), 1);
     let wrong = slave(&m.addr, group().with_secret("guess"), 2);
     let none = slave(&m.addr, group(), 3);
-    eventually("the slave with the secret replicates", || {
+    wait_for("the slave with the secret replicates", T, || {
         right.store.commit_log_max_offset() == end
     })
     .await;
     // The wrong proof is refused by the master; the slave without a secret gives up itself
     // at the challenge, which the master counts as refused too.
-    eventually("both impostors tried, twice each", || {
+    wait_for("both impostors tried, twice each", T, || {
         m.ha.refused_peers() >= 4
     })
     .await;
@@ -255,10 +247,17 @@ async fn ha_auth_secret_admits_only_slaves_that_know_it() {
         .expect("proof");
     assert!(read_until_closed(&mut peer).await.is_empty());
 
-    // A slave with a secret refuses a master that asks for none.
+    // A slave with a secret refuses a master that asks for none. First it must have met the
+    // master: it said hello, was told no secret is asked, and hung up without a report.
     let open = master(group(), 5).await;
-    let strict = slave(&open.addr, group().with_secret("s3cret"), 1);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let tap = TcpTap::start(&open.addr).await;
+    let strict = slave(tap.addr(), group().with_secret("s3cret"), 1);
+    let met = eventually_some("the strict slave hangs up", T, async || {
+        tap.closed_by(Side::Client)
+    })
+    .await;
+    assert_eq!(met.from_client, hello("DefaultCluster", "broker-a", 1));
+    assert_eq!(met.from_server.first(), Some(&0), "no secret asked");
     assert_eq!(strict.store.commit_log_max_offset(), 0);
     assert!(open.ha.slaves().is_empty());
     for s in [right, wrong, none, strict] {
@@ -273,7 +272,7 @@ async fn an_impostor_cannot_satisfy_sync_master() {
     let m = master(group(), 0).await;
     let writer = MessageWriter::new(m.store.clone()).with_replication(m.ha.clone(), true);
     let legit = slave(&m.addr, group(), 1);
-    eventually("the slave registered", || m.ha.has_slaves()).await;
+    wait_for("the slave registered", T, || m.ha.has_slaves()).await;
     let r = writer.put(vec![message(0)]).await;
     assert_eq!(
         r.status,
@@ -281,7 +280,7 @@ async fn an_impostor_cannot_satisfy_sync_master() {
         "a real slave acknowledges"
     );
     legit.stop.cancel();
-    eventually("the slave is gone", || !m.ha.has_slaves()).await;
+    wait_for("the slave is gone", T, || !m.ha.has_slaves()).await;
     let acked = m.ha.acked_offset();
 
     // Impostors: a classic slave reporting far ahead, and one still inside its handshake.
@@ -295,7 +294,7 @@ async fn an_impostor_cannot_satisfy_sync_master() {
         .write_all(&protocol::HANDSHAKE_MAGIC)
         .await
         .expect("magic");
-    eventually("the classic impostor was refused", || {
+    wait_for("the classic impostor was refused", T, || {
         m.ha.refused_peers() == 1
     })
     .await;
@@ -342,6 +341,16 @@ impl FakeMaster {
         conn.read_exact(&mut report).await.expect("report");
         (conn, i64::from_be_bytes(report))
     }
+}
+
+/// The slave's next offset report.
+async fn read_report(conn: &mut TcpStream) -> i64 {
+    let mut report = [0u8; 8];
+    tokio::time::timeout(T, conn.read_exact(&mut report))
+        .await
+        .expect("a report in time")
+        .expect("report");
+    i64::from_be_bytes(report)
 }
 
 async fn send_frame(conn: &mut TcpStream, offset: i64, body: &[u8]) {
@@ -396,11 +405,13 @@ async fn a_slave_appends_only_verified_records_from_a_fake_master() {
     let mut frame = r0.clone();
     frame.extend_from_slice(&r1[..60]);
     send_frame(&mut conn, 0, &frame).await;
-    eventually("the whole record is appended", || {
+    wait_for("the whole record is appended", T, || {
         store.commit_log_max_offset() == r0.len() as i64
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The slave reports after it has handled a whole frame: this report shows it is done
+    // with the one holding the half record.
+    assert_eq!(read_report(&mut conn).await, r0.len() as i64);
     assert_eq!(
         store.commit_log_max_offset(),
         r0.len() as i64,
@@ -408,7 +419,7 @@ async fn a_slave_appends_only_verified_records_from_a_fake_master() {
     );
     send_frame(&mut conn, frame.len() as i64, &r1[60..]).await;
     let mut end = (r0.len() + r1.len()) as i64;
-    eventually("the split record is appended", || {
+    wait_for("the split record is appended", T, || {
         store.commit_log_max_offset() == end
     })
     .await;
@@ -471,7 +482,7 @@ async fn a_slave_appends_only_verified_records_from_a_fake_master() {
     let next = record(SEGMENT as i64, queue_offset, "next segment");
     send_frame(&mut conn, SEGMENT as i64, &next).await;
     let last = SEGMENT as i64 + next.len() as i64;
-    eventually("the blank and the next segment are appended", || {
+    wait_for("the blank and the next segment are appended", T, || {
         store.commit_log_max_offset() == last
     })
     .await;

@@ -3,34 +3,25 @@
 //! consumer's heartbeat; bad selectors and brokers without property filtering give clear
 //! errors, also to CHECK_CLIENT_CONFIG.
 
-mod common;
-
-use common::Stack;
 use stellmq_remoting::protocol::body::{
     fastjson, ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel,
     SubscriptionData,
 };
-use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader};
 use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use stellmq_testkit::raw::next_begin_offset;
+use stellmq_testkit::{Pull, Stack};
 
 fn sql_pull(group: &str, offset: i64, selector: Option<&str>) -> RemotingCommand {
-    let header = PullMessageRequestHeader {
-        consumer_group: group.into(),
-        topic: "SqlTopic".into(),
-        queue_id: 0,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        // FLAG_SUBSCRIPTION only when the selector comes with the pull.
-        sys_flag: if selector.is_some() { 0x4 } else { 0 },
-        commit_offset: 0,
-        suspend_timeout_millis: 0,
-        subscription: selector.map(str::to_owned),
-        sub_version: 1,
-        expression_type: Some("SQL92".into()),
-        max_msg_bytes: None,
-    };
-    RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields())
+    let pull = Pull::new(group, "SqlTopic", 0, offset)
+        .sub_version(1)
+        .expression_type("SQL92");
+    // FLAG_SUBSCRIPTION only when the selector comes with the pull.
+    match selector {
+        Some(selector) => pull.subscribe(selector),
+        None => pull,
+    }
+    .to_request()
 }
 
 /// Every body the selector lets through, following nextBeginOffset to the end.
@@ -52,11 +43,7 @@ async fn selected(stack: &Stack, group: &str, selector: Option<&str>) -> Vec<Str
                 r.remark_str()
             );
         }
-        let next: i64 = r
-            .ext_fields
-            .get("nextBeginOffset")
-            .and_then(|v| v.parse().ok())
-            .expect("nextBeginOffset");
+        let next = next_begin_offset(&r);
         if next == offset {
             break;
         }

@@ -6,25 +6,24 @@
 //! The full-disk test mounts a small tmpfs in a private mount namespace (`unshare`, as root
 //! or through a user namespace); `STELLMQ_SKIP_TMPFS_TESTS=1` skips it where neither works.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::*;
 use parking_lot::Mutex;
 use rand::Rng;
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
-use stellmq_remoting::protocol::headers::{
-    CommandHeader, PullMessageRequestHeader, SendMessageResponseHeader,
-};
+use stellmq_remoting::protocol::headers::{CommandHeader, SendMessageResponseHeader};
 use stellmq_remoting::protocol::message::record::MAGIC_V1;
 use stellmq_remoting::protocol::message::{id, MessageRecord};
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_remoting::protocol::RequestCode;
+use stellmq_testkit::process::{bin_path, spawn_broker_command, spawn_mqbroker};
+use stellmq_testkit::{
+    eventually_within, request, send_request, NameServer, RawClient, TIMEOUT as T,
+};
 
 const QUEUES: i32 = 4;
 
@@ -45,68 +44,18 @@ fn write_conf(dir: &Path, store: &Path, extra: &str) -> PathBuf {
     conf
 }
 
-fn kill_9(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// A broker process killed when the test ends, even when it fails.
-struct Broker(Child);
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        kill_9(&mut self.0);
-    }
-}
-
-async fn start_broker(conf: &Path, ns_addr: &str) -> (Broker, String) {
-    let (child, addr) = spawn_mqbroker(conf, ns_addr).await;
-    (Broker(child), addr)
-}
-
 fn body_of(seq: u64) -> String {
     format!("seq-{seq}-{}", "b".repeat((seq % 700) as usize))
 }
 
 /// Every record of the topic's queues, decoded with its CRC checked.
-async fn read_all(client: &RemotingClient, addr: &str, topic: &str) -> Vec<MessageRecord> {
+async fn read_all(addr: &str, topic: &str) -> Vec<MessageRecord> {
+    let broker = RawClient::new(addr);
     let mut out = Vec::new();
     for queue_id in 0..QUEUES {
-        let mut offset = 0;
-        loop {
-            let header = PullMessageRequestHeader {
-                consumer_group: "checker".into(),
-                topic: topic.into(),
-                queue_id,
-                queue_offset: offset,
-                max_msg_nums: 32,
-                sys_flag: 0x4,
-                commit_offset: 0,
-                suspend_timeout_millis: 0,
-                subscription: Some("*".into()),
-                sub_version: 0,
-                expression_type: Some("TAG".into()),
-                max_msg_bytes: None,
-            };
-            let r = client
-                .invoke(
-                    addr,
-                    RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields()),
-                    T,
-                )
-                .await
-                .expect("pull answered");
-            if r.code != 0 {
-                break;
-            }
-            out.extend(MessageRecord::decode_all(r.body.clone(), true).expect("intact records"));
-            offset = r
-                .ext_fields
-                .get("nextBeginOffset")
-                .and_then(|v| v.parse().ok())
-                .expect("next offset");
-        }
+        out.extend(broker.pull_all("checker", topic, queue_id).await);
     }
+    broker.shutdown().await;
     out
 }
 
@@ -132,7 +81,8 @@ async fn kill_9_under_sync_flush_load_loses_no_acknowledged_message() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(8);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = start_namesrv(dir.path()).await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
     let conf = write_conf(
         dir.path(),
         &dir.path().join("store"),
@@ -142,10 +92,10 @@ async fn kill_9_under_sync_flush_load_loses_no_acknowledged_message() {
     let mut next_seq = 0u64;
     let mut attempted = 0u64;
     for cycle in 0..cycles {
-        let (mut child, addr) = start_broker(&conf, &ns_addr).await;
+        let (mut child, addr) = spawn_mqbroker(&conf, &ns_addr).await;
         let client = Arc::new(RemotingClient::new(ClientConfig::default()));
         // Everything acknowledged in earlier cycles is back, intact.
-        let present = seqs(&read_all(&client, &addr, "Crash").await);
+        let present = seqs(&read_all(&addr, "Crash").await);
         let missing: Vec<u64> = acked.lock().difference(&present).copied().collect();
         assert!(missing.is_empty(), "cycle {cycle}: lost {missing:?}");
 
@@ -173,18 +123,18 @@ async fn kill_9_under_sync_flush_load_loses_no_acknowledged_message() {
                 seq - first
             }));
         }
+        // The kill lands at a random moment of the load: the pause is what is tested.
         let load = rand::thread_rng().gen_range(300..1200);
         tokio::time::sleep(Duration::from_millis(load)).await;
-        kill_9(&mut child.0);
+        child.kill();
         stop.store(true, Ordering::Release);
         for w in writers {
             attempted += w.await.expect("writer");
         }
         next_seq += 8 * 1_000_000;
     }
-    let (mut child, addr) = start_broker(&conf, &ns_addr).await;
-    let client = RemotingClient::new(ClientConfig::default());
-    let present = seqs(&read_all(&client, &addr, "Crash").await);
+    let (mut child, addr) = spawn_mqbroker(&conf, &ns_addr).await;
+    let present = seqs(&read_all(&addr, "Crash").await);
     let acked = acked.lock().clone();
     let missing: Vec<u64> = acked.difference(&present).copied().collect();
     assert!(missing.is_empty(), "lost {missing:?}");
@@ -198,7 +148,7 @@ async fn kill_9_under_sync_flush_load_loses_no_acknowledged_message() {
         acked.len(),
         present.len()
     );
-    kill_9(&mut child.0);
+    child.kill();
     ns.shutdown().await;
 }
 
@@ -235,19 +185,20 @@ fn patch(store: &Path, offset: i64, f: impl FnOnce(&mut [u8])) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn damaged_commitlogs_recover_to_a_broker_that_serves() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = start_namesrv(dir.path()).await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
     let store = dir.path().join("store");
     let conf = write_conf(dir.path(), &store, "");
     let client = RemotingClient::new(ClientConfig::default());
-    let (mut child, addr) = start_broker(&conf, &ns_addr).await;
+    let (mut child, addr) = spawn_mqbroker(&conf, &ns_addr).await;
     let phys = fill(&client, &addr, "Damaged", 300).await;
     let end = {
-        let last = read_all(&client, &addr, "Damaged").await;
+        let last = read_all(&addr, "Damaged").await;
         assert_eq!(last.len(), 300);
         let tail = last.last().expect("records");
         tail.head.physical_offset + tail.encode_to_vec().expect("encode").len() as i64
     };
-    kill_9(&mut child.0);
+    child.kill();
 
     type Damage = Box<dyn Fn(&Path)>;
     let cases: Vec<(&str, Damage, usize)> = vec![
@@ -281,8 +232,8 @@ async fn damaged_commitlogs_recover_to_a_broker_that_serves() {
     for (what, damage, kept) in cases {
         damage(&store);
         std::fs::write(store.join("abort"), b"").expect("crash marker");
-        let (mut child, addr) = start_broker(&conf, &ns_addr).await;
-        let records = read_all(&client, &addr, "Damaged").await;
+        let (mut child, addr) = spawn_mqbroker(&conf, &ns_addr).await;
+        let records = read_all(&addr, "Damaged").await;
         let got = seqs(&records);
         assert_eq!(
             got,
@@ -299,7 +250,7 @@ async fn damaged_commitlogs_recover_to_a_broker_that_serves() {
             .await
             .expect("send");
         assert_eq!(r.code, 0, "{what}: {}", r.remark_str());
-        kill_9(&mut child.0);
+        child.kill();
     }
     let dropped = std::fs::read_dir(store.join("commitlog"))
         .expect("dir")
@@ -340,7 +291,8 @@ async fn a_full_disk_refuses_writes_keeps_serving_reads_and_resumes() {
         panic!("cannot mount a tmpfs in a private mount namespace (unshare); set STELLMQ_SKIP_TMPFS_TESTS=1 to skip");
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = start_namesrv(dir.path()).await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
     let store = dir.path().join("store");
     std::fs::create_dir_all(&store).expect("mkdir");
     // 4 MiB segments on a 24 MiB disk; old segments count as expired at once.
@@ -358,11 +310,10 @@ async fn a_full_disk_refuses_writes_keeps_serving_reads_and_resumes() {
     ]);
     command
         .arg(&store)
-        .arg(env!("CARGO_BIN_EXE_mqbroker"))
+        .arg(bin_path("mqbroker"))
         .arg(&conf)
         .arg(&ns_addr);
-    let (child, addr) = spawn_broker_command(command).await;
-    let mut child = Broker(child);
+    let (mut child, addr) = spawn_broker_command(command).await;
     let client = RemotingClient::new(ClientConfig::default());
 
     let mut acked = BTreeSet::new();
@@ -402,7 +353,7 @@ async fn a_full_disk_refuses_writes_keeps_serving_reads_and_resumes() {
         .expect("answer");
     assert_ne!(r.code, 0, "still full");
     // Reads go on: everything acknowledged is there, intact.
-    let records = read_all(&client, &addr, "Full").await;
+    let records = read_all(&addr, "Full").await;
     assert_eq!(
         records.len(),
         acked.len(),
@@ -419,22 +370,14 @@ async fn a_full_disk_refuses_writes_keeps_serving_reads_and_resumes() {
         .await
         .expect("clean");
     assert_eq!(r.code, 0);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    eventually_within("writes resume", Duration::from_secs(20), async || {
         let r = client
             .invoke(&addr, send_request("Full", 0, big.as_bytes(), &[]), T)
             .await
             .expect("answer");
-        if r.code == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "writes resume: {}",
-            r.remark_str()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    kill_9(&mut child.0);
+        r.code == 0
+    })
+    .await;
+    child.kill();
     ns.shutdown().await;
 }

@@ -1,17 +1,17 @@
 //! Send, pull with long polling, offsets, delay, retry and DLQ, queries: a name server and a
 //! broker in process, driven over TCP as RocketMQ clients drive them.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
 use stellmq_remoting::protocol::body::{
     fastjson, perm, MessageModel, SubscriptionGroupConfig, TopicRouteData,
 };
 use stellmq_remoting::protocol::headers::{CommandHeader, SendMessageResponseHeader};
 use stellmq_remoting::protocol::message::{batch, id, MessageRecord};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_testkit::{
+    eventually, heartbeat, request, send_header, send_request, Pull, Stack, TIMEOUT as T,
+};
 
 #[tokio::test]
 async fn sync_oneway_and_batch_sends_are_stored_and_routed() {
@@ -34,7 +34,7 @@ async fn sync_oneway_and_batch_sends_are_stored_and_routed() {
     let (host, phys) = id::decode_offset_msg_id(&h.msg_id).expect("offset msg id");
     assert_eq!(
         host.to_string(),
-        stack.addr,
+        stack.addr(),
         "msgId names the broker's address"
     );
 
@@ -50,8 +50,9 @@ async fn sync_oneway_and_batch_sends_are_stored_and_routed() {
     let mut oneway = send_request("Orders", 1, b"oneway", &[]);
     oneway.mark_oneway();
     stack
-        .client
-        .invoke_oneway(&stack.addr, oneway)
+        .raw()
+        .remoting()
+        .invoke_oneway(stack.addr(), oneway)
         .await
         .expect("oneway sent");
 
@@ -97,13 +98,13 @@ async fn sync_oneway_and_batch_sends_are_stored_and_routed() {
 
     // The auto-created topic reaches the name server right away (asynchronously).
     let ask = || {
-        stack.client.invoke(
-            &stack.ns_addr,
+        stack.raw().remoting().invoke(
+            stack.ns_addr(),
             request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &[("topic", "Orders")]),
             T,
         )
     };
-    eventually("the route is registered", || async {
+    eventually("the route is registered", async || {
         ask().await.expect("route").code == 0
     })
     .await;
@@ -113,10 +114,7 @@ async fn sync_oneway_and_batch_sends_are_stored_and_routed() {
         route.queue_datas[0].write_queue_nums, 4,
         "min(producer's 4, TBW102's 8)"
     );
-    assert_eq!(
-        route.broker_datas[0].master_addr(),
-        Some(stack.addr.as_str())
-    );
+    assert_eq!(route.broker_datas[0].master_addr(), Some(stack.addr()));
     stack.stop().await;
 }
 
@@ -127,8 +125,17 @@ async fn long_polling_pull_is_woken_by_an_arriving_message() {
     let _ = stack.pull_until("g", "Events", 0, 1).await;
 
     let started = Instant::now();
-    let pull = stack.pull("g", "Events", 0, 1, 0x2 | 0x4, Some("*"), 10_000);
+    let pull = stack.pull(
+        Pull::new("g", "Events", 0, 1)
+            .subscribe("*")
+            .suspend(10_000),
+    );
     let send = async {
+        eventually("the pull is parked", async || {
+            stack.broker().parked_pulls() == 1
+        })
+        .await;
+        // The pause is what is tested: a parked pull stays unanswered until a message comes.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let sent_at = Instant::now();
         assert_eq!(stack.send("Events", 0, "second", &[]).await.code, 0);
@@ -151,7 +158,7 @@ async fn long_polling_pull_is_woken_by_an_arriving_message() {
     // With nothing arriving, the parked pull is answered PULL_NOT_FOUND at its deadline.
     let started = Instant::now();
     let r = stack
-        .pull("g", "Events", 0, 2, 0x2 | 0x4, Some("*"), 600)
+        .pull(Pull::new("g", "Events", 0, 2).subscribe("*").suspend(600))
         .await;
     assert_eq!(r.code, ResponseCode::PULL_NOT_FOUND.as_i32());
     assert!(started.elapsed() >= Duration::from_millis(550));
@@ -184,7 +191,7 @@ async fn pull_statuses_and_heartbeat_subscriptions_with_tags() {
     // Dispatch is asynchronous (as in RocketMQ): pull once everything is in the queue.
     assert!(stack.broker().store().wait_dispatched(T));
     // No subscription flag and no heartbeat: SUBSCRIPTION_NOT_EXIST.
-    let r = stack.pull("tg", "Tagged", 0, 0, 0, None, 0).await;
+    let r = stack.pull(Pull::new("tg", "Tagged", 0, 0)).await;
     assert_eq!(r.code, ResponseCode::SUBSCRIPTION_NOT_EXIST.as_i32());
     // A heartbeat registers 'TagA || TagB'; pulls without the flag use it.
     let hb = stack
@@ -196,7 +203,7 @@ async fn pull_statuses_and_heartbeat_subscriptions_with_tags() {
         ))
         .await;
     assert_eq!(hb.code, 0, "{}", hb.remark_str());
-    let r = stack.pull("tg", "Tagged", 0, 0, 0, None, 0).await;
+    let r = stack.pull(Pull::new("tg", "Tagged", 0, 0)).await;
     assert_eq!(r.code, 0, "{}", r.remark_str());
     let tags: Vec<_> = MessageRecord::decode_all(r.body.clone(), true)
         .expect("records")
@@ -205,20 +212,30 @@ async fn pull_statuses_and_heartbeat_subscriptions_with_tags() {
         .collect();
     assert_eq!(tags, ["TagA", "TagB", "TagA"]);
     // Offset statuses.
-    let r = stack.pull("tg", "Tagged", 0, 99, 0x4, Some("*"), 0).await;
+    let r = stack
+        .pull(Pull::new("tg", "Tagged", 0, 99).subscribe("*"))
+        .await;
     assert_eq!(r.code, ResponseCode::PULL_OFFSET_MOVED.as_i32());
     // RocketMQ corrects to minOffset when it is 0, else to maxOffset.
     assert_eq!(r.ext_fields.get("nextBeginOffset"), Some("0"));
-    let r = stack.pull("tg", "Tagged", 0, 4, 0x4, Some("*"), 0).await;
+    let r = stack
+        .pull(Pull::new("tg", "Tagged", 0, 4).subscribe("*"))
+        .await;
     assert_eq!(
         (r.code, r.remark_str()),
         (ResponseCode::PULL_NOT_FOUND.as_i32(), "OFFSET_OVERFLOW_ONE")
     );
-    let r = stack.pull("tg", "Tagged", 0, 2, 0x4, Some("TagZ"), 0).await;
+    let r = stack
+        .pull(Pull::new("tg", "Tagged", 0, 2).subscribe("TagZ"))
+        .await;
     assert_eq!(r.code, ResponseCode::PULL_RETRY_IMMEDIATELY.as_i32());
-    let r = stack.pull("tg", "Tagged", 9, 0, 0x4, Some("*"), 0).await;
+    let r = stack
+        .pull(Pull::new("tg", "Tagged", 9, 0).subscribe("*"))
+        .await;
     assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.as_i32(), "bad queue id");
-    let r = stack.pull("tg", "Nope", 0, 0, 0x4, Some("*"), 0).await;
+    let r = stack
+        .pull(Pull::new("tg", "Nope", 0, 0).subscribe("*"))
+        .await;
     assert_eq!(r.code, ResponseCode::TOPIC_NOT_EXIST.as_i32());
     // SQL92 filtering is not offered: a clear error, not silence.
     let mut sql = request(
@@ -260,7 +277,7 @@ async fn consumer_offsets_survive_a_restart() {
     assert_eq!(stack.call(update).await.code, 0);
     // A pull with the commit flag commits too.
     let _ = stack
-        .pull("og", "Offsets", 1, 0, 0x1 | 0x4, Some("*"), 0)
+        .pull(Pull::new("og", "Offsets", 1, 0).subscribe("*").commit(0))
         .await;
     stack.restart_broker(|_| {}).await;
     let query = |q: &str| {
@@ -300,7 +317,11 @@ async fn delay_messages_arrive_at_their_level() {
     let sent = Instant::now();
     let r = stack.send("Later", 0, "delayed", &[("DELAY", "4")]).await; // level 4 = 2 s here
     assert_eq!(r.code, 0, "{}", r.remark_str());
-    let early = stack.pull("g", "Later", 0, 0, 0x4, Some("*"), 0).await;
+    // Dispatched first, so that a message wrongly made visible would be found.
+    assert!(stack.broker().store().wait_dispatched(T));
+    let early = stack
+        .pull(Pull::new("g", "Later", 0, 0).subscribe("*"))
+        .await;
     assert_ne!(early.code, 0, "not visible before its time");
     let got = stack.pull_until("g", "Later", 0, 1).await;
     assert_eq!(got.len(), 1);
@@ -542,7 +563,8 @@ async fn the_vip_channel_serves_sends_on_listen_port_minus_two() {
     let mut stack = Stack::start_with(|c| c.broker.listen_port = port).await;
     let vip = format!("127.0.0.1:{}", port - 2);
     let r = stack
-        .client
+        .raw()
+        .remoting()
         .invoke(&vip, send_request("Vip", 0, b"via vip", &[]), T)
         .await
         .expect("VIP channel answers");
@@ -572,7 +594,9 @@ async fn slave_read_suggests_the_slave_for_data_out_of_memory() {
             assert_eq!(r.code, 0);
         }
         assert!(stack.broker().store().wait_dispatched(T));
-        let r = stack.pull("slow", "Slow", 0, 0, 0x4, Some("*"), 0).await;
+        let r = stack
+            .pull(Pull::new("slow", "Slow", 0, 0).subscribe("*"))
+            .await;
         assert_eq!(r.code, 0, "{}", r.remark_str());
         assert_eq!(
             r.ext_fields.get("suggestWhichBrokerId"),

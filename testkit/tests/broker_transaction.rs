@@ -2,12 +2,9 @@
 //! commits them, rollbacks never appear, and unresolved halves are checked with the
 //! producer group (CHECK_TRANSACTION_STATE) until answered or given up.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Stack, T};
 use stellmq_broker::BrokerStartConfig;
 use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
 use stellmq_remoting::protocol::body::MessageModel;
@@ -16,6 +13,7 @@ use stellmq_remoting::protocol::headers::{
 };
 use stellmq_remoting::protocol::message::{id, sys_flag, MessageRecord};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_testkit::{heartbeat, wait_for, Pull, Stack, TIMEOUT as T};
 use tokio::sync::mpsc;
 
 const COMMIT: i32 = sys_flag::TRANSACTION_COMMIT_TYPE;
@@ -64,12 +62,18 @@ async fn visible(stack: &Stack, topic: &str, n: usize) -> Vec<MessageRecord> {
     stack.pull_until("tx-reader", topic, 0, n).await
 }
 
-/// Whether queue 0 of `topic` has anything at `offset` right now.
+/// Whether queue 0 of `topic` has anything at `offset` right now (the caller waits until the
+/// store has dispatched what it wants to see or not see).
 async fn has_message_at(stack: &Stack, topic: &str, offset: i64) -> bool {
     let r = stack
-        .pull("tx-reader", topic, 0, offset, 0x2, Some("*"), 0)
+        .pull(Pull::new("tx-reader", topic, 0, offset).subscribe("*"))
         .await;
     r.code == 0
+}
+
+/// The header of a CHECK_TRANSACTION_STATE request.
+fn check_header(check: &RemotingCommand) -> CheckTransactionStateRequestHeader {
+    CheckTransactionStateRequestHeader::from_ext_fields(&check.ext_fields).expect("header")
 }
 
 async fn transaction_stack(tweak: impl FnOnce(&mut BrokerStartConfig)) -> Stack {
@@ -96,9 +100,9 @@ impl InboundHandler for Checks {
 async fn producer(stack: &Stack) -> (RemotingClient, mpsc::UnboundedReceiver<RemotingCommand>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let client = RemotingClient::with_handler(ClientConfig::default(), Arc::new(Checks(tx)));
-    let heartbeat = common::heartbeat("tx-producer@1", "tx-unused", &[], MessageModel::Clustering);
+    let heartbeat = heartbeat("tx-producer@1", "tx-unused", &[], MessageModel::Clustering);
     let r = client
-        .invoke(&stack.addr, heartbeat, T)
+        .invoke(stack.addr(), heartbeat, T)
         .await
         .expect("heartbeat");
     assert_eq!(r.code, 0);
@@ -117,6 +121,8 @@ async fn commit_makes_a_half_visible_and_rollback_never_does() {
     let stack = transaction_stack(|c| c.broker.transaction_time_out = 60_000).await;
     let committed = send_half(&stack, "TxTopic", "TX-COMMIT", &[("KEYS", "k1")]).await;
     let rolled_back = send_half(&stack, "TxTopic", "TX-ROLLBACK", &[]).await;
+    // Dispatched first, so that a visible half would be found.
+    assert!(stack.broker().store().wait_dispatched(T));
     assert!(
         !has_message_at(&stack, "TxTopic", 0).await,
         "halves are invisible before their end"
@@ -161,6 +167,11 @@ async fn commit_makes_a_half_visible_and_rollback_never_does() {
 
     let got = visible(&stack, "TxTopic", 1).await;
     assert_eq!(got.len(), 1);
+    assert!(
+        has_message_at(&stack, "TxTopic", 0).await,
+        "has_message_at sees the committed message"
+    );
+    assert!(stack.broker().store().wait_dispatched(T));
     assert!(
         !has_message_at(&stack, "TxTopic", 1).await,
         "only the committed message, once"
@@ -209,17 +220,21 @@ async fn unresolved_halves_are_checked_with_the_producer_group() {
         commit_log_offset: h.commit_log_offset,
     };
     let r = producer
-        .invoke(&stack.addr, end_request(&copy, "pg", COMMIT, true), T)
+        .invoke(stack.addr(), end_request(&copy, "pg", COMMIT, true), T)
         .await
         .expect("end answered");
     assert_eq!(r.code, 0, "{}", r.remark_str());
     let got = visible(&stack, "TxCheck", 1).await;
     assert_eq!(got.len(), 1);
-    // Resolved: no more checks.
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    while let Ok(extra) = checks.try_recv() {
-        let h =
-            CheckTransactionStateRequestHeader::from_ext_fields(&extra.ext_fields).expect("header");
+    // Resolved: no more checks. A half sent now is checked by a walk of the half queue that
+    // has passed the resolved one, and checks arrive in order: every check about the resolved
+    // transaction would come before the new half's.
+    send_half(&stack, "TxCheck", "TX-LATER", &[]).await;
+    loop {
+        let h = check_header(&next_check(&mut checks).await);
+        if h.msg_id.as_deref() == Some("TX-LATER") {
+            break;
+        }
         assert!(
             h.tran_state_table_offset < copy.queue_offset,
             "asked again about a resolved transaction"
@@ -238,17 +253,23 @@ async fn a_half_checked_too_often_is_given_up() {
         next_check(&mut checks).await;
     }
     let broker = stack.broker();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while broker
-        .store()
-        .max_offset_in_queue("TRANS_CHECK_MAX_TIME_TOPIC", 0)
-        == 0
-    {
-        assert!(Instant::now() < deadline, "never given up");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert!(checks.try_recv().is_err(), "no check after giving up");
+    wait_for("the half is given up", Duration::from_secs(10), || {
+        broker
+            .store()
+            .max_offset_in_queue("TRANS_CHECK_MAX_TIME_TOPIC", 0)
+            > 0
+    })
+    .await;
+    // A half sent now is checked by a walk that has passed the given-up one, and checks
+    // arrive in order: a check after giving up would come before the new half's.
+    send_half(&stack, "TxGiveUp", "TX-LATER", &[]).await;
+    let h = check_header(&next_check(&mut checks).await);
+    assert_eq!(
+        h.msg_id.as_deref(),
+        Some("TX-LATER"),
+        "no check after giving up"
+    );
+    assert!(stack.broker().store().wait_dispatched(T));
     assert!(!has_message_at(&stack, "TxGiveUp", 0).await);
     producer.shutdown().await;
     stack.stop().await;
@@ -294,17 +315,22 @@ async fn after_a_restart_only_open_transactions_are_checked() {
         .await;
     let (producer, mut checks) = producer(&stack).await;
     let check = next_check(&mut checks).await;
-    let h = CheckTransactionStateRequestHeader::from_ext_fields(&check.ext_fields).expect("header");
+    let h = check_header(&check);
     assert_eq!(h.msg_id.as_deref(), Some("TX-OPEN"));
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    while let Ok(more) = checks.try_recv() {
-        let h =
-            CheckTransactionStateRequestHeader::from_ext_fields(&more.ext_fields).expect("header");
+    // The open transaction stays open, so a later walk asks about it again: until its second
+    // check, nothing else is asked.
+    loop {
+        let more = next_check(&mut checks).await;
+        let h = check_header(&more);
         assert_eq!(
             h.msg_id.as_deref(),
             Some("TX-OPEN"),
             "a rolled back transaction was checked"
         );
+        let (half, _) = MessageRecord::decode(&more.body, true).expect("half in the body");
+        if half.properties.get("TRANSACTION_CHECK_TIMES") == Some("2") {
+            break;
+        }
     }
     producer.shutdown().await;
     stack.stop().await;

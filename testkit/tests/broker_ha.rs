@@ -1,16 +1,19 @@
 //! Master/slave CommitLog replication over the HA port: between two stores, and between a
 //! master and a slave broker that finds its master through the name server.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use stellmq_broker::ha::protocol::{ACCEPTED, FRAME_HEADER_LEN};
 use stellmq_broker::ha::{HaGroup, HaMaster, HaSlave};
 use stellmq_remoting::protocol::message::{MessageRecord, Properties};
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, MessageStoreConfig, PutMessage};
+use stellmq_testkit::{
+    eventually_some, eventually_within, request, send_request, wait_for, RawClient, Role, Side,
+    Stack, TcpTap, TIMEOUT as T,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -70,18 +73,15 @@ async fn caught_up(master: &MessageStore, slave: &MessageStore) {
         "master dispatched"
     );
     let target = master.commit_log_max_offset();
-    for _ in 0..300 {
-        if slave.commit_log_max_offset() == target
-            && slave.wait_dispatched(Duration::from_millis(10))
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!(
-        "slave at {} never reached the master's {target}",
-        slave.commit_log_max_offset()
-    );
+    wait_for(
+        &format!("the slave reaching the master's end, {target}"),
+        T,
+        || {
+            slave.commit_log_max_offset() == target
+                && slave.wait_dispatched(Duration::from_millis(10))
+        },
+    )
+    .await;
 }
 
 /// Every byte of the slave's log equals the master's.
@@ -145,12 +145,7 @@ async fn slave_replicates_exact_bytes_and_resumes_after_a_restart() {
     follower.set_master(&ha_addr);
     // Connected while the master is empty, the slave copies from offset 0 (a slave that
     // arrives later starts at the master's last segment).
-    for _ in 0..200 {
-        if !ha.slaves().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for("the slave connects", T, || !ha.slaves().is_empty()).await;
     assert_eq!(ha.slaves().len(), 1, "the slave connected");
     put(&master, 0..150).await;
     caught_up(&master, &slave).await;
@@ -188,7 +183,8 @@ async fn slave_replicates_exact_bytes_and_resumes_after_a_restart() {
     // Stop the slave, write more, reopen its store: it resumes from its own end.
     slave_stop.cancel();
     drop(follower);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Its connection closes when its replication task ends.
+    wait_for("the master sees the slave go", T, || ha.slaves().is_empty()).await;
     put(&master, 200..320).await;
     slave.shutdown();
     drop(slave);
@@ -229,6 +225,7 @@ async fn a_slave_ahead_of_its_master_is_refused() {
     let ha_addr = listener.local_addr().expect("addr").to_string();
     let ha = HaMaster::start(master.clone(), listener, group(), stop.clone());
     let before = slave.commit_log_max_offset();
+    let tap = TcpTap::start(&ha_addr).await;
     let follower = HaSlave::start(
         slave.clone(),
         group(),
@@ -236,8 +233,20 @@ async fn a_slave_ahead_of_its_master_is_refused() {
         Duration::from_millis(100),
         stop.clone(),
     );
-    follower.set_master(&ha_addr);
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    follower.set_master(tap.addr());
+    // First the slave must have met the master: the master accepted its handshake, read its
+    // report of its end, and closed the connection without streaming anything.
+    let met = eventually_some("the master drops the slave", T, async || {
+        tap.closed_by(Side::Server)
+    })
+    .await;
+    assert_eq!(met.from_server, [0, ACCEPTED], "no CommitLog byte streamed");
+    assert!(
+        met.from_client.ends_with(&before.to_be_bytes()),
+        "the slave reported its end: {:?}",
+        met.from_client
+    );
+    assert_eq!(ha.refused_peers(), 0, "the handshake was accepted");
     assert_eq!(
         slave.commit_log_max_offset(),
         before,
@@ -284,7 +293,7 @@ async fn a_new_slave_starts_at_the_masters_last_segment() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_master_acknowledges_only_what_the_slave_has() {
     use stellmq_remoting::protocol::{RequestCode, ResponseCode};
-    let stack = common::Stack::start_with(|c| c.broker.broker_role = "SYNC_MASTER".into()).await;
+    let stack = Stack::start_with(|c| Role::SyncMaster.apply(c)).await;
     let master = stack.broker();
     let r = stack.send("HaBroker", 0, "lonely", &[]).await;
     assert_eq!(
@@ -294,18 +303,9 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
         r.remark_str()
     );
 
-    let slave_dir = tempfile::tempdir().expect("dir");
-    let mut config = common::broker_config(slave_dir.path(), &stack.ns_addr);
-    config.broker.broker_role = "SLAVE".into();
-    config.broker.broker_id = 1;
-    let slave = stellmq_broker::start(config).await.expect("slave broker");
+    let slave = stack.start_slave(1, |_| {}).await;
     let ha = master.ha_master().expect("master replicates");
-    for _ in 0..200 {
-        if !ha.slaves().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait_for("the slave connects", T, || !ha.slaves().is_empty()).await;
     assert_eq!(
         ha.slaves().len(),
         1,
@@ -321,7 +321,7 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
         );
     }
     let info = stack
-        .call(common::request(RequestCode::GET_BROKER_RUNTIME_INFO, &[]))
+        .call(request(RequestCode::GET_BROKER_RUNTIME_INFO, &[]))
         .await;
     let info: stellmq_remoting::protocol::body::KvTable =
         stellmq_remoting::protocol::body::fastjson::decode(&info.body).expect("runtime info");
@@ -341,22 +341,17 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
         info.table.get("haSlaveFallBehindBytes").map(String::as_str),
         Some("0")
     );
-    let direct = stack
-        .client
-        .invoke(
-            slave.broker_addr(),
-            common::send_request("HaBroker", 0, b"to the slave", &[]),
-            common::T,
-        )
-        .await
-        .expect("slave answers");
+    let on_slave = RawClient::new(slave.addr());
+    let direct = on_slave
+        .call(send_request("HaBroker", 0, b"to the slave", &[]))
+        .await;
     assert_eq!(direct.code, ResponseCode::SERVICE_NOT_AVAILABLE.as_i32());
     assert!(
         direct.remark_str().contains("slave"),
         "{}",
         direct.remark_str()
     );
-    let create = common::request(
+    let create = request(
         RequestCode::UPDATE_AND_CREATE_TOPIC,
         &[
             ("topic", "OnSlave"),
@@ -367,11 +362,7 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
             ("topicFilterType", "SINGLE_TAG"),
         ],
     );
-    let refused = stack
-        .client
-        .invoke(slave.broker_addr(), create, common::T)
-        .await
-        .expect("slave answers");
+    let refused = on_slave.call(create).await;
     assert_eq!(refused.code, ResponseCode::SYSTEM_ERROR.as_i32());
     assert!(
         refused.remark_str().contains("master"),
@@ -388,7 +379,7 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
     );
 
     // The slave copies topics and consumer offsets from the master (protocol.md 9.4)...
-    let update = common::request(
+    let update = request(
         RequestCode::UPDATE_CONSUMER_OFFSET,
         &[
             ("consumerGroup", "hg"),
@@ -398,9 +389,7 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
         ],
     );
     assert_eq!(stack.call(update).await.code, 0);
-    let mut stack = stack;
-    let master_addr = std::mem::replace(&mut stack.addr, slave.broker_addr().to_owned());
-    let query = common::request(
+    let query = request(
         RequestCode::QUERY_CONSUMER_OFFSET,
         &[
             ("consumerGroup", "hg"),
@@ -408,24 +397,14 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
             ("queueId", "0"),
         ],
     );
-    let mut synced = None;
-    for _ in 0..100 {
-        let r = stack.call(query.clone()).await;
-        synced = r.ext_fields.get("offset").map(str::to_owned);
-        if r.code == 0 && synced.as_deref() == Some("7") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        synced.as_deref(),
-        Some("7"),
-        "offsets synced from the master"
-    );
+    eventually_within("offsets synced from the master", T, async || {
+        let r = on_slave.call(query.clone()).await;
+        r.code == 0 && r.ext_fields.get("offset") == Some("7")
+    })
+    .await;
     // ...so consumers can read from it.
-    let from_slave = stack.pull_until("hg", "HaBroker", 1, 13).await;
+    let from_slave = on_slave.pull_until("hg", "HaBroker", 1, 13).await;
     assert_eq!(from_slave.len(), 13, "queue 1 readable on the slave");
-    stack.addr = master_addr;
     slave.shutdown().await;
     stack.stop().await;
 }
@@ -436,39 +415,28 @@ async fn sync_master_acknowledges_only_what_the_slave_has() {
 async fn a_slave_copies_delay_progress_instead_of_delivering() {
     use stellmq_remoting::protocol::body::{fastjson, DelayOffsetSerializeWrapper};
     use stellmq_remoting::protocol::RequestCode;
-    let stack = common::Stack::start().await;
+    let stack = Stack::start().await;
     let master = stack.broker();
-    let slave_dir = tempfile::tempdir().expect("dir");
-    let mut config = common::broker_config(slave_dir.path(), &stack.ns_addr);
-    config.broker.broker_role = "SLAVE".into();
-    config.broker.broker_id = 1;
-    let slave = stellmq_broker::start(config).await.expect("slave broker");
+    let slave = stack.start_slave(1, |_| {}).await;
 
     let r = stack.send("HaDelay", 0, "later", &[("DELAY", "1")]).await;
     assert_eq!(r.code, 0, "{}", r.remark_str());
     let delivered = stack.pull_until("hd", "HaDelay", 0, 1).await;
     assert_eq!(delivered.len(), 1, "the master delivered the message");
 
-    let slave_delay = common::request(RequestCode::GET_ALL_DELAY_OFFSET, &[]);
-    let mut level_one = None;
-    for _ in 0..150 {
-        let r = stack
-            .client
-            .invoke(slave.broker_addr(), slave_delay.clone(), common::T)
-            .await
-            .expect("slave answers");
-        let table: DelayOffsetSerializeWrapper = fastjson::decode(&r.body).expect("delay body");
-        level_one = table.offset_table.0.get(&1).copied();
-        if level_one == Some(1) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        level_one,
-        Some(1),
-        "the slave copied the master's delay offsets"
-    );
+    let on_slave = RawClient::new(slave.addr());
+    eventually_within(
+        "the slave copied the master's delay offsets",
+        Duration::from_secs(15),
+        async || {
+            let r = on_slave
+                .call(request(RequestCode::GET_ALL_DELAY_OFFSET, &[]))
+                .await;
+            let table: DelayOffsetSerializeWrapper = fastjson::decode(&r.body).expect("delay body");
+            table.offset_table.0.get(&1).copied() == Some(1)
+        },
+    )
+    .await;
     caught_up(master.store(), slave.store()).await;
     assert_same_log(master.store(), slave.store());
     assert_eq!(
@@ -500,11 +468,14 @@ async fn a_slave_refuses_bytes_from_another_groups_master() {
     put(&other, 2..10).await;
 
     let stop = CancellationToken::new();
-    let mut addrs = Vec::new();
+    let mut masters = Vec::new();
     for store in [&ours, &other] {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        addrs.push(listener.local_addr().expect("addr").to_string());
-        HaMaster::start(store.clone(), listener, group(), stop.clone());
+        let addr = listener.local_addr().expect("addr").to_string();
+        masters.push((
+            addr,
+            HaMaster::start(store.clone(), listener, group(), stop.clone()),
+        ));
     }
     let follower = HaSlave::start(
         slave.clone(),
@@ -513,11 +484,27 @@ async fn a_slave_refuses_bytes_from_another_groups_master() {
         Duration::from_millis(100),
         stop.clone(),
     );
-    follower.set_master(&addrs[0]);
+    follower.set_master(&masters[0].0);
     caught_up(&ours, &slave).await;
 
-    follower.set_master(&addrs[1]);
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let tap = TcpTap::start(&masters[1].0).await;
+    follower.set_master(tap.addr());
+    // First the slave must have met the other master: it was admitted and reported its end
+    // there, was streamed bytes, and hung up itself.
+    let end = ours.commit_log_max_offset();
+    wait_for("the slave reports its end to the other master", T, || {
+        masters[1].1.acked_offset() == end
+    })
+    .await;
+    let met = eventually_some("the slave hangs up on the other master", T, async || {
+        tap.closed_by(Side::Client)
+    })
+    .await;
+    assert!(
+        met.from_server.len() > 2 + FRAME_HEADER_LEN,
+        "the other master streamed bytes: {} bytes",
+        met.from_server.len()
+    );
     assert_same_log(&ours, &slave);
     stop.cancel();
 }
@@ -527,19 +514,19 @@ async fn a_slave_refuses_bytes_from_another_groups_master() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn brokers_with_ha_auth_secret_replicate_and_never_show_it() {
     use stellmq_remoting::protocol::{RequestCode, ResponseCode};
-    let stack = common::Stack::start_with(|c| {
-        c.broker.broker_role = "SYNC_MASTER".into();
+    let stack = Stack::start_with(|c| {
+        Role::SyncMaster.apply(c);
         c.broker.ha_auth_secret = "s3cret".into();
     })
     .await;
     let config = stack
-        .call(common::request(RequestCode::GET_BROKER_CONFIG, &[]))
+        .call(request(RequestCode::GET_BROKER_CONFIG, &[]))
         .await;
     let text = String::from_utf8_lossy(&config.body).to_string();
     assert!(text.contains("haAuthSecret=******\n"), "{text}");
     assert!(!text.contains("s3cret"), "{text}");
-    let update = common::request(RequestCode::UPDATE_BROKER_CONFIG, &[])
-        .with_body(&b"haAuthSecret=guess\n"[..]);
+    let update =
+        request(RequestCode::UPDATE_BROKER_CONFIG, &[]).with_body(&b"haAuthSecret=guess\n"[..]);
     assert_eq!(
         stack.call(update).await.code,
         ResponseCode::NO_PERMISSION.as_i32()
@@ -550,23 +537,13 @@ async fn brokers_with_ha_auth_secret_replicate_and_never_show_it() {
         .ha_master()
         .expect("master replicates")
         .clone();
-    let start_slave = |dir: &Path, secret: &str| {
-        let mut config = common::broker_config(dir, &stack.ns_addr);
-        config.broker.broker_role = "SLAVE".into();
-        config.broker.broker_id = 1;
-        config.broker.ha_auth_secret = secret.into();
-        stellmq_broker::start(config)
-    };
-    let wrong_dir = tempfile::tempdir().expect("dir");
-    let wrong = start_slave(wrong_dir.path(), "guess")
-        .await
-        .expect("slave broker");
-    for _ in 0..200 {
-        if ha.refused_peers() > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let wrong = stack
+        .start_slave(1, |c| c.broker.ha_auth_secret = "guess".into())
+        .await;
+    wait_for("the slave with the wrong secret tries", T, || {
+        ha.refused_peers() > 0
+    })
+    .await;
     assert!(
         ha.refused_peers() > 0,
         "the slave with the wrong secret tried"
@@ -581,16 +558,13 @@ async fn brokers_with_ha_auth_secret_replicate_and_never_show_it() {
     assert_eq!(wrong.store().commit_log_max_offset(), 0);
     wrong.shutdown().await;
 
-    let right_dir = tempfile::tempdir().expect("dir");
-    let right = start_slave(right_dir.path(), "s3cret")
-        .await
-        .expect("slave broker");
-    for _ in 0..200 {
-        if ha.has_slaves() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let right = stack
+        .start_slave(1, |c| c.broker.ha_auth_secret = "s3cret".into())
+        .await;
+    wait_for("the slave with the secret is admitted", T, || {
+        ha.has_slaves()
+    })
+    .await;
     let r = stack.send("HaSecret", 0, "replicated", &[]).await;
     assert_eq!(r.code, 0, "{}", r.remark_str());
     assert!(

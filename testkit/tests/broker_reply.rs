@@ -2,18 +2,16 @@
 //! (found by REPLY_TO_CLIENT) and stored in `<cluster>_REPLY_TOPIC`; a reply for a client
 //! that is not connected is a clear error.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::{Stack, T};
 use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
 use stellmq_remoting::protocol::body::MessageModel;
 use stellmq_remoting::protocol::headers::{
     CommandHeader, ReplyMessageRequestHeader, SendMessageRequestHeaderV2,
 };
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_testkit::{heartbeat, send_header, Stack, TIMEOUT as T};
 use tokio::sync::mpsc;
 
 /// A requester: answers PUSH_REPLY_MESSAGE_TO_CLIENT and passes the pushes on.
@@ -35,7 +33,7 @@ fn reply_request(requester: &str) -> RemotingCommand {
         ("MSG_TYPE", "reply"),
     ];
     let header: SendMessageRequestHeaderV2 =
-        common::send_header("DefaultCluster_REPLY_TOPIC", 0, &props).into();
+        send_header("DefaultCluster_REPLY_TOPIC", 0, &props).into();
     RemotingCommand::request(RequestCode::SEND_REPLY_MESSAGE_V2, header.to_ext_fields())
         .with_body(&b"the answer"[..])
 }
@@ -55,10 +53,10 @@ async fn replies_are_pushed_to_the_requester_and_stored() {
 
     let (tx, mut pushes) = mpsc::unbounded_channel();
     let requester = RemotingClient::with_handler(ClientConfig::default(), Arc::new(Requester(tx)));
-    let heartbeat = common::heartbeat("127.0.0.1@asker", "unused", &[], MessageModel::Clustering);
+    let heartbeat = heartbeat("127.0.0.1@asker", "unused", &[], MessageModel::Clustering);
     assert_eq!(
         requester
-            .invoke(&stack.addr, heartbeat, T)
+            .invoke(stack.addr(), heartbeat, T)
             .await
             .expect("heartbeat")
             .code,

@@ -2,31 +2,29 @@
 //! every acknowledged message is on the slave, consumers read it there after the master is
 //! killed, and a restarted master serves again with its slave.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{send_request, T};
 use parking_lot::Mutex;
 use stellmq_client::{
     AdminClient, ConsumeResult, ConsumerConfig, Message, Producer, ProducerConfig, PushConsumer,
 };
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, TopicConfig};
-use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageRequestHeader};
 use stellmq_remoting::protocol::message::MessageRecord;
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_testkit::process::spawn_mqbroker;
+use stellmq_testkit::{
+    eventually_within, send_request, wait_for, NameServer, Process, Pull, TIMEOUT as T,
+};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Starts `mqbroker` with a shipped conf file plus loopback/ephemeral overrides; returns the
 /// process and its address from the boot line.
-async fn spawn_broker(conf: &str, store: &Path, ns_addr: &str) -> (Child, String) {
+async fn spawn_broker(conf: &str, store: &Path, ns_addr: &str) -> (Process, String) {
     spawn_broker_with(conf, store, ns_addr, "").await
 }
 
@@ -36,7 +34,7 @@ async fn spawn_broker_with(
     store: &Path,
     ns_addr: &str,
     extra: &str,
-) -> (Child, String) {
+) -> (Process, String) {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../conf")
         .join(conf);
@@ -60,29 +58,24 @@ async fn spawn_broker_with(
     text.push_str(extra);
     let file = store.with_extension("properties");
     std::fs::write(&file, text).expect("write conf");
-    common::spawn_mqbroker(&file, ns_addr).await
+    spawn_mqbroker(&file, ns_addr).await
 }
 
 /// Sends until the master acknowledges (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE until its
 /// slave is connected).
 async fn send_acknowledged(client: &RemotingClient, master: &str, body: &str) {
-    let deadline = Instant::now() + Duration::from_secs(40);
-    loop {
-        let r = client
-            .invoke(master, send_request("HaProc", 0, body.as_bytes(), &[]), T)
-            .await
-            .expect("master answers");
-        if r.code == 0 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never acknowledged: {} {}",
-            r.code,
-            r.remark_str()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually_within(
+        &format!("{master} acknowledges {body}"),
+        Duration::from_secs(40),
+        async || {
+            let r = client
+                .invoke(master, send_request("HaProc", 0, body.as_bytes(), &[]), T)
+                .await
+                .expect("master answers");
+            r.code == 0
+        },
+    )
+    .await;
 }
 
 /// Every message of queue 0 the broker at `addr` serves.
@@ -90,22 +83,10 @@ async fn pull_all(client: &RemotingClient, addr: &str) -> Option<Vec<String>> {
     let mut out = Vec::new();
     let mut offset = 0;
     loop {
-        let header = PullMessageRequestHeader {
-            consumer_group: "ha-proc".into(),
-            topic: "HaProc".into(),
-            queue_id: 0,
-            queue_offset: offset,
-            max_msg_nums: 32,
-            sys_flag: 0x2 | 0x4,
-            commit_offset: 0,
-            suspend_timeout_millis: 0,
-            subscription: Some("*".into()),
-            sub_version: 0,
-            expression_type: Some("TAG".into()),
-            max_msg_bytes: None,
-        };
-        let request = RemotingCommand::request(RequestCode::PULL_MESSAGE, header.to_ext_fields());
-        let r = client.invoke(addr, request, T).await.ok()?;
+        let pull = Pull::new("ha-proc", "HaProc", 0, offset)
+            .subscribe("*")
+            .suspend(0);
+        let r = client.invoke(addr, pull.to_request(), T).await.ok()?;
         match r.code {
             0 => {
                 for record in MessageRecord::decode_all(r.body.clone(), true).ok()? {
@@ -119,6 +100,9 @@ async fn pull_all(client: &RemotingClient, addr: &str) -> Option<Vec<String>> {
     }
 }
 
+/// How long a broker may take to stop on SIGTERM.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// These tests kill and restart brokers on ephemeral ports; run one group at a time so a
 /// restarted broker's port never belongs to another test's group.
 async fn one_group_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
@@ -126,53 +110,12 @@ async fn one_group_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
     GROUPS.lock().await
 }
 
-fn kill(child: &mut Child, signal: &str) {
-    signal_process(child, signal);
-    let _ = child.wait();
-}
-
-/// Sends a signal without waiting for the process (SIGSTOP / SIGCONT).
-/// Waits until every thread of `child` is stopped: `kill -STOP` returns before a thread
-/// running on another core has noticed the signal, and such a thread may still answer.
-fn wait_until_stopped(child: &Child) {
-    let tasks = format!("/proc/{}/task", child.id());
-    let deadline = Instant::now() + T;
-    loop {
-        let all_stopped = std::fs::read_dir(&tasks)
-            .expect("the process's threads")
-            .flatten()
-            .all(|task| {
-                // The state is the field after the parenthesised command name.
-                std::fs::read_to_string(task.path().join("stat"))
-                    .ok()
-                    .and_then(|stat| {
-                        stat.rsplit_once(')')
-                            .map(|(_, rest)| rest.trim_start().starts_with('T'))
-                    })
-                    .unwrap_or(false)
-            });
-        if all_stopped {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the slave stops");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn signal_process(child: &Child, signal: &str) {
-    let status = Command::new("kill")
-        .arg(signal)
-        .arg(child.id().to_string())
-        .status()
-        .expect("kill");
-    assert!(status.success());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_group_survives_the_loss_of_its_master() {
     let _alone = one_group_at_a_time().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
     let master_store = dir.path().join("master");
     // The slave starts first: it must keep asking the name server until the master appears.
     let (mut slave, slave_addr) = spawn_broker(
@@ -192,21 +135,26 @@ async fn sync_group_survives_the_loss_of_its_master() {
         acknowledged.push(body);
     }
     // The slave serves the topic once it has copied the master's topics (3 s after start).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while pull_all(&client, &slave_addr).await.is_none() {
-        assert!(Instant::now() < deadline, "slave never served the topic");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually_within(
+        "the slave serves the topic",
+        Duration::from_secs(30),
+        async || pull_all(&client, &slave_addr).await.is_some(),
+    )
+    .await;
 
-    kill(&mut master, "-KILL");
+    master.kill();
     // With no master in the route the slave stops dialling the dead master's HA address.
     let admin = AdminClient::new(&ns_addr).expect("admin");
-    wait_until_async("the slave forgets the dead master", || async {
-        admin
-            .broker_runtime_info(&slave_addr)
-            .await
-            .is_ok_and(|info| info.get("haMasterAddr").is_some_and(String::is_empty))
-    })
+    eventually_within(
+        "the slave forgets the dead master",
+        Duration::from_secs(30),
+        async || {
+            admin
+                .broker_runtime_info(&slave_addr)
+                .await
+                .is_ok_and(|info| info.get("haMasterAddr").is_some_and(String::is_empty))
+        },
+    )
     .await;
     let on_slave = pull_all(&client, &slave_addr).await.expect("slave serves");
     for body in &acknowledged {
@@ -225,8 +173,8 @@ async fn sync_group_survives_the_loss_of_its_master() {
     assert!(acknowledged.iter().all(|b| on_master.contains(b)));
     assert!(on_master.contains(&"after-restart".to_owned()));
 
-    kill(&mut master, "-TERM");
-    kill(&mut slave, "-TERM");
+    master.terminate(STOP_TIMEOUT);
+    slave.terminate(STOP_TIMEOUT);
     ns.shutdown().await;
 }
 
@@ -244,18 +192,12 @@ fn keep_sending(producer: Arc<Producer>, acked: Bodies, stop: CancellationToken)
                 Ok(_) => {
                     acked.lock().insert(body);
                 }
+                // Paces the retries while the master is down (there is nothing to wait for:
+                // the producer finds the restarted master by itself).
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         }
     })
-}
-
-async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn missing(acked: &Bodies, seen: &Bodies) -> Vec<String> {
@@ -274,7 +216,8 @@ fn missing(acked: &Bodies, seen: &Bodies) -> Vec<String> {
 async fn consumers_fail_over_to_the_slave_under_load() {
     let _alone = one_group_at_a_time().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
     let master_store = dir.path().join("master");
     let (mut master, master_addr) =
         spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
@@ -290,15 +233,17 @@ async fn consumers_fail_over_to_the_slave_under_load() {
         .await
         .expect("topic");
     // The slave must know the topic before it can serve it (copied every 10 s).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !admin
-        .all_topic_config(&slave_addr)
-        .await
-        .is_ok_and(|t| t.topic_config_table.contains_key("HaLoad"))
-    {
-        assert!(Instant::now() < deadline, "slave never copied the topic");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually_within(
+        "the slave copies the topic",
+        Duration::from_secs(30),
+        async || {
+            admin
+                .all_topic_config(&slave_addr)
+                .await
+                .is_ok_and(|t| t.topic_config_table.contains_key("HaLoad"))
+        },
+    )
+    .await;
 
     let producer = Arc::new(
         Producer::start(ProducerConfig {
@@ -328,6 +273,8 @@ async fn consumers_fail_over_to_the_slave_under_load() {
         },
         &[("HaLoad", "*")],
         move |msgs| {
+            // The listener holds its thread while the gate is closed (a listener is
+            // synchronous, so it waits on the gate by polling it).
             while !open.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -344,20 +291,20 @@ async fn consumers_fail_over_to_the_slave_under_load() {
     let stop = CancellationToken::new();
     let sender = keep_sending(producer.clone(), acked.clone(), stop.clone());
 
-    wait_until("load under way", Duration::from_secs(30), || {
+    wait_for("load under way", Duration::from_secs(30), || {
         acked.lock().len() >= 300 && seen.lock().len() >= 100
     })
     .await;
     gate.store(false, Ordering::Release);
     let consumed_before_kill = seen.lock().len();
-    wait_until("a backlog", Duration::from_secs(30), || {
+    wait_for("a backlog", Duration::from_secs(30), || {
         acked.lock().len() >= consumed_before_kill + 400
     })
     .await;
-    kill(&mut master, "-KILL");
+    master.kill();
     gate.store(true, Ordering::Release);
     let acked_by_dead_master = acked.lock().len();
-    wait_until(
+    wait_for(
         "every acknowledged message consumed from the slave",
         Duration::from_secs(60),
         || missing(&acked, &seen).is_empty(),
@@ -366,7 +313,7 @@ async fn consumers_fail_over_to_the_slave_under_load() {
 
     let (mut master, _) =
         spawn_broker("2m-2s-sync/broker-a.properties", &master_store, &ns_addr).await;
-    wait_until(
+    wait_for(
         "sends acknowledged by the restarted master",
         Duration::from_secs(60),
         || acked.lock().len() >= acked_by_dead_master + 300,
@@ -374,7 +321,7 @@ async fn consumers_fail_over_to_the_slave_under_load() {
     .await;
     stop.cancel();
     sender.await.expect("sender");
-    wait_until(
+    wait_for(
         "every acknowledged message consumed",
         Duration::from_secs(60),
         || missing(&acked, &seen).is_empty(),
@@ -383,8 +330,8 @@ async fn consumers_fail_over_to_the_slave_under_load() {
 
     consumer.shutdown().await;
     producer.shutdown().await;
-    kill(&mut master, "-TERM");
-    kill(&mut slave, "-TERM");
+    master.terminate(STOP_TIMEOUT);
+    slave.terminate(STOP_TIMEOUT);
     ns.shutdown().await;
 }
 
@@ -404,7 +351,8 @@ async fn runtime_value(admin: &AdminClient, broker: &str, key: &str) -> i64 {
 async fn async_slave_catches_up_after_a_pause() {
     let _alone = one_group_at_a_time().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
     let (mut master, master_addr) = spawn_broker(
         "2m-2s-async/broker-a.properties",
         &dir.path().join("master"),
@@ -420,12 +368,12 @@ async fn async_slave_catches_up_after_a_pause() {
     let admin = AdminClient::new(&ns_addr).expect("admin");
     let client = RemotingClient::new(ClientConfig::default());
     send_acknowledged(&client, &master_addr, "before-pause").await;
-    wait_until_async("slave connected", || async {
+    eventually_within("slave connected", Duration::from_secs(30), async || {
         runtime_value(&admin, &master_addr, "haSlaveCount").await == 1
     })
     .await;
 
-    signal_process(&slave, "-STOP");
+    slave.signal("-STOP");
     let mut acknowledged = vec!["before-pause".to_owned()];
     for i in 0..1000 {
         let body = format!("paused-{i}-{}", "p".repeat(512));
@@ -451,9 +399,9 @@ async fn async_slave_catches_up_after_a_pause() {
         "the paused slave is behind: {behind} bytes"
     );
 
-    signal_process(&slave, "-CONT");
+    slave.signal("-CONT");
     let master_max = runtime_value(&admin, &master_addr, "commitLogMaxOffset").await;
-    wait_until_async("slave caught up", || async {
+    eventually_within("slave caught up", Duration::from_secs(30), async || {
         runtime_value(&admin, &slave_addr, "commitLogMaxOffset").await == master_max
     })
     .await;
@@ -464,8 +412,8 @@ async fn async_slave_catches_up_after_a_pause() {
     let on_slave = pull_count(&client, &slave_addr, acknowledged.len()).await;
     assert_eq!(on_slave, acknowledged, "in order, no gap, no duplicate");
 
-    kill(&mut master, "-TERM");
-    kill(&mut slave, "-TERM");
+    master.terminate(STOP_TIMEOUT);
+    slave.terminate(STOP_TIMEOUT);
     ns.shutdown().await;
 }
 
@@ -475,7 +423,8 @@ async fn async_slave_catches_up_after_a_pause() {
 async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
     let _alone = one_group_at_a_time().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
     let (mut master, master_addr) = spawn_broker_with(
         "2m-2s-sync/broker-a.properties",
         &dir.path().join("master"),
@@ -493,7 +442,7 @@ async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
     // Until the slave is connected a SYNC_MASTER answers SLAVE_NOT_AVAILABLE but keeps the
     // message, so wait for it first: every message below is then stored exactly once.
     let admin = AdminClient::new(&ns_addr).expect("admin");
-    wait_until_async("slave connected", || async {
+    eventually_within("slave connected", Duration::from_secs(30), async || {
         runtime_value(&admin, &master_addr, "haSlaveCount").await == 1
     })
     .await;
@@ -507,8 +456,8 @@ async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
         .expect("master answers");
     assert_eq!(r.code, 0, "{}", r.remark_str());
 
-    signal_process(&slave, "-STOP");
-    wait_until_stopped(&slave);
+    slave.signal("-STOP");
+    slave.wait_until_stopped();
     let started = Instant::now();
     let r = client
         .invoke(
@@ -534,8 +483,8 @@ async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
         "the message was stored"
     );
 
-    signal_process(&slave, "-CONT");
-    wait_until_async("slave caught up", || async {
+    slave.signal("-CONT");
+    eventually_within("slave caught up", Duration::from_secs(30), async || {
         runtime_value(&admin, &master_addr, "haSlaveFallBehindBytes").await == 0
     })
     .await;
@@ -553,31 +502,22 @@ async fn sync_master_answers_flush_slave_timeout_while_its_slave_is_paused() {
         ["confirmed", "unconfirmed", "after-resume"]
     );
 
-    kill(&mut master, "-TERM");
-    kill(&mut slave, "-TERM");
+    master.terminate(STOP_TIMEOUT);
+    slave.terminate(STOP_TIMEOUT);
     ns.shutdown().await;
 }
 
-async fn wait_until_async<F, Fut>(what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Queue 0 of `addr` once it holds at least `n` messages (30 s at most).
+/// Queue 0 of `addr` once it holds at least `n` messages.
 async fn pull_count(client: &RemotingClient, addr: &str, n: usize) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let bodies = pull_all(client, addr).await.unwrap_or_default();
-        if bodies.len() >= n || Instant::now() > deadline {
-            return bodies;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let mut bodies = Vec::new();
+    eventually_within(
+        &format!("{n} messages on {addr}"),
+        Duration::from_secs(30),
+        async || {
+            bodies = pull_all(client, addr).await.unwrap_or_default();
+            bodies.len() >= n
+        },
+    )
+    .await;
+    bodies
 }

@@ -1,13 +1,11 @@
 //! Clients that hold on to what others need: one that never reads its responses, and long
 //! polls that ask to wait forever or pile up. The broker keeps serving everyone else.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use common::*;
 use stellmq_remoting::protocol::{frame, RequestCode};
+use stellmq_testkit::{eventually, request, send_request, Pull, Stack, TIMEOUT as T};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -47,7 +45,7 @@ async fn a_client_that_never_reads_does_not_delay_anyone_else() {
         r.opaque = i;
         frame::encode(&r, &mut flood);
     }
-    let mut flooder = TcpStream::connect(&stack.addr).await.expect("connect");
+    let mut flooder = TcpStream::connect(stack.addr()).await.expect("connect");
     let writer = tokio::spawn(async move {
         let _ = flooder.write_all(&flood).await;
         flooder
@@ -95,7 +93,11 @@ async fn long_polls_are_capped_in_time_and_number() {
     // Asked to wait an hour, answered after the broker's cap.
     let started = Instant::now();
     let r = stack
-        .pull("g", "Quiet", 0, 1, 0x2 | 0x4, Some("*"), 3_600_000)
+        .pull(
+            Pull::new("g", "Quiet", 0, 1)
+                .subscribe("*")
+                .suspend(3_600_000),
+        )
         .await;
     assert_eq!(r.code, PULL_NOT_FOUND);
     let waited = started.elapsed();
@@ -111,17 +113,21 @@ async fn long_polls_are_capped_in_time_and_number() {
         let stack = stack.clone();
         parked.push(tokio::spawn(async move {
             stack
-                .pull("g", "Quiet", queue, 0, 0x2 | 0x4, Some("*"), 200)
+                .pull(
+                    Pull::new("g", "Quiet", queue, 0)
+                        .subscribe("*")
+                        .suspend(200),
+                )
                 .await
                 .code
         }));
     }
-    eventually("three pulls parked", || async {
+    eventually("three pulls parked", async || {
         stack.broker().parked_pulls() == 3
     })
     .await;
     let r = stack
-        .pull("g", "Quiet", 0, 1, 0x2 | 0x4, Some("*"), 200)
+        .pull(Pull::new("g", "Quiet", 0, 1).subscribe("*").suspend(200))
         .await;
     assert_eq!(r.code, SYSTEM_BUSY, "{}", r.remark_str());
     assert!(

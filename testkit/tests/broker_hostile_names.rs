@@ -1,17 +1,15 @@
 //! Names from clients never reach a path: traversal and malformed topic and group names are
 //! refused with RocketMQ's codes and change nothing on disk, and auto-creation is bounded.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::*;
 use stellmq_remoting::protocol::body::{fastjson, MessageModel, SubscriptionGroupConfig};
 use stellmq_remoting::protocol::headers::{CommandHeader, SendMessageResponseHeader};
 use stellmq_remoting::protocol::message::{batch, id};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_testkit::{eventually, heartbeat, request, send_header, Pull, Stack};
 
 const SYSTEM_ERROR: i32 = 1;
 const MESSAGE_ILLEGAL: i32 = 13;
@@ -54,7 +52,7 @@ fn msg_phys(response: &RemotingCommand) -> i64 {
 #[tokio::test]
 async fn traversal_topics_are_refused_and_delete_nothing() {
     let stack = Stack::start().await;
-    let outside = stack.dir.path().join("some").join("dir");
+    let outside = stack.dir().join("some").join("dir");
     std::fs::create_dir_all(&outside).expect("mkdir");
     std::fs::write(outside.join("keep.txt"), b"precious").expect("write");
 
@@ -63,8 +61,8 @@ async fn traversal_topics_are_refused_and_delete_nothing() {
     assert_eq!(r.code, 0, "{}", r.remark_str());
     let r = stack.send("Kept", 0, "stay", &[]).await;
     assert_eq!(r.code, 0, "{}", r.remark_str());
-    let cq = stack.dir.path().join("store").join("consumequeue");
-    eventually("queues dispatched", || async {
+    let cq = stack.dir().join("store").join("consumequeue");
+    eventually("queues dispatched", async || {
         cq.join("Doomed").exists() && cq.join("Kept").exists()
     })
     .await;
@@ -80,7 +78,7 @@ async fn traversal_topics_are_refused_and_delete_nothing() {
         "a real delete removes the queues"
     );
 
-    let before = layout(stack.dir.path());
+    let before = layout(stack.dir());
     let outside_abs = outside.to_string_lossy().into_owned();
     for topic in [
         "../commitlog",
@@ -123,11 +121,7 @@ async fn traversal_topics_are_refused_and_delete_nothing() {
         r.remark_str()
     );
 
-    assert_eq!(
-        layout(stack.dir.path()),
-        before,
-        "nothing appeared or vanished"
-    );
+    assert_eq!(layout(stack.dir()), before, "nothing appeared or vanished");
     assert_eq!(
         std::fs::read(outside.join("keep.txt")).expect("still there"),
         b"precious"
@@ -157,7 +151,7 @@ async fn bad_group_names_are_refused_and_consumption_goes_on() {
     let r = stack.call(back("good")).await;
     assert_eq!(r.code, 0, "{}", r.remark_str());
 
-    let before = layout(stack.dir.path());
+    let before = layout(stack.dir());
     for group in ["../../escape", "a/b", "..", "x y"] {
         let r = stack.call(back(group)).await;
         assert_eq!(
@@ -172,7 +166,7 @@ async fn bad_group_names_are_refused_and_consumption_goes_on() {
             r.remark_str()
         );
         let r = stack
-            .pull(group, "Work", 0, 0, 0x2 | 0x4, Some("*"), 0)
+            .pull(Pull::new(group, "Work", 0, 0).subscribe("*").suspend(0))
             .await;
         assert_eq!(r.code, SYSTEM_ERROR, "pull as {group:?}");
         let r = stack
@@ -221,10 +215,7 @@ async fn bad_group_names_are_refused_and_consumption_goes_on() {
         !listed.contains("escape") && !listed.contains("x y"),
         "{listed}"
     );
-    let after: BTreeSet<PathBuf> = layout(stack.dir.path())
-        .difference(&before)
-        .cloned()
-        .collect();
+    let after: BTreeSet<PathBuf> = layout(stack.dir()).difference(&before).cloned().collect();
     assert!(
         after
             .iter()
@@ -297,6 +288,7 @@ async fn auto_creation_is_bounded_in_count_and_rate() {
     }
     assert!((1..=4).contains(&created), "created {created}");
     assert!(refused >= 6, "refused {refused}");
+    // The pause is what is tested: a second later the limiter has refilled.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let r = stack.send("Later", 0, "x", &[]).await;
     assert_eq!(r.code, 0, "the rate refills: {}", r.remark_str());
