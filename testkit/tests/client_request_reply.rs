@@ -1,14 +1,13 @@
 //! Request/reply through an in-process broker: a requester's `request` gets the reply a
 //! consumer sends with `reply`, pushed by the broker to the requester's connection.
 
-mod common;
-
 use std::time::Duration;
 
 use stellmq_client::{
     AdminClient, ConsumeResult, ConsumerConfig, Message, Producer, ProducerConfig, PushConsumer,
 };
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, TopicConfig};
+use stellmq_testkit::Stack;
 use tokio::sync::mpsc;
 
 async fn producer(ns_addr: &str, group: &str, instance: &str) -> Producer {
@@ -24,15 +23,8 @@ async fn producer(ns_addr: &str, group: &str, instance: &str) -> Producer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_gets_the_consumers_reply() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
-    let broker = stellmq_broker::start(common::broker_config(
-        &dir.path().join("store"),
-        &ns_addr,
-        "broker-r",
-    ))
-    .await
-    .expect("broker");
+    let stack = Stack::start_with(|c| c.broker.broker_name = "broker-r".into()).await;
+    let (ns_addr, broker) = (stack.ns_addr().to_owned(), stack.broker());
     AdminClient::new(&ns_addr)
         .expect("admin")
         .create_topic(
@@ -103,21 +95,13 @@ async fn a_request_gets_the_consumers_reply() {
     consumer.shutdown().await;
     replying.abort();
     requester.shutdown().await;
-    broker.shutdown().await;
-    ns.shutdown().await;
+    stack.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unanswered_request_times_out_clearly() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
-    let broker = stellmq_broker::start(common::broker_config(
-        &dir.path().join("store"),
-        &ns_addr,
-        "broker-r",
-    ))
-    .await
-    .expect("broker");
+    let stack = Stack::start_with(|c| c.broker.broker_name = "broker-r".into()).await;
+    let ns_addr = stack.ns_addr().to_owned();
     let requester = producer(&ns_addr, "rpc-lonely", "rpc-lonely").await;
     let err = requester
         .request(
@@ -128,6 +112,5 @@ async fn an_unanswered_request_times_out_clearly() {
         .expect_err("nobody answers");
     assert!(err.to_string().contains("no reply"), "{err}");
     requester.shutdown().await;
-    broker.shutdown().await;
-    ns.shutdown().await;
+    stack.stop().await;
 }

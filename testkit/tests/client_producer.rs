@@ -1,22 +1,17 @@
 //! The producer against in-process name server and brokers on loopback.
 
-mod common;
-
 use std::time::Duration;
 
-use stellmq_broker::BrokerHandle;
 use stellmq_client::{AdminClient, Message, Producer, ProducerConfig, SendStatus};
-use stellmq_namesrv::NamesrvHandle;
 use stellmq_remoting::protocol::message::MessageRecord;
+use stellmq_testkit::{eventually_within, NameServer, TestBroker};
 
-async fn namesrv(dir: &std::path::Path) -> NamesrvHandle {
-    common::start_namesrv(dir).await.0
-}
-
-async fn broker(dir: &std::path::Path, ns: &str, name: &str) -> BrokerHandle {
-    let mut c = common::broker_config(&dir.join(name), ns, name);
-    c.store.message_delay_level = "1s 1s".into();
-    stellmq_broker::start(c).await.expect("broker")
+async fn broker(ns: &str, name: &str) -> TestBroker {
+    TestBroker::start(ns, |c| {
+        c.broker.broker_name = name.to_owned();
+        c.store.message_delay_level = "1s 1s".into();
+    })
+    .await
 }
 
 fn config(ns: &str) -> ProducerConfig {
@@ -50,10 +45,9 @@ async fn read_all(admin: &AdminClient, addr: &str, topic: &str) -> Vec<MessageRe
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_send_mode_stores_messages() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ns = namesrv(dir.path()).await;
-    let ns_addr = ns.local_addr().to_string();
-    let b = broker(dir.path(), &ns_addr, "broker-a").await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
+    let b = broker(&ns_addr, "broker-a").await;
     let producer = Producer::start(config(&ns_addr)).await.expect("producer");
 
     let r = producer
@@ -119,9 +113,20 @@ async fn every_send_mode_stores_messages() {
         .is_err());
     assert!(producer.send(Message::new("ProdTopic", "")).await.is_err());
 
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    b.store().wait_dispatched(Duration::from_secs(10));
     let admin = AdminClient::new(&ns_addr).expect("admin");
+    // The delayed message (level 1, 1 s) and the timer (300 ms) arrive after their delays.
+    eventually_within(
+        "the delayed messages arrive",
+        Duration::from_secs(10),
+        async || {
+            let records = read_all(&admin, b.broker_addr(), "ProdTopic").await;
+            ["later", "timed"]
+                .iter()
+                .all(|want| records.iter().any(|m| &m.body[..] == want.as_bytes()))
+        },
+    )
+    .await;
+    b.store().wait_dispatched(Duration::from_secs(10));
     let records = read_all(&admin, b.broker_addr(), "ProdTopic").await;
     let bodies: Vec<String> = records
         .iter()
@@ -155,11 +160,10 @@ async fn every_send_mode_stores_messages() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sends_fail_over_to_another_broker() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ns = namesrv(dir.path()).await;
-    let ns_addr = ns.local_addr().to_string();
-    let a = broker(dir.path(), &ns_addr, "broker-a").await;
-    let b = broker(dir.path(), &ns_addr, "broker-b").await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
+    let a = broker(&ns_addr, "broker-a").await;
+    let b = broker(&ns_addr, "broker-b").await;
     let admin = AdminClient::new(&ns_addr).expect("admin");
     for addr in [a.broker_addr(), b.broker_addr()] {
         admin
@@ -207,10 +211,9 @@ async fn no_name_server_is_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespaces_prefix_topics() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ns = namesrv(dir.path()).await;
-    let ns_addr = ns.local_addr().to_string();
-    let b = broker(dir.path(), &ns_addr, "broker-a").await;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
+    let b = broker(&ns_addr, "broker-a").await;
     let producer = Producer::start(ProducerConfig {
         namespace: Some("team1".into()),
         ..config(&ns_addr)

@@ -1,8 +1,6 @@
 //! SQL92 subscriptions from the Rust client: only messages whose properties match reach
 //! the listener, and a broker without `enablePropertyFilter` refuses the start clearly.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -11,43 +9,36 @@ use stellmq_client::{
     PushConsumer,
 };
 use stellmq_remoting::protocol::body::TopicConfig;
+use stellmq_testkit::{consumer_config, recording_consumer, wait_consumed_all, wait_for, Stack};
 
 fn sql_consumer(ns_addr: &str, group: &str) -> ConsumerConfig {
     ConsumerConfig {
         expression_type: ExpressionType::Sql92,
-        ..common::consumer_config(ns_addr, group)
+        ..consumer_config(ns_addr, group)
     }
 }
 
-async fn stack(
-    dir: &std::path::Path,
-    property_filter: bool,
-) -> (
-    stellmq_namesrv::NamesrvHandle,
-    String,
-    stellmq_broker::BrokerHandle,
-) {
-    let (ns, ns_addr) = common::start_namesrv(dir).await;
-    let mut config = common::broker_config(&dir.join("store"), &ns_addr, "broker-s");
-    config.broker.enable_property_filter = property_filter;
-    let broker = stellmq_broker::start(config).await.expect("broker");
-    AdminClient::new(&ns_addr)
+/// A name server and broker-s (with or without `enablePropertyFilter`) serving topic `Sql`.
+async fn stack(property_filter: bool) -> Stack {
+    let stack = Stack::start_with(|c| {
+        c.broker.broker_name = "broker-s".into();
+        c.broker.enable_property_filter = property_filter;
+    })
+    .await;
+    AdminClient::new(stack.ns_addr())
         .expect("admin")
-        .create_topic(
-            broker.broker_addr(),
-            &TopicConfig::with_queues("Sql", 2, 2, 6),
-        )
+        .create_topic(stack.addr(), &TopicConfig::with_queues("Sql", 2, 2, 6))
         .await
         .expect("topic");
-    broker.register_now().await;
-    (ns, ns_addr, broker)
+    stack.broker().register_now().await;
+    stack
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql92_subscriptions_receive_only_matching_messages() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr, broker) = stack(dir.path(), true).await;
-    let (consumer, seen) = common::recording_consumer(
+    let stack = stack(true).await;
+    let ns_addr = stack.ns_addr().to_owned();
+    let (consumer, seen) = recording_consumer(
         sql_consumer(&ns_addr, "sql-reader"),
         "Sql",
         "price > 50 AND region IN ('eu', 'us')",
@@ -71,11 +62,13 @@ async fn sql92_subscriptions_receive_only_matching_messages() {
         .filter(|i| i % 4 != 2)
         .map(|i| format!("m{i}"))
         .collect();
-    common::wait_for("matching messages", Duration::from_secs(20), || {
+    wait_for("matching messages", Duration::from_secs(20), || {
         *seen.lock() == expected
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Everything the broker lets through has been consumed once the group's committed
+    // offsets reach the end of both queues.
+    wait_consumed_all(stack.raw(), "sql-reader", "Sql", Duration::from_secs(30)).await;
     assert_eq!(*seen.lock(), expected, "nothing else arrives");
 
     let refused = PushConsumer::start_concurrently(
@@ -88,14 +81,13 @@ async fn sql92_subscriptions_receive_only_matching_messages() {
 
     consumer.shutdown().await;
     producer.shutdown().await;
-    broker.shutdown().await;
-    ns.shutdown().await;
+    stack.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_without_property_filtering_refuses_the_start() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr, broker) = stack(dir.path(), false).await;
+    let stack = stack(false).await;
+    let ns_addr = stack.ns_addr().to_owned();
     let err = match PushConsumer::start_concurrently(
         sql_consumer(&ns_addr, "sql-off"),
         &[("Sql", "price > 1")],
@@ -111,6 +103,5 @@ async fn a_broker_without_property_filtering_refuses_the_start() {
             .contains("does not support consumer to filter message by SQL92"),
         "{err}"
     );
-    broker.shutdown().await;
-    ns.shutdown().await;
+    stack.stop().await;
 }

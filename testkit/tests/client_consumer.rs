@@ -1,68 +1,69 @@
 //! Push and lite pull consumers against in-process name server and broker on loopback.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use stellmq_broker::BrokerHandle;
 use stellmq_client::{
     AdminClient, ConsumeResult, ConsumerConfig, LitePullConsumer, Message, Producer,
     ProducerConfig, PushConsumer,
 };
-use stellmq_namesrv::NamesrvHandle;
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel, TopicConfig};
+use stellmq_testkit::{eventually_some, wait_consumed_all, wait_for, Stack};
 
+/// A name server and broker-a with the consumers' topics, and a directory for the offsets
+/// of broadcasting consumers.
 struct Env {
-    ns: NamesrvHandle,
-    broker: BrokerHandle,
-    addr: String,
-    dir: tempfile::TempDir,
+    stack: Stack,
+    offsets: tempfile::TempDir,
+}
+
+impl Env {
+    fn ns_addr(&self) -> String {
+        self.stack.ns_addr().to_owned()
+    }
+
+    async fn stop(self) {
+        self.stack.stop().await;
+    }
 }
 
 async fn env() -> Env {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, addr) = common::start_namesrv(dir.path()).await;
-    let mut c = common::broker_config(&dir.path().join("store"), &addr, "broker-a");
-    c.store.message_delay_level = "1s 1s 1s 1s 1s 1s 1s 1s".into();
-    let broker = stellmq_broker::start(c).await.expect("broker");
-    let admin = AdminClient::new(&addr).expect("admin");
+    let stack = Stack::start_with(|c| {
+        c.store.message_delay_level = "1s 1s 1s 1s 1s 1s 1s 1s".into();
+    })
+    .await;
+    let admin = AdminClient::new(stack.ns_addr()).expect("admin");
     for topic in [
         "Split", "Bcast", "Ordered", "Fail", "Resume", "Lite", "Shared",
     ] {
         admin
-            .create_topic(
-                broker.broker_addr(),
-                &TopicConfig::with_queues(topic, 8, 8, 6),
-            )
+            .create_topic(stack.addr(), &TopicConfig::with_queues(topic, 8, 8, 6))
             .await
             .expect("topic");
     }
-    broker.register_now().await;
+    stack.broker().register_now().await;
     Env {
-        ns,
-        broker,
-        addr,
-        dir,
+        stack,
+        offsets: tempfile::tempdir().expect("tempdir"),
     }
 }
 
 fn consumer_config(env: &Env, group: &str, instance: &str) -> ConsumerConfig {
     ConsumerConfig {
-        namesrv_addr: env.addr.clone(),
+        namesrv_addr: env.ns_addr(),
         group: group.into(),
         instance_name: instance.into(),
         consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-        offset_store_dir: env.dir.path().join("offsets"),
+        offset_store_dir: env.offsets.path().to_owned(),
         ..Default::default()
     }
 }
 
 async fn producer(env: &Env) -> Producer {
     Producer::start(ProducerConfig {
-        namesrv_addr: env.addr.clone(),
+        namesrv_addr: env.ns_addr(),
         group: "p".into(),
         ..Default::default()
     })
@@ -106,7 +107,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
             .expect("consumer"),
         );
     }
-    common::wait_for("queues split three ways", Duration::from_secs(15), || {
+    wait_for("queues split three ways", Duration::from_secs(15), || {
         let counts: Vec<usize> = consumers
             .iter()
             .map(|c| {
@@ -135,7 +136,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
             .await
             .expect("send");
     }
-    common::wait_for("first batch", Duration::from_secs(20), || {
+    wait_for("first batch", Duration::from_secs(20), || {
         bodies(&seen).len() >= 120
     })
     .await;
@@ -153,7 +154,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
 
     // One leaves; the others take its queues and nothing is lost.
     consumers.pop().expect("c3").shutdown().await;
-    common::wait_for("queues taken over", Duration::from_secs(15), || {
+    wait_for("queues taken over", Duration::from_secs(15), || {
         consumers
             .iter()
             .map(|c| {
@@ -171,7 +172,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
             .await
             .expect("send");
     }
-    common::wait_for("second batch", Duration::from_secs(20), || {
+    wait_for("second batch", Duration::from_secs(20), || {
         bodies(&seen).len() >= 240
     })
     .await;
@@ -183,8 +184,7 @@ async fn clustering_consumers_split_queues_and_take_over() {
     for c in consumers {
         c.shutdown().await;
     }
-    env.broker.shutdown().await;
-    env.ns.shutdown().await;
+    env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,7 +203,7 @@ async fn broadcasting_delivers_everything_to_each_instance() {
                 .expect("consumer"),
         );
     }
-    common::wait_for("both own every queue", Duration::from_secs(10), || {
+    wait_for("both own every queue", Duration::from_secs(10), || {
         consumers.iter().all(|c| c.assigned_queues().len() == 8)
     })
     .await;
@@ -213,7 +213,7 @@ async fn broadcasting_delivers_everything_to_each_instance() {
             .await
             .expect("send");
     }
-    common::wait_for("each got everything", Duration::from_secs(20), || {
+    wait_for("each got everything", Duration::from_secs(20), || {
         seen.lock().len() >= 80
     })
     .await;
@@ -230,8 +230,7 @@ async fn broadcasting_delivers_everything_to_each_instance() {
     for c in consumers {
         c.shutdown().await;
     }
-    env.broker.shutdown().await;
-    env.ns.shutdown().await;
+    env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -254,7 +253,7 @@ async fn orderly_consumption_keeps_queue_order() {
     )
     .await
     .expect("consumer");
-    common::wait_for("all ordered messages", Duration::from_secs(20), || {
+    wait_for("all ordered messages", Duration::from_secs(20), || {
         seen.lock().len() >= 60
     })
     .await;
@@ -273,8 +272,7 @@ async fn orderly_consumption_keeps_queue_order() {
     }
     p.shutdown().await;
     c.shutdown().await;
-    env.broker.shutdown().await;
-    env.ns.shutdown().await;
+    env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,7 +295,7 @@ async fn failed_messages_are_retried_then_dead_lettered() {
     .expect("consumer");
     let p = producer(&env).await;
     p.send(Message::new("Fail", "doomed")).await.expect("send");
-    common::wait_for(
+    wait_for(
         "the original and two retries",
         Duration::from_secs(30),
         || attempts.lock().len() >= 3,
@@ -305,25 +303,24 @@ async fn failed_messages_are_retried_then_dead_lettered() {
     .await;
     assert_eq!(&attempts.lock()[..3], &[0, 1, 2]);
     // After the last retry fails the message is in the group's dead letter queue.
-    let admin = AdminClient::new(&env.addr).expect("admin");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let dead = loop {
-        let dead = admin
-            .pull(env.broker.broker_addr(), "x", "%DLQ%failing", 0, 0, 0)
-            .await
-            .map(|r| r.2)
-            .unwrap_or_default();
-        if !dead.is_empty() {
-            break dead;
-        }
-        assert!(Instant::now() < deadline, "the message reaches the DLQ");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let admin = AdminClient::new(env.stack.ns_addr()).expect("admin");
+    let dead = eventually_some(
+        "the message reaches the DLQ",
+        Duration::from_secs(20),
+        async || {
+            let dead = admin
+                .pull(env.stack.addr(), "x", "%DLQ%failing", 0, 0, 0)
+                .await
+                .map(|r| r.2)
+                .unwrap_or_default();
+            (!dead.is_empty()).then_some(dead)
+        },
+    )
+    .await;
     assert_eq!(&dead[0].body[..], b"doomed");
     p.shutdown().await;
     c.shutdown().await;
-    env.broker.shutdown().await;
-    env.ns.shutdown().await;
+    env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -353,7 +350,7 @@ async fn offsets_resume_after_a_consumer_restart() {
         matches!(&twin, Err(e) if e.to_string().contains("instanceName")),
         "a second consumer of the group with the same client id is refused"
     );
-    common::wait_for("first batch", Duration::from_secs(20), || {
+    wait_for("first batch", Duration::from_secs(20), || {
         seen.lock().len() >= 30
     })
     .await;
@@ -371,11 +368,13 @@ async fn offsets_resume_after_a_consumer_restart() {
     )
     .await
     .expect("consumer");
-    common::wait_for("second batch", Duration::from_secs(20), || {
+    wait_for("second batch", Duration::from_secs(20), || {
         again.lock().len() >= 30
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Everything the group will ever get is consumed once its committed offsets reach the
+    // end of every queue: a message resumed too early would have been delivered by then.
+    wait_consumed_all(env.stack.raw(), "resume", "Resume", Duration::from_secs(30)).await;
     assert!(
         bodies(&again).iter().all(|b| b.starts_with("second-")),
         "resumed where the group stopped: {:?}",
@@ -383,8 +382,7 @@ async fn offsets_resume_after_a_consumer_restart() {
     );
     p.shutdown().await;
     c.shutdown().await;
-    env.broker.shutdown().await;
-    env.ns.shutdown().await;
+    env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -445,8 +443,7 @@ async fn lite_pull_polls_commits_and_resumes() {
     );
     lite.shutdown().await;
     p.shutdown().await;
-    env.broker.shutdown().await;
-    env.ns.shutdown().await;
+    env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -492,15 +489,14 @@ async fn lite_pull_assign_reads_chosen_queues() {
     assert!(!replay.is_empty(), "seek replays from offset 0");
     lite.shutdown().await;
     p.shutdown().await;
-    env.broker.shutdown().await;
-    env.ns.shutdown().await;
+    env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_and_consumer_of_one_instance_share_a_connection() {
     let env = env().await;
     let shared = Producer::start(ProducerConfig {
-        namesrv_addr: env.addr.clone(),
+        namesrv_addr: env.ns_addr(),
         group: "sharedP".into(),
         instance_name: "shared".into(),
         ..Default::default()
@@ -520,21 +516,22 @@ async fn producer_and_consumer_of_one_instance_share_a_connection() {
         .send(Message::new("Shared", "before"))
         .await
         .expect("send");
-    let admin = AdminClient::new(&env.addr).expect("admin");
-    let broker = env.broker.broker_addr().to_owned();
-    let mut producers = Vec::new();
+    let admin = AdminClient::new(env.stack.ns_addr()).expect("admin");
+    let broker = env.stack.addr().to_owned();
     // The producer's first heartbeat goes out about 2 s after it starts.
-    for _ in 0..100 {
-        producers = admin
-            .producer_connection(&broker, "sharedP")
-            .await
-            .map(|c| c.connection_set)
-            .unwrap_or_default();
-        if !producers.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let producers = eventually_some(
+        "the producer registers",
+        Duration::from_secs(10),
+        async || {
+            let producers = admin
+                .producer_connection(&broker, "sharedP")
+                .await
+                .map(|c| c.connection_set)
+                .unwrap_or_default();
+            (!producers.is_empty()).then_some(producers)
+        },
+    )
+    .await;
     let consumers = admin
         .consumer_connection(&broker, "sharedC")
         .await
@@ -553,13 +550,12 @@ async fn producer_and_consumer_of_one_instance_share_a_connection() {
         .send(Message::new("Shared", "after"))
         .await
         .expect("send");
-    common::wait_for("both messages", Duration::from_secs(20), || {
+    wait_for("both messages", Duration::from_secs(20), || {
         bodies(&seen).contains("after")
     })
     .await;
     assert!(bodies(&seen).contains("before"));
     other.shutdown().await;
     c.shutdown().await;
-    env.broker.shutdown().await;
-    env.ns.shutdown().await;
+    env.stop().await;
 }

@@ -1,14 +1,14 @@
 //! The transactional producer against an in-process name server and broker: local answers
 //! commit or roll back at once, and an unknown one is settled by the broker's check.
 
-mod common;
-
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use stellmq_client::{AdminClient, Message, ProducerConfig, TransactionProducer, TransactionState};
 use stellmq_remoting::protocol::body::TopicConfig;
+use stellmq_testkit::{
+    consumer_config, recording_consumer, wait_consumed_all, wait_for, Bodies, Stack,
+};
 
 fn local_answer(body: &str) -> TransactionState {
     match body.split('-').next() {
@@ -20,23 +20,21 @@ fn local_answer(body: &str) -> TransactionState {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_commit_roll_back_and_are_settled_by_checks() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (ns, ns_addr) = common::start_namesrv(dir.path()).await;
-    let mut config = common::broker_config(&dir.path().join("store"), &ns_addr, "broker-t");
-    config.broker.transaction_time_out = 300;
-    config.broker.transaction_check_interval = 200;
-    let broker = stellmq_broker::start(config).await.expect("broker");
+    let stack = Stack::start_with(|c| {
+        c.broker.broker_name = "broker-t".into();
+        c.broker.transaction_time_out = 300;
+        c.broker.transaction_check_interval = 200;
+    })
+    .await;
+    let ns_addr = stack.ns_addr().to_owned();
     AdminClient::new(&ns_addr)
         .expect("admin")
-        .create_topic(
-            broker.broker_addr(),
-            &TopicConfig::with_queues("TxRust", 2, 2, 6),
-        )
+        .create_topic(stack.addr(), &TopicConfig::with_queues("TxRust", 2, 2, 6))
         .await
         .expect("topic");
-    broker.register_now().await;
+    stack.broker().register_now().await;
 
-    let asked: common::Bodies = Arc::default();
+    let asked = Bodies::default();
     let checker_log = asked.clone();
     let producer = TransactionProducer::start(
         ProducerConfig {
@@ -53,12 +51,8 @@ async fn transactions_commit_roll_back_and_are_settled_by_checks() {
     )
     .await
     .expect("producer");
-    let (consumer, seen) = common::recording_consumer(
-        common::consumer_config(&ns_addr, "tx-reader"),
-        "TxRust",
-        "*",
-    )
-    .await;
+    let (consumer, seen) =
+        recording_consumer(consumer_config(&ns_addr, "tx-reader"), "TxRust", "*").await;
 
     for kind in ["commit", "rollback", "unknown"] {
         for i in 0..3 {
@@ -72,21 +66,40 @@ async fn transactions_commit_roll_back_and_are_settled_by_checks() {
             assert_eq!(result.local_state, local_answer(&body));
         }
     }
-    let expected: BTreeSet<String> = ["commit", "unknown"]
+    let mut expected: BTreeSet<String> = ["commit", "unknown"]
         .iter()
         .flat_map(|k| (0..3).map(move |i| format!("{k}-{i}")))
         .collect();
-    common::wait_for("committed messages", Duration::from_secs(30), || {
+    wait_for("committed messages", Duration::from_secs(30), || {
         *seen.lock() == expected
     })
     .await;
-    let unknown: BTreeSet<String> = (0..3).map(|i| format!("unknown-{i}")).collect();
+    let mut unknown: BTreeSet<String> = (0..3).map(|i| format!("unknown-{i}")).collect();
     assert_eq!(*asked.lock(), unknown, "only the unknown ones were checked");
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // One more unknown transaction: the broker checks it on a walk of the half queue that
+    // has passed every earlier half, and commits it on the checker's answer. Once it arrived
+    // and the group has consumed everything, a rolled back message checked (and committed)
+    // by mistake would have been delivered.
+    let later = producer
+        .send_in_transaction(Message::new("TxRust", "unknown-later"), |msg, _| {
+            local_answer(&String::from_utf8_lossy(&msg.body))
+        })
+        .await
+        .expect("half sent");
+    assert_eq!(later.local_state, TransactionState::Unknown);
+    wait_for(
+        "the later transaction is checked and committed",
+        Duration::from_secs(30),
+        || seen.lock().contains("unknown-later"),
+    )
+    .await;
+    wait_consumed_all(stack.raw(), "tx-reader", "TxRust", Duration::from_secs(30)).await;
+    unknown.insert("unknown-later".to_owned());
+    assert_eq!(*asked.lock(), unknown, "only the unknown ones were checked");
+    expected.insert("unknown-later".to_owned());
     assert_eq!(*seen.lock(), expected, "rolled back messages never appear");
 
     consumer.shutdown().await;
     producer.shutdown().await;
-    broker.shutdown().await;
-    ns.shutdown().await;
+    stack.stop().await;
 }
