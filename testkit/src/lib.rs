@@ -1,0 +1,54 @@
+//! StellMQ's test kit: everything an integration test needs to run StellMQ for real, and a
+//! small embedded cluster for applications' own tests.
+//!
+//! - [`Stack`]: a name server and a broker in process, on `127.0.0.1` ephemeral ports with
+//!   temporary files, and a [`RawClient`] aimed at the broker; [`NameServer`] and
+//!   [`TestBroker`] on their own, master/slave groups with [`Role`] and
+//!   [`TestBroker::start_slave`].
+//! - [`raw`]: requests as RocketMQ clients send them ([`send_request`], [`Pull`],
+//!   [`heartbeat`], [`request`]) and a [`RawClient`] that sends them.
+//! - [`Registration`]: what a broker registers with a name server, for name server tests.
+//! - [`wait`]: [`eventually`] and friends, to wait on a condition instead of sleeping.
+//! - [`process`]: `mqnamesrv`, `mqbroker` and `mqadmin` as child processes, killed on drop.
+//! - [`tap`]: a TCP relay that records what two peers sent each other.
+//! - [`consumers`]: recording consumers of the Rust client, and a wait for a group to have
+//!   consumed everything.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use stellmq_testkit::Stack;
+//!
+//! let stack = Stack::start().await; // a name server and broker-a, ready
+//! let sent = stack.send("Orders", 0, "hello", &[("KEYS", "order-1")]).await;
+//! assert_eq!(sent.code, 0);
+//! let got = stack.pull_until("my-group", "Orders", 0, 1).await;
+//! assert_eq!(&got[0].body[..], b"hello");
+//! // Clients of the Rust client library connect through the name server.
+//! let _namesrv_addr = stack.ns_addr();
+//! stack.stop().await; // stops both and removes their files
+//! # }
+//! ```
+
+pub mod broker;
+pub mod consumers;
+pub mod namesrv;
+pub mod process;
+pub mod raw;
+pub mod registration;
+pub mod stack;
+pub mod tap;
+pub mod wait;
+
+pub use broker::{broker_config, Role, TestBroker};
+pub use consumers::{
+    consumer_config, group_consumed_all, recording_consumer, wait_consumed_all, Bodies,
+};
+pub use namesrv::{namesrv_config, NameServer};
+pub use process::{bin_path, Process};
+pub use raw::{heartbeat, request, send_header, send_request, Pull, RawClient};
+pub use registration::Registration;
+pub use stack::Stack;
+pub use tap::{Side, TcpTap};
+pub use wait::{
+    eventually, eventually_some, eventually_within, wait_for, wait_for_blocking, TIMEOUT,
+};

@@ -1,0 +1,502 @@
+//! Admin requests and consumer coordination, over TCP against in-process servers.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
+use stellmq_remoting::protocol::body::{
+    fastjson, ConsumeStats, ConsumerConnection, ConsumerIdList, GroupList, KvTable,
+    LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue, ProducerConnection,
+    ResetOffsetBody, TopicConfigSerializeWrapper, TopicStatsTable,
+};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_testkit::{eventually, heartbeat, request, Stack, TIMEOUT as T};
+
+/// Records server-to-client requests and answers running-info calls.
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<(i32, RemotingCommand)>>,
+}
+
+impl InboundHandler for Recorder {
+    fn on_request(&self, channel: Channel, request: RemotingCommand, _at: Instant) {
+        if request.code == RequestCode::GET_CONSUMER_RUNNING_INFO.as_i32() {
+            channel.try_send(request.success_to().with_body(&b"{\"properties\":{}}"[..]));
+        }
+        self.seen.lock().push((request.code, request));
+    }
+}
+
+impl Recorder {
+    fn count(&self, code: RequestCode) -> usize {
+        self.seen
+            .lock()
+            .iter()
+            .filter(|(c, _)| *c == code.as_i32())
+            .count()
+    }
+}
+
+fn consumer(recorder: &Arc<Recorder>) -> RemotingClient {
+    RemotingClient::with_handler(ClientConfig::default(), recorder.clone())
+}
+
+#[tokio::test]
+async fn topics_are_created_listed_inspected_and_deleted() {
+    let stack = Stack::start().await;
+    let create = |topic: &str| {
+        request(
+            RequestCode::UPDATE_AND_CREATE_TOPIC,
+            &[
+                ("topic", topic),
+                ("defaultTopic", "TBW102"),
+                ("readQueueNums", "3"),
+                ("writeQueueNums", "3"),
+                ("perm", "6"),
+                ("topicFilterType", "SINGLE_TAG"),
+                ("order", "false"),
+            ],
+        )
+    };
+    assert_eq!(stack.call(create("Admin")).await.code, 0);
+    let system = stack.call(create("SCHEDULE_TOPIC_XXXX")).await;
+    assert_eq!(system.code, 1);
+    assert!(system.remark_str().contains("conflict with system topic"));
+    assert_eq!(stack.call(create("bad name")).await.code, 1);
+
+    let all = stack
+        .call(request(RequestCode::GET_ALL_TOPIC_CONFIG, &[]))
+        .await;
+    let all: TopicConfigSerializeWrapper = fastjson::decode(&all.body).expect("wrapper");
+    assert_eq!(all.topic_config_table["Admin"].read_queue_nums, 3);
+    assert!(all.topic_config_table.contains_key("TBW102"));
+    assert!(all.topic_config_table.contains_key("DefaultCluster"));
+    assert!(all.topic_config_table.contains_key("broker-a"));
+
+    assert_eq!(stack.send("Admin", 2, "m", &[]).await.code, 0);
+    assert!(
+        stack.broker().store().wait_dispatched(T),
+        "dispatch is asynchronous"
+    );
+    let stats = stack
+        .call(request(
+            RequestCode::GET_TOPIC_STATS_INFO,
+            &[("topic", "Admin")],
+        ))
+        .await;
+    let stats: TopicStatsTable = fastjson::decode(&stats.body).expect("stats");
+    let q2 = MessageQueue {
+        broker_name: "broker-a".into(),
+        queue_id: 2,
+        topic: "Admin".into(),
+    };
+    assert_eq!(stats.offset_table.0[&q2].max_offset, 1);
+    assert!(stats.offset_table.0[&q2].last_update_timestamp > 0);
+    assert!(String::from_utf8_lossy(&fastjson::encode(&stats))
+        .contains(r#"{"brokerName":"broker-a","queueId":2,"topic":"Admin"}:"#));
+
+    assert_eq!(
+        stack
+            .call(request(
+                RequestCode::DELETE_TOPIC_IN_BROKER,
+                &[("topic", "Admin")]
+            ))
+            .await
+            .code,
+        0
+    );
+    let missing = stack
+        .call(request(
+            RequestCode::GET_TOPIC_STATS_INFO,
+            &[("topic", "Admin")],
+        ))
+        .await;
+    assert_eq!(missing.code, ResponseCode::TOPIC_NOT_EXIST.as_i32());
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn consumer_groups_are_tracked_and_members_told_of_changes() {
+    let stack = Stack::start().await;
+    let r1 = Arc::new(Recorder::default());
+    let c1 = consumer(&r1);
+    let hb = |id: &str| heartbeat(id, "cg", &[("Group", "*")], MessageModel::Clustering);
+    assert_eq!(
+        c1.invoke(stack.addr(), hb("127.0.1.1@1"), T)
+            .await
+            .expect("hb")
+            .code,
+        0
+    );
+    let r2 = Arc::new(Recorder::default());
+    let c2 = consumer(&r2);
+    assert_eq!(
+        c2.invoke(stack.addr(), hb("127.0.1.2@2"), T)
+            .await
+            .expect("hb")
+            .code,
+        0
+    );
+    eventually("the first member is told the group changed", || async {
+        r1.count(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED) > 0
+    })
+    .await;
+
+    let list = stack
+        .call(request(
+            RequestCode::GET_CONSUMER_LIST_BY_GROUP,
+            &[("consumerGroup", "cg")],
+        ))
+        .await;
+    let ids: ConsumerIdList = fastjson::decode(&list.body).expect("ids");
+    assert_eq!(ids.consumer_id_list, ["127.0.1.1@1", "127.0.1.2@2"]);
+
+    let conn = stack
+        .call(request(
+            RequestCode::GET_CONSUMER_CONNECTION_LIST,
+            &[("consumerGroup", "cg")],
+        ))
+        .await;
+    let conn: ConsumerConnection = fastjson::decode(&conn.body).expect("connection");
+    assert_eq!(conn.connection_set.len(), 2);
+    assert!(conn.subscription_table.contains_key("Group"));
+    let producers = stack
+        .call(request(
+            RequestCode::GET_PRODUCER_CONNECTION_LIST,
+            &[("producerGroup", "pg")],
+        ))
+        .await;
+    let producers: ProducerConnection = fastjson::decode(&producers.body).expect("producers");
+    assert_eq!(producers.connection_set.len(), 2);
+
+    // Running info is relayed to the client and back.
+    let info = stack
+        .call(request(
+            RequestCode::GET_CONSUMER_RUNNING_INFO,
+            &[("consumerGroup", "cg"), ("clientId", "127.0.1.2@2")],
+        ))
+        .await;
+    assert_eq!(info.code, 0, "{}", info.remark_str());
+    assert_eq!(&info.body[..], b"{\"properties\":{}}");
+
+    // The retry topic was created for the group.
+    let all = stack
+        .call(request(RequestCode::GET_ALL_TOPIC_CONFIG, &[]))
+        .await;
+    let all: TopicConfigSerializeWrapper = fastjson::decode(&all.body).expect("wrapper");
+    assert!(all.topic_config_table.contains_key("%RETRY%cg"));
+
+    // A member that disconnects leaves the group, and the others are told.
+    let before = r1.count(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED);
+    c2.shutdown().await;
+    eventually("the group shrinks", || async {
+        let list = stack
+            .call(request(
+                RequestCode::GET_CONSUMER_LIST_BY_GROUP,
+                &[("consumerGroup", "cg")],
+            ))
+            .await;
+        fastjson::decode::<ConsumerIdList>(&list.body)
+            .map(|l| l.consumer_id_list.len() == 1)
+            .unwrap_or(false)
+    })
+    .await;
+    eventually("the remaining member is told", || async {
+        r1.count(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED) > before
+    })
+    .await;
+
+    let unregister = request(
+        RequestCode::UNREGISTER_CLIENT,
+        &[
+            ("clientID", "127.0.1.1@1"),
+            ("consumerGroup", "cg"),
+            ("producerGroup", ""),
+        ],
+    );
+    assert_eq!(
+        c1.invoke(stack.addr(), unregister, T)
+            .await
+            .expect("answer")
+            .code,
+        0
+    );
+    let none = stack
+        .call(request(
+            RequestCode::GET_CONSUMER_LIST_BY_GROUP,
+            &[("consumerGroup", "cg")],
+        ))
+        .await;
+    assert_eq!(none.code, 1);
+    assert!(none.remark_str().contains("no consumer for this group"));
+    let offline = stack
+        .call(request(
+            RequestCode::GET_CONSUMER_CONNECTION_LIST,
+            &[("consumerGroup", "cg")],
+        ))
+        .await;
+    assert_eq!(offline.code, ResponseCode::CONSUMER_NOT_ONLINE.as_i32());
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn orderly_queue_locks_are_exclusive() {
+    let stack = Stack::start().await;
+    // Locks are only kept for queues that exist.
+    assert_eq!(stack.send("O", 0, "first", &[]).await.code, 0);
+    let mq = MessageQueue {
+        broker_name: "broker-a".into(),
+        queue_id: 0,
+        topic: "O".into(),
+    };
+    let lock = |client: &str| {
+        let body = LockBatchRequestBody {
+            consumer_group: "og".into(),
+            client_id: client.into(),
+            mq_set: vec![mq.clone()],
+            only_this_broker: false,
+        };
+        request(RequestCode::LOCK_BATCH_MQ, &[]).with_body(fastjson::encode(&body))
+    };
+    let locked = |r: RemotingCommand| {
+        fastjson::decode::<LockBatchResponseBody>(&r.body)
+            .expect("body")
+            .lock_ok_mq_set
+    };
+    assert_eq!(locked(stack.call(lock("a")).await), vec![mq.clone()]);
+    assert!(locked(stack.call(lock("b")).await).is_empty(), "held by a");
+    assert_eq!(
+        locked(stack.call(lock("a")).await),
+        vec![mq.clone()],
+        "a renews"
+    );
+    let body = LockBatchRequestBody {
+        consumer_group: "og".into(),
+        client_id: "a".into(),
+        mq_set: vec![mq.clone()],
+        only_this_broker: false,
+    };
+    assert_eq!(
+        stack
+            .call(request(RequestCode::UNLOCK_BATCH_MQ, &[]).with_body(fastjson::encode(&body)))
+            .await
+            .code,
+        0
+    );
+    assert_eq!(locked(stack.call(lock("b")).await), vec![mq]);
+    let ghost = LockBatchRequestBody {
+        consumer_group: "og".into(),
+        client_id: "a".into(),
+        mq_set: vec![MessageQueue {
+            broker_name: "broker-a".into(),
+            queue_id: 0,
+            topic: "NoSuchTopic".into(),
+        }],
+        only_this_broker: false,
+    };
+    let r = stack
+        .call(request(RequestCode::LOCK_BATCH_MQ, &[]).with_body(fastjson::encode(&ghost)))
+        .await;
+    assert!(locked(r).is_empty(), "a queue of no topic is never locked");
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn consume_stats_reset_offsets_and_who_consumes() {
+    let stack = Stack::start().await;
+    for i in 0..3 {
+        assert_eq!(stack.send("Stats", 0, &format!("m{i}"), &[]).await.code, 0);
+    }
+    assert!(stack.broker().store().wait_dispatched(T));
+    let commit = request(
+        RequestCode::UPDATE_CONSUMER_OFFSET,
+        &[
+            ("consumerGroup", "sg"),
+            ("topic", "Stats"),
+            ("queueId", "0"),
+            ("commitOffset", "2"),
+        ],
+    );
+    assert_eq!(stack.call(commit).await.code, 0);
+    let stats = stack
+        .call(request(
+            RequestCode::GET_CONSUME_STATS,
+            &[("consumerGroup", "sg"), ("topic", "Stats")],
+        ))
+        .await;
+    let stats: ConsumeStats = fastjson::decode(&stats.body).expect("stats");
+    let q0 = MessageQueue {
+        broker_name: "broker-a".into(),
+        queue_id: 0,
+        topic: "Stats".into(),
+    };
+    assert_eq!(
+        (
+            stats.offset_table.0[&q0].broker_offset,
+            stats.offset_table.0[&q0].consumer_offset
+        ),
+        (3, 2)
+    );
+
+    let who = stack
+        .call(request(
+            RequestCode::QUERY_TOPIC_CONSUME_BY_WHO,
+            &[("topic", "Stats")],
+        ))
+        .await;
+    assert_eq!(
+        fastjson::decode::<GroupList>(&who.body)
+            .expect("groups")
+            .group_list,
+        ["sg"]
+    );
+
+    // Reset with nobody online: CONSUMER_NOT_ONLINE (mqadmin then falls back), offsets stored.
+    let reset = || {
+        request(
+            RequestCode::INVOKE_BROKER_TO_RESET_OFFSET,
+            &[
+                ("topic", "Stats"),
+                ("group", "sg"),
+                ("timestamp", "0"),
+                ("isForce", "true"),
+            ],
+        )
+    };
+    assert_eq!(
+        stack.call(reset()).await.code,
+        ResponseCode::CONSUMER_NOT_ONLINE.as_i32()
+    );
+    // With a client online it is told the new offsets.
+    let recorder = Arc::new(Recorder::default());
+    let c = consumer(&recorder);
+    c.invoke(
+        stack.addr(),
+        heartbeat(
+            "127.0.1.9@9",
+            "sg",
+            &[("Stats", "*")],
+            MessageModel::Clustering,
+        ),
+        T,
+    )
+    .await
+    .expect("hb");
+    let r = stack.call(reset()).await;
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let body: ResetOffsetBody = fastjson::decode(&r.body).expect("reset body");
+    assert_eq!(body.offset_table.0[&q0], 0);
+    eventually("the client is told", || async {
+        recorder.count(RequestCode::RESET_CONSUMER_CLIENT_OFFSET) == 1
+    })
+    .await;
+    let q = stack
+        .call(request(
+            RequestCode::QUERY_CONSUMER_OFFSET,
+            &[
+                ("consumerGroup", "sg"),
+                ("topic", "Stats"),
+                ("queueId", "0"),
+            ],
+        ))
+        .await;
+    assert_eq!(q.ext_fields.get("offset"), Some("0"));
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn runtime_info_and_broker_config() {
+    let stack = Stack::start().await;
+    assert_eq!(stack.send("Rt", 0, "m", &[]).await.code, 0);
+    let info = stack
+        .call(request(RequestCode::GET_BROKER_RUNTIME_INFO, &[]))
+        .await;
+    let table: KvTable = fastjson::decode(&info.body).expect("kv table");
+    for key in [
+        "brokerVersionDesc",
+        "msgPutTotalTodayNow",
+        "putTps",
+        "getTransferedTps",
+        "commitLogDiskRatio",
+        "earliestMessageTimeStamp",
+        "commitLogDirCapacity",
+        "runtime",
+    ] {
+        assert!(table.table.contains_key(key), "{key}");
+    }
+    assert_eq!(table.table["msgPutTotalTodayNow"], "1");
+
+    let update = request(RequestCode::UPDATE_BROKER_CONFIG, &[])
+        .with_body(&b"autoCreateTopicEnable=false\n"[..]);
+    assert_eq!(stack.call(update).await.code, 0);
+    let config = stack
+        .call(request(RequestCode::GET_BROKER_CONFIG, &[]))
+        .await;
+    let text = String::from_utf8_lossy(&config.body).to_string();
+    assert!(text.contains("autoCreateTopicEnable=false\n"), "{text}");
+    assert!(text.contains("flushDiskType=ASYNC_FLUSH\n"));
+    assert!(config
+        .ext_fields
+        .get("version")
+        .is_some_and(|v| v.contains("counter")));
+    let blocked =
+        request(RequestCode::UPDATE_BROKER_CONFIG, &[]).with_body(&b"brokerName=other\n"[..]);
+    assert_eq!(
+        stack.call(blocked).await.code,
+        ResponseCode::NO_PERMISSION.as_i32()
+    );
+    let bad = request(RequestCode::UPDATE_BROKER_CONFIG, &[])
+        .with_body(&b"defaultTopicQueueNums=many\n"[..]);
+    assert_eq!(stack.call(bad).await.code, 1);
+
+    // Wiping the broker's write permission refuses sends.
+    let wipe =
+        request(RequestCode::UPDATE_BROKER_CONFIG, &[]).with_body(&b"brokerPermission=4\n"[..]);
+    assert_eq!(stack.call(wipe).await.code, 0);
+    assert_eq!(
+        stack.send("Rt", 0, "m", &[]).await.code,
+        ResponseCode::NO_PERMISSION.as_i32()
+    );
+    stack.stop().await;
+}
+
+/// VIEW_BROKER_STATS_DATA: put and get counters by topic and topic@group, with windows.
+#[tokio::test]
+async fn broker_stats_count_puts_and_gets() {
+    use stellmq_remoting::protocol::body::{fastjson, BrokerStatsData};
+    use stellmq_remoting::protocol::{RequestCode, ResponseCode};
+    let stack = Stack::start().await;
+    for i in 0..5 {
+        assert_eq!(
+            stack
+                .send("StatsTopic", 0, &format!("s{i}"), &[])
+                .await
+                .code,
+            0
+        );
+    }
+    assert_eq!(stack.pull_until("sg", "StatsTopic", 0, 5).await.len(), 5);
+    let stats = |name: &str, key: &str| {
+        request(
+            RequestCode::VIEW_BROKER_STATS_DATA,
+            &[("statsName", name), ("statsKey", key)],
+        )
+    };
+    let puts = stack.call(stats("TOPIC_PUT_NUMS", "StatsTopic")).await;
+    assert_eq!(puts.code, 0, "{}", puts.remark_str());
+    let puts: BrokerStatsData = fastjson::decode(&puts.body).expect("stats body");
+    assert_eq!(puts.stats_minute.sum, 5);
+    assert_eq!(puts.stats_day.sum, 5);
+    assert!(puts.stats_minute.tps > 0.0);
+    assert_eq!(puts.stats_minute.avgpt, 1.0, "one message per send");
+    let gets = stack.call(stats("GROUP_GET_NUMS", "StatsTopic@sg")).await;
+    let gets: BrokerStatsData = fastjson::decode(&gets.body).expect("stats body");
+    assert_eq!(gets.stats_hour.sum, 5);
+    let unknown_key = stack.call(stats("TOPIC_PUT_NUMS", "NoSuchTopic")).await;
+    assert_eq!(unknown_key.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    assert!(unknown_key.remark_str().contains("not exist"));
+    let unknown_name = stack.call(stats("NO_SUCH_STATS", "StatsTopic")).await;
+    assert_eq!(unknown_name.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    stack.stop().await;
+}
