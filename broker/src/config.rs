@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use stellmq_config::properties_config;
-use stellmq_config::{format_documented, format_properties, ConfigError};
+use stellmq_config::{format_documented, format_properties, ConfigError, ConfigValue};
 use stellmq_store::MessageStoreConfig;
 
 fn default_namesrv() -> String {
@@ -42,7 +42,7 @@ properties_config! {
         /// Address the remoting and HA servers bind.
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
         /// ASYNC_MASTER, SYNC_MASTER or SLAVE.
-        broker_role: String = "brokerRole" => "ASYNC_MASTER".to_owned(),
+        broker_role: BrokerRole = "brokerRole" => BrokerRole::AsyncMaster,
         /// Let producers create a topic by sending to it (from the TBW102 template).
         auto_create_topic_enable: bool = "autoCreateTopicEnable" => true,
         /// Create an unknown consumer group on its first heartbeat, pull or send-back.
@@ -160,6 +160,36 @@ properties_config! {
     }
 }
 
+/// A broker's place in its group (`brokerRole`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerRole {
+    /// A master that acknowledges before its slaves have a write.
+    AsyncMaster,
+    /// A master that acknowledges once a slave has the write.
+    SyncMaster,
+    Slave,
+}
+
+impl ConfigValue for BrokerRole {
+    const EXPECTED: &'static str = "ASYNC_MASTER, SYNC_MASTER or SLAVE";
+    fn parse_value(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "ASYNC_MASTER" => Some(Self::AsyncMaster),
+            "SYNC_MASTER" => Some(Self::SyncMaster),
+            "SLAVE" => Some(Self::Slave),
+            _ => None,
+        }
+    }
+    fn render(&self) -> String {
+        match self {
+            Self::AsyncMaster => "ASYNC_MASTER",
+            Self::SyncMaster => "SYNC_MASTER",
+            Self::Slave => "SLAVE",
+        }
+        .to_owned()
+    }
+}
+
 /// Keys `mqbroker -m` prints (RocketMQ's `@ImportantField`s).
 pub const IMPORTANT_KEYS: &[&str] = &[
     "brokerClusterName",
@@ -267,26 +297,16 @@ impl BrokerStartConfig {
                 self.store.store_path_root_dir = std::path::PathBuf::from(home).join(rest);
             }
         }
-        let role = self.broker.broker_role.trim().to_ascii_uppercase();
-        match role.as_str() {
-            "ASYNC_MASTER" | "SYNC_MASTER" => self.broker.broker_id = 0,
-            "SLAVE" => {
-                if self.broker.broker_id <= 0 {
-                    return Err(ConfigError::Rejected {
-                        key: "brokerId".into(),
-                        reason: "a SLAVE needs brokerId > 0".into(),
-                    });
-                }
+        match self.broker.broker_role {
+            BrokerRole::AsyncMaster | BrokerRole::SyncMaster => self.broker.broker_id = 0,
+            BrokerRole::Slave if self.broker.broker_id <= 0 => {
+                return Err(ConfigError::Rejected {
+                    key: "brokerId".into(),
+                    reason: "a SLAVE needs brokerId > 0".into(),
+                });
             }
-            _ => {
-                return Err(ConfigError::InvalidValue {
-                    key: "brokerRole".into(),
-                    value: self.broker.broker_role.clone(),
-                    expected: "ASYNC_MASTER, SYNC_MASTER or SLAVE",
-                })
-            }
+            BrokerRole::Slave => {}
         }
-        self.broker.broker_role = role;
         if self.broker.ha_listen_port == 0 {
             self.broker.ha_listen_port = self.broker.listen_port.wrapping_add(1);
         }

@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::clients::{ConsumerManager, ProducerManager};
-use crate::config::{BrokerConfig, BrokerStartConfig};
+use crate::config::{BrokerConfig, BrokerRole, BrokerStartConfig};
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
 use crate::ha::{HaGroup, HaMaster, HaSlave};
@@ -155,7 +155,9 @@ impl BrokerState {
             start_replication(&bc, &store, &tables.topics, listeners, &stop);
         let writer = MessageWriter::new(store.clone());
         let writer = Arc::new(match &ha_master {
-            Some(ha) => writer.with_replication(ha.clone(), bc.broker_role == "SYNC_MASTER"),
+            Some(ha) => {
+                writer.with_replication(ha.clone(), bc.broker_role == BrokerRole::SyncMaster)
+            }
             None => writer,
         });
         let config_lock = Arc::new(RwLock::new(bc.clone()));

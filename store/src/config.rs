@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stellmq_config::properties_config;
-use stellmq_config::ConfigError;
+use stellmq_config::{ConfigError, ConfigValue};
 
 fn default_store_root() -> PathBuf {
     std::env::var_os("HOME")
@@ -26,8 +26,9 @@ properties_config! {
         mapped_file_size_commit_log: usize = "mappedFileSizeCommitLog" => 1024 * 1024 * 1024,
         /// Size of one ConsumeQueue file in bytes (300,000 entries of 20 bytes).
         mapped_file_size_consume_queue: usize = "mappedFileSizeConsumeQueue" => 300_000 * 20,
-        /// `ASYNC_FLUSH` or `SYNC_FLUSH`.
-        flush_disk_type: String = "flushDiskType" => "ASYNC_FLUSH".to_owned(),
+        /// `ASYNC_FLUSH` (acknowledge, then flush in the background) or `SYNC_FLUSH`
+        /// (acknowledge after a group commit reached the disk).
+        flush_disk_type: FlushDiskType = "flushDiskType" => FlushDiskType::Async,
         /// ASYNC_FLUSH: how often (ms) the CommitLog is flushed.
         flush_interval_commit_log: u64 = "flushIntervalCommitLog" => 500,
         /// ASYNC_FLUSH: dirty pages needed before a flush (except the thorough one).
@@ -97,6 +98,24 @@ pub enum FlushDiskType {
     Sync,
 }
 
+impl ConfigValue for FlushDiskType {
+    const EXPECTED: &'static str = "ASYNC_FLUSH or SYNC_FLUSH";
+    fn parse_value(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "ASYNC_FLUSH" => Some(Self::Async),
+            "SYNC_FLUSH" => Some(Self::Sync),
+            _ => None,
+        }
+    }
+    fn render(&self) -> String {
+        match self {
+            Self::Async => "ASYNC_FLUSH",
+            Self::Sync => "SYNC_FLUSH",
+        }
+        .to_owned()
+    }
+}
+
 impl MessageStoreConfig {
     /// Applies a key, also accepting RocketMQ's pre-4.5.2 spellings (`mapedFile...`).
     pub fn set_compat(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
@@ -109,15 +128,7 @@ impl MessageStoreConfig {
     }
 
     pub fn flush_type(&self) -> FlushDiskType {
-        if self
-            .flush_disk_type
-            .trim()
-            .eq_ignore_ascii_case("SYNC_FLUSH")
-        {
-            FlushDiskType::Sync
-        } else {
-            FlushDiskType::Async
-        }
+        self.flush_disk_type
     }
 
     pub fn commit_log_dir(&self) -> PathBuf {
@@ -222,7 +233,11 @@ mod tests {
         );
         c.max_message_size = 512 * 1024;
         c.validate().expect("valid");
-        c.set("flushDiskType", "SYNC_FLUSH").expect("set");
+        c.set("flushDiskType", "sync_flush").expect("set");
         assert_eq!(c.flush_type(), FlushDiskType::Sync);
+        assert!(
+            c.set("flushDiskType", "SOMETIMES").is_err(),
+            "a clear error"
+        );
     }
 }

@@ -37,7 +37,7 @@ fn body(seq: u64) -> String {
 
 fn sync_config(dir: &std::path::Path) -> stellmq_store::MessageStoreConfig {
     let mut config = small_config(dir);
-    config.flush_disk_type = "SYNC_FLUSH".into();
+    config.flush_disk_type = stellmq_store::FlushDiskType::Sync;
     config
 }
 

@@ -404,7 +404,7 @@ async fn full_disk_refuses_writes_until_space_returns() {
 async fn sync_flush_group_commits_concurrent_writers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = small_config(dir.path());
-    config.flush_disk_type = "SYNC_FLUSH".into();
+    config.flush_disk_type = stellmq_store::FlushDiskType::Sync;
     let store = Arc::new(MessageStore::open(config).expect("open"));
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..200 {

@@ -164,7 +164,8 @@ fn one_run(
         .map_err(|e| e.to_string())?;
     let config = MessageStoreConfig {
         store_path_root_dir: dir.path().to_owned(),
-        flush_disk_type: args.flush.clone(),
+        flush_disk_type: stellmq_config::parse_config_value("flushDiskType", &args.flush)
+            .map_err(|e| e.to_string())?,
         mapped_file_size_commit_log: args.segment_size,
         max_message_size: (args.size + 1024).min(args.segment_size / 2),
         warm_mapped_file_enable: !args.no_warm,
