@@ -160,13 +160,6 @@ impl SubscriptionGroupManager {
         self.version.write().next(now_ms());
         self.file.mark_changed()
     }
-
-    /// Writes subscriptionGroup.json now (blocking; shutdown).
-    pub fn persist(&self) {
-        if let Err(e) = self.write_file() {
-            tracing::error!(file = %self.file.path().display(), error = %e, "cannot persist subscriptionGroup.json");
-        }
-    }
 }
 
 impl Persisted for SubscriptionGroupManager {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use stellmq_broker::BrokerStartConfig;
 use stellmq_config::{read_properties_file, ConfigError};
+use stellmq_remoting::net::process::run_until_terminated;
 
 /// StellMQ broker (RocketMQ-compatible).
 #[derive(Parser, Debug)]
@@ -62,45 +63,16 @@ fn main() -> ExitCode {
         )
         .with_ansi(false)
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mqbroker: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(async {
-        let handle = match stellmq_broker::start(config).await {
-            Ok(handle) => handle,
-            Err(e) => {
-                tracing::error!(error = %e, "broker failed to start");
-                eprintln!("mqbroker: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        // Scripts wait for this line to know the broker is up.
-        tracing::info!(
-            "The broker[{}] boot success. serializeType=JSON",
-            handle.broker_addr()
-        );
-        wait_for_termination().await;
-        tracing::info!("shutdown requested");
-        handle.shutdown().await;
-        ExitCode::SUCCESS
-    })
-}
-
-async fn wait_for_termination() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+    // Scripts wait for the boot line to know the server is up.
+    run_until_terminated(
+        "mqbroker",
+        stellmq_broker::start(config),
+        |h| {
+            format!(
+                "The broker[{}] boot success. serializeType=JSON",
+                h.broker_addr()
+            )
+        },
+        |h| h.shutdown(),
+    )
 }

@@ -106,6 +106,13 @@ pub trait Persisted: Send + Sync + 'static {
     fn config_file(&self) -> &ConfigFile;
     /// Writes the current state to the file (blocking).
     fn write_file(&self) -> std::io::Result<()>;
+
+    /// Writes the file now, logging a failure (blocking; shutdown).
+    fn persist(&self) {
+        if let Err(e) = self.write_file() {
+            tracing::error!(file = %self.config_file().path().display(), error = %e, "cannot write config file");
+        }
+    }
 }
 
 /// How long callers wait for their change to reach the disk before answering anyway.

@@ -19,7 +19,7 @@ use crate::config::BrokerStartConfig;
 use crate::deferred;
 use crate::ha::{HaMaster, HaSlave};
 use crate::offset::ConsumerOffsetManager;
-use crate::persist;
+use crate::persist::{self, Persisted};
 use crate::registration::Registrar;
 use crate::routes;
 use crate::slave_sync::SlaveSync;

@@ -306,13 +306,6 @@ impl TopicConfigManager {
         self.file.mark_changed();
         true
     }
-
-    /// Writes topics.json now (blocking; shutdown).
-    pub fn persist(&self) {
-        if let Err(e) = self.write_file() {
-            tracing::error!(file = %self.file.path().display(), error = %e, "cannot persist topics.json");
-        }
-    }
 }
 
 impl Persisted for TopicConfigManager {

@@ -12,6 +12,6 @@ mod properties;
 
 pub use files::{read_with_backup, write_atomically};
 pub use properties::{
-    format_documented, format_properties, parse_config_value, parse_properties,
-    read_properties_file, ConfigError, ConfigValue,
+    format_documented, format_properties, parse_config_changes, parse_config_value,
+    parse_properties, read_properties_file, ConfigError, ConfigValue,
 };

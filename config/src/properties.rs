@@ -17,6 +17,8 @@ pub enum ConfigError {
     Rejected { key: String, reason: String },
     #[error("cannot read config file {path}: {reason}")]
     Read { path: String, reason: String },
+    #[error("config body: {0}")]
+    Body(String),
 }
 
 /// Parses Java `Properties` text: `key=value`, `key: value` or `key value` lines, `#`/`!`
@@ -98,6 +100,17 @@ fn unescape(text: &str) -> String {
         }
     }
     out
+}
+
+/// The `key=value` changes of an UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG body: UTF-8
+/// properties text holding at least one pair.
+pub fn parse_config_changes(body: &[u8]) -> Result<BTreeMap<String, String>, ConfigError> {
+    let text = std::str::from_utf8(body).map_err(|e| ConfigError::Body(e.to_string()))?;
+    let changes = parse_properties(text);
+    if changes.is_empty() {
+        return Err(ConfigError::Body("it holds no key=value pair".into()));
+    }
+    Ok(changes)
 }
 
 /// Writes `key=value` lines (what GET_BROKER_CONFIG and `-p` print).

@@ -29,7 +29,7 @@ pub use config::NamesrvConfig;
 use kv::KvConfigManager;
 use processor::{
     BrokerRegistrationProcessor, ConfigAdminProcessor, KvConfigProcessor, RouteQueryProcessor,
-    TopicAdminProcessor,
+    RouteTables, TopicAdminProcessor,
 };
 use route::RouteInfoManager;
 
@@ -113,6 +113,11 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
         idle_timeout,
         ..Default::default()
     });
+    let tables = RouteTables {
+        routes: routes.clone(),
+        kv: kv.clone(),
+        config: config.clone(),
+    };
     // Client route queries get their own lane so a flood of them never delays registrations.
     let client_lane = Lane::new("client-requests", 8, 50_000);
     let default_lane = Lane::new("default", 8, 10_000);
@@ -124,20 +129,12 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
                 RequestCode::BROKER_HEARTBEAT,
                 RequestCode::QUERY_DATA_VERSION,
             ],
-            Arc::new(BrokerRegistrationProcessor::new(
-                routes.clone(),
-                kv.clone(),
-                config.clone(),
-            )),
+            Arc::new(BrokerRegistrationProcessor::new(tables.clone())),
             default_lane.clone(),
         )
         .register(
             &[RequestCode::GET_ROUTEINFO_BY_TOPIC],
-            Arc::new(RouteQueryProcessor::new(
-                routes.clone(),
-                kv.clone(),
-                config.clone(),
-            )),
+            Arc::new(RouteQueryProcessor::new(tables.clone())),
             client_lane,
         )
         .register(
@@ -150,11 +147,7 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
                 RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST,
                 RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
             ],
-            Arc::new(RouteQueryProcessor::new(
-                routes.clone(),
-                kv.clone(),
-                config.clone(),
-            )),
+            Arc::new(RouteQueryProcessor::new(tables.clone())),
             default_lane.clone(),
         )
         .register(

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use stellmq_config::{format_documented, read_properties_file, ConfigError};
 use stellmq_namesrv::NamesrvConfig;
+use stellmq_remoting::net::process::run_until_terminated;
 
 /// StellMQ name server (RocketMQ-compatible).
 #[derive(Parser, Debug)]
@@ -54,52 +55,16 @@ fn main() -> ExitCode {
         )
         .with_ansi(false)
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mqnamesrv: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(async {
-        let handle = match stellmq_namesrv::start(config).await {
-            Ok(handle) => handle,
-            Err(e) => {
-                tracing::error!(error = %e, "name server failed to start");
-                eprintln!("mqnamesrv: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        // Scripts wait for this line to know the server is up.
-        tracing::info!(
-            "The Name Server boot success. serializeType=JSON, address {}",
-            handle.local_addr()
-        );
-        wait_for_termination().await;
-        tracing::info!("shutdown requested");
-        handle.shutdown().await;
-        ExitCode::SUCCESS
-    })
-}
-
-async fn wait_for_termination() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+    // Scripts wait for the boot line to know the server is up.
+    run_until_terminated(
+        "mqnamesrv",
+        stellmq_namesrv::start(config),
+        |h| {
+            format!(
+                "The Name Server boot success. serializeType=JSON, address {}",
+                h.local_addr()
+            )
+        },
+        |h| h.shutdown(),
+    )
 }

@@ -2,13 +2,13 @@
 //! ConsumeQueues and the index are known flushed. Recovery after a crash starts from the
 //! CommitLog file that holds messages older than the smallest of them.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
-use crate::error::{IoContext, StoreError};
+use crate::error::{open_read_write, IoContext, StoreError};
 
 const FILE_SIZE: u64 = 4096;
 
@@ -34,13 +34,7 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .at(path)?;
+        let file = open_read_write(path)?;
         if file.metadata().at(path)?.len() < FILE_SIZE {
             file.set_len(FILE_SIZE).at(path)?;
         }

@@ -46,3 +46,14 @@ impl<T> IoContext<T> for std::io::Result<T> {
         self.map_err(|e| StoreError::io(path, e))
     }
 }
+
+/// Opens (creating it if missing, never truncating) a store file for reading and writing.
+pub fn open_read_write(path: &std::path::Path) -> Result<std::fs::File, StoreError> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .at(path)
+}

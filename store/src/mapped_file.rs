@@ -15,7 +15,6 @@
 //! The mapping lives as long as any `Arc<MappedFile>` (and any `Bytes` made from it), so a
 //! file deleted by retention stays readable for readers that still hold it.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -24,7 +23,7 @@ use bytes::Bytes;
 use memmap2::MmapMut;
 use parking_lot::Mutex;
 
-use crate::error::{IoContext, StoreError};
+use crate::error::{open_read_write, IoContext, StoreError};
 
 /// OS page size assumed for pre-faulting and flush accounting.
 pub const PAGE_SIZE: usize = 4096;
@@ -99,13 +98,7 @@ impl MappedFile {
         if let Some(dir) = path.parent() {
             create_dir_all_durably(dir)?;
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .at(path)?;
+        let file = open_read_write(path)?;
         let len = file.metadata().at(path)?.len();
         if len != size as u64 {
             if len != 0 && len > size as u64 {

@@ -1,6 +1,5 @@
 //! [`MessageStore`]: opening (with recovery), writing, reading, and shutting down.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,7 +16,7 @@ use crate::commitlog::{AppendError, CommitLog, ReplicaError};
 use crate::config::{FlushDiskType, MessageStoreConfig};
 use crate::consume_queue::ConsumeQueueStore;
 use crate::dispatch::{Dispatcher, MessageArrivingListener};
-use crate::error::{IoContext, StoreError};
+use crate::error::{open_read_write, IoContext, StoreError};
 use crate::index::IndexService;
 use crate::inner::{DiskUsageProbe, FlushRequest, Inner, StoreStats};
 use crate::mapped_file::segment_name;
@@ -96,13 +95,7 @@ impl MessageStore {
         let root = config.store_path_root_dir.clone();
         std::fs::create_dir_all(&root).at(&root)?;
         let lock_path = root.join("lock");
-        let lock_file = File::options()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&lock_path)
-            .at(&lock_path)?;
+        let lock_file = open_read_write(&lock_path)?;
         if lock_file.try_lock().is_err() {
             return Err(StoreError::Locked(lock_path));
         }

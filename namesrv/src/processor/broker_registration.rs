@@ -1,9 +1,7 @@
 //! REGISTER_BROKER, UNREGISTER_BROKER, BROKER_HEARTBEAT and QUERY_DATA_VERSION.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
 use stellmq_remoting::net::{
     ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
 };
@@ -16,23 +14,17 @@ use stellmq_remoting::protocol::headers::{
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 
 use super::header;
-use crate::config::NamesrvConfig;
-use crate::kv::{KvConfigManager, ORDER_TOPIC_CONFIG};
-use crate::route::{Registration, RouteInfoManager};
+use super::RouteTables;
+use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::route::Registration;
 
 pub struct BrokerRegistrationProcessor {
-    routes: Arc<RouteInfoManager>,
-    kv: Arc<KvConfigManager>,
-    config: Arc<RwLock<NamesrvConfig>>,
+    tables: RouteTables,
 }
 
 impl BrokerRegistrationProcessor {
-    pub fn new(
-        routes: Arc<RouteInfoManager>,
-        kv: Arc<KvConfigManager>,
-        config: Arc<RwLock<NamesrvConfig>>,
-    ) -> Self {
-        Self { routes, kv, config }
+    pub fn new(tables: RouteTables) -> Self {
+        Self { tables }
     }
 
     fn register(&self, ctx: &RequestContext, request: &RemotingCommand) -> ProcessResult {
@@ -57,10 +49,10 @@ impl BrokerRegistrationProcessor {
             fastjson::decode::<RegisterBrokerBody>(&request.body)?
         };
         let timeout = h.heartbeat_timeout_millis.filter(|ms| *ms > 0).map_or_else(
-            || Duration::from_millis(self.config.read().broker_channel_expired_time),
+            || Duration::from_millis(self.tables.config.read().broker_channel_expired_time),
             |ms| Duration::from_millis(ms as u64),
         );
-        let outcome = self.routes.register(Registration {
+        let outcome = self.tables.routes.register(Registration {
             cluster_name: h.cluster_name,
             broker_name: h.broker_name,
             broker_addr: h.broker_addr,
@@ -78,7 +70,7 @@ impl BrokerRegistrationProcessor {
         let mut response = request
             .success_to()
             .with_ext_fields(response_header.to_ext_fields());
-        if let Some(table) = self.kv.namespace(ORDER_TOPIC_CONFIG) {
+        if let Some(table) = self.tables.kv.namespace(ORDER_TOPIC_CONFIG) {
             response = response.with_body(fastjson::encode(&KvTable { table }));
         }
         Ok(Some(response))
@@ -86,24 +78,25 @@ impl BrokerRegistrationProcessor {
 
     fn unregister(&self, request: &RemotingCommand) -> ProcessResult {
         let h: UnregisterBrokerRequestHeader = header(request)?;
-        self.routes
+        self.tables
+            .routes
             .unregister(&h.broker_name, &h.broker_addr, h.broker_id);
         Ok(Some(request.success_to()))
     }
 
     fn heartbeat(&self, request: &RemotingCommand) -> ProcessResult {
         let h: BrokerHeartbeatRequestHeader = header(request)?;
-        self.routes.touch(&h.broker_addr);
+        self.tables.routes.touch(&h.broker_addr);
         Ok(Some(request.success_to()))
     }
 
     fn query_data_version(&self, request: &RemotingCommand) -> ProcessResult {
         let h: QueryDataVersionRequestHeader = header(request)?;
         let offered: DataVersion = fastjson::decode(&request.body)?;
-        let stored = self.routes.data_version(&h.broker_addr);
+        let stored = self.tables.routes.data_version(&h.broker_addr);
         let changed = stored != Some(offered);
         if !changed {
-            self.routes.touch(&h.broker_addr);
+            self.tables.routes.touch(&h.broker_addr);
         }
         let mut response = request
             .success_to()

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use stellmq_config::{format_properties, parse_properties, write_atomically};
+use stellmq_config::{format_properties, parse_config_changes, write_atomically};
 use stellmq_remoting::net::{
     ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
 };
@@ -23,14 +23,8 @@ impl ConfigAdminProcessor {
 }
 
 async fn update(config: Arc<RwLock<NamesrvConfig>>, request: RemotingCommand) -> ProcessResult {
-    let text = std::str::from_utf8(&request.body)
-        .map_err(|_| ProcessorError::system("config body is not UTF-8"))?;
-    let changes = parse_properties(text);
-    if changes.is_empty() {
-        return Err(ProcessorError::system(
-            "config body holds no key=value pair",
-        ));
-    }
+    let changes =
+        parse_config_changes(&request.body).map_err(|e| ProcessorError::system(e.to_string()))?;
     let updated = {
         let current = config.read();
         if let Some(key) = changes.keys().find(|k| current.is_blacklisted(k)) {

@@ -18,6 +18,14 @@ use stellmq_remoting::protocol::body::TopicList;
 use stellmq_remoting::protocol::headers::CommandHeader;
 use stellmq_remoting::protocol::RemotingCommand;
 
+/// The tables that route registrations and route queries both read.
+#[derive(Clone)]
+pub struct RouteTables {
+    pub routes: std::sync::Arc<crate::route::RouteInfoManager>,
+    pub kv: std::sync::Arc<crate::kv::KvConfigManager>,
+    pub config: std::sync::Arc<parking_lot::RwLock<crate::config::NamesrvConfig>>,
+}
+
 /// Reads the typed header of `request`; a bad header is a SYSTEM_ERROR naming the field.
 fn header<H: CommandHeader>(request: &RemotingCommand) -> Result<H, ProcessorError> {
     Ok(H::from_ext_fields(&request.ext_fields)?)

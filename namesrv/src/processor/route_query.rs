@@ -1,8 +1,5 @@
 //! Route and topic-list queries from clients, brokers and tools.
 
-use std::sync::Arc;
-
-use parking_lot::RwLock;
 use stellmq_remoting::net::{
     ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
 };
@@ -13,29 +10,22 @@ use stellmq_remoting::protocol::headers::{
 use stellmq_remoting::protocol::version::V4_9_4;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
+use super::RouteTables;
 use super::{header, topic_list_response};
-use crate::config::NamesrvConfig;
-use crate::kv::{KvConfigManager, ORDER_TOPIC_CONFIG};
-use crate::route::RouteInfoManager;
+use crate::kv::ORDER_TOPIC_CONFIG;
 
 pub struct RouteQueryProcessor {
-    routes: Arc<RouteInfoManager>,
-    kv: Arc<KvConfigManager>,
-    config: Arc<RwLock<NamesrvConfig>>,
+    tables: RouteTables,
 }
 
 impl RouteQueryProcessor {
-    pub fn new(
-        routes: Arc<RouteInfoManager>,
-        kv: Arc<KvConfigManager>,
-        config: Arc<RwLock<NamesrvConfig>>,
-    ) -> Self {
-        Self { routes, kv, config }
+    pub fn new(tables: RouteTables) -> Self {
+        Self { tables }
     }
 
     fn route_info(&self, request: &RemotingCommand) -> ProcessResult {
         let h: GetRouteInfoRequestHeader = header(request)?;
-        let Some(mut route) = self.routes.topic_route(&h.topic) else {
+        let Some(mut route) = self.tables.routes.topic_route(&h.topic) else {
             return Err(ProcessorError::new(
                 ResponseCode::TOPIC_NOT_EXIST,
                 format!(
@@ -44,8 +34,8 @@ impl RouteQueryProcessor {
                 ),
             ));
         };
-        if self.config.read().order_message_enable {
-            route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, &h.topic);
+        if self.tables.config.read().order_message_enable {
+            route.order_topic_conf = self.tables.kv.get(ORDER_TOPIC_CONFIG, &h.topic);
         }
         // Clients from 4.9.4 on (or asking for it) get standard JSON; older ones, and Go
         // clients before 2.1.2, need fastjson's unquoted integer keys (protocol.md 3.0, 3.1).
@@ -64,7 +54,7 @@ impl RouteQueryProcessor {
 
 impl RequestProcessor for RouteQueryProcessor {
     fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        let routes = &self.routes;
+        let routes = &self.tables.routes;
         let result =
             match request.request_code_typed() {
                 Some(RequestCode::GET_ROUTEINFO_BY_TOPIC) => self.route_info(&request),

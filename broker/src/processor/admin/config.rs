@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use stellmq_config::{format_properties, parse_properties};
+use stellmq_config::{format_properties, parse_config_changes};
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::headers::{CommandHeader, GetBrokerConfigResponseHeader};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -20,14 +20,8 @@ pub struct ConfigAdminProcessor {
 
 impl ConfigAdminProcessor {
     pub(crate) fn update(&self, request: &RemotingCommand) -> ProcessResult {
-        let text = std::str::from_utf8(&request.body)
-            .map_err(|_| ProcessorError::system("config body is not UTF-8"))?;
-        let changes = parse_properties(text);
-        if changes.is_empty() {
-            return Err(ProcessorError::system(
-                "config body holds no key=value pair",
-            ));
-        }
+        let changes = parse_config_changes(&request.body)
+            .map_err(|e| ProcessorError::system(e.to_string()))?;
         if let Some(key) = changes
             .keys()
             .find(|k| CONFIG_BLACK_LIST.contains(&k.as_str()))

@@ -28,18 +28,23 @@ pub struct TopicAdminProcessor {
 }
 
 impl TopicAdminProcessor {
-    pub(crate) async fn create(&self, request: &RemotingCommand) -> ProcessResult {
-        let h: CreateTopicRequestHeader = header(request)?;
+    /// Topics change on masters only, never the broker's own topics.
+    fn check_changeable(&self, topic: &str) -> Result<(), ProcessorError> {
         if !self.identity.is_master() {
             return Err(slave_refuses("topics"));
         }
-        guard::check_name(NameKind::Topic, &h.topic)?;
-        if self.topics.is_system_topic(&h.topic) {
+        guard::check_name(NameKind::Topic, topic)?;
+        if self.topics.is_system_topic(topic) {
             return Err(ProcessorError::system(format!(
-                "The topic[{}] is conflict with system topic.",
-                h.topic
+                "The topic[{topic}] is conflict with system topic."
             )));
         }
+        Ok(())
+    }
+
+    pub(crate) async fn create(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: CreateTopicRequestHeader = header(request)?;
+        self.check_changeable(&h.topic)?;
         if h.read_queue_nums <= 0
             || h.write_queue_nums <= 0
             || h.read_queue_nums > 1024
@@ -74,16 +79,7 @@ impl TopicAdminProcessor {
 
     pub(crate) async fn delete(&self, request: &RemotingCommand) -> ProcessResult {
         let h: DeleteTopicRequestHeader = header(request)?;
-        if !self.identity.is_master() {
-            return Err(slave_refuses("topics"));
-        }
-        guard::check_name(NameKind::Topic, &h.topic)?;
-        if self.topics.is_system_topic(&h.topic) {
-            return Err(ProcessorError::system(format!(
-                "The topic[{}] is conflict with system topic.",
-                h.topic
-            )));
-        }
+        self.check_changeable(&h.topic)?;
         let generation = self.topics.delete(&h.topic);
         self.offsets.remove_topic(&h.topic);
         let store = self.store.clone();
