@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use stellmq_broker::BrokerStartConfig;
 use stellmq_config::{read_properties_file, ConfigError};
-use stellmq_remoting::net::process::run_until_terminated;
+use stellmq_remoting::net::process::{init_logging, run_until_terminated};
 
 /// StellMQ broker (RocketMQ-compatible).
 #[derive(Parser, Debug)]
@@ -57,12 +57,7 @@ fn main() -> ExitCode {
         print!("{}", config.important_properties());
         return ExitCode::SUCCESS;
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_ansi(false)
-        .init();
+    init_logging();
     // Scripts wait for the boot line to know the server is up.
     run_until_terminated(
         "mqbroker",

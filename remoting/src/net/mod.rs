@@ -10,6 +10,7 @@
 mod channel;
 mod client;
 mod error;
+#[cfg(feature = "process")]
 pub mod process;
 mod processor;
 mod server;

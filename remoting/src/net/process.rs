@@ -5,6 +5,16 @@ use std::fmt::Display;
 use std::future::Future;
 use std::process::ExitCode;
 
+/// Logs through `tracing` to stdout, at `RUST_LOG`'s level (default info), without colours.
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_ansi(false)
+        .init();
+}
+
 /// Runs `start` on a new multi-thread runtime, logs `boot_line(&handle)`, waits for SIGTERM or
 /// Ctrl-C and runs `stop(handle)`. Errors are logged and printed as `program: error`.
 pub fn run_until_terminated<H, E, Stop>(
