@@ -18,10 +18,13 @@ use crate::processor::admin::{
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
 use crate::processor::end_transaction::EndTransactionProcessor;
-use crate::processor::guard::Guarded;
+use crate::processor::guard::{
+    Guarded, NameFields, CLONE_OFFSET, GROUP, GROUP_AND_TOPIC, GROUP_NAME, NO_NAMES, RESET_OFFSET,
+    SEND_BACK, TOPIC, TOPIC_V2,
+};
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
-use crate::processor::send::SendProcessor;
+use crate::processor::send::{HeaderForm, SendProcessor};
 use crate::state::BrokerState;
 
 /// The bounded lanes requests run in: a busy area never starves another.
@@ -162,223 +165,291 @@ impl Processors {
     }
 }
 
-/// Every request code the broker serves, its handler and its lane.
-fn table(p: &Processors, l: &Lanes) -> Vec<(RequestCode, Arc<dyn RequestProcessor>, Arc<Lane>)> {
+/// One row: a request code, the header fields that name topics or groups, its handler, its
+/// lane.
+type Route = (
+    RequestCode,
+    NameFields,
+    Arc<dyn RequestProcessor>,
+    Arc<Lane>,
+);
+
+/// Every request code the broker serves, the names it carries, its handler and its lane.
+fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
     use RequestCode as C;
-    let send = |code, h| (code, h, l.send.clone());
-    let pull = |code, h| (code, h, l.pull.clone());
-    let query = |code, h| (code, h, l.query.clone());
-    let client = |code, h| (code, h, l.client.clone());
-    let consumer = |code, h| (code, h, l.consumer.clone());
-    let admin = |code, h| (code, h, l.admin.clone());
+    let send = |code, names, h| (code, names, h, l.send.clone());
+    let pull = |code, names, h| (code, names, h, l.pull.clone());
+    let query = |code, names, h| (code, names, h, l.query.clone());
+    let client = |code, names, h| (code, names, h, l.client.clone());
+    let consumer = |code, names, h| (code, names, h, l.consumer.clone());
+    let admin = |code, names, h| (code, names, h, l.admin.clone());
     vec![
         // Producers (protocol.md 2.4).
         send(
             C::SEND_MESSAGE,
+            TOPIC,
             handler(&p.send, |p, ctx, r| {
-                Box::pin(async move { p.send(ctx, r).await })
+                Box::pin(async move { p.send(ctx, r, HeaderForm::V1).await })
             }),
         ),
         send(
             C::SEND_MESSAGE_V2,
+            TOPIC_V2,
             handler(&p.send, |p, ctx, r| {
-                Box::pin(async move { p.send(ctx, r).await })
+                Box::pin(async move { p.send(ctx, r, HeaderForm::V2).await })
             }),
         ),
         send(
             C::SEND_BATCH_MESSAGE,
+            TOPIC_V2,
             handler(&p.send, |p, ctx, r| {
-                Box::pin(async move { p.send(ctx, r).await })
+                Box::pin(async move { p.send(ctx, r, HeaderForm::V2).await })
             }),
         ),
         send(
             C::SEND_REPLY_MESSAGE,
+            TOPIC,
             handler(&p.send, |p, ctx, r| {
-                Box::pin(async move { p.reply(ctx, r).await })
+                Box::pin(async move { p.reply(ctx, r, HeaderForm::V1).await })
             }),
         ),
         send(
             C::SEND_REPLY_MESSAGE_V2,
+            TOPIC_V2,
             handler(&p.send, |p, ctx, r| {
-                Box::pin(async move { p.reply(ctx, r).await })
+                Box::pin(async move { p.reply(ctx, r, HeaderForm::V2).await })
             }),
         ),
         send(
             C::CONSUMER_SEND_MSG_BACK,
+            SEND_BACK,
             handler(&p.send, |p, ctx, r| {
                 Box::pin(async move { p.send_back(ctx, r).await })
             }),
         ),
         (
             C::END_TRANSACTION,
+            TOPIC,
             handler(&p.end_transaction, |p, ctx, r| {
                 Box::pin(async move { p.end(ctx, r).await })
             }),
             l.end_transaction.clone(),
         ),
         // Consumers (protocol.md 2.5).
-        pull(C::PULL_MESSAGE, answer(&p.pull, PullProcessor::pull)),
-        pull(C::LITE_PULL_MESSAGE, answer(&p.pull, PullProcessor::pull)),
+        pull(
+            C::PULL_MESSAGE,
+            GROUP_AND_TOPIC,
+            answer(&p.pull, PullProcessor::pull),
+        ),
+        pull(
+            C::LITE_PULL_MESSAGE,
+            GROUP_AND_TOPIC,
+            answer(&p.pull, PullProcessor::pull),
+        ),
         consumer(
             C::GET_CONSUMER_LIST_BY_GROUP,
+            GROUP,
             answer(&p.consumer, |p, _, r| p.consumer_list(&r)),
         ),
         consumer(
             C::QUERY_CONSUMER_OFFSET,
+            GROUP_AND_TOPIC,
             answer(&p.consumer, |p, _, r| p.query_offset(&r)),
         ),
         consumer(
             C::UPDATE_CONSUMER_OFFSET,
+            GROUP_AND_TOPIC,
             answer(&p.consumer, |p, _, r| p.update_offset(&r)),
         ),
-        consumer(C::LOCK_BATCH_MQ, answer(&p.consumer, |p, _, r| p.lock(&r))),
+        consumer(
+            C::LOCK_BATCH_MQ,
+            NO_NAMES,
+            answer(&p.consumer, |p, _, r| p.lock(&r)),
+        ),
         consumer(
             C::UNLOCK_BATCH_MQ,
+            NO_NAMES,
             answer(&p.consumer, |p, _, r| p.unlock(&r)),
         ),
         consumer(
             C::GET_MAX_OFFSET,
+            TOPIC,
             answer(&p.consumer, |p, _, r| p.max_offset(&r)),
         ),
         consumer(
             C::GET_MIN_OFFSET,
+            TOPIC,
             answer(&p.consumer, |p, _, r| p.min_offset(&r)),
         ),
         consumer(
             C::SEARCH_OFFSET_BY_TIMESTAMP,
+            TOPIC,
             answer(&p.consumer, |p, _, r| p.offset_by_time(&r)),
         ),
         consumer(
             C::GET_EARLIEST_MSG_STORETIME,
+            TOPIC,
             answer(&p.consumer, |p, _, r| p.earliest_store_time(&r)),
         ),
         // Clients.
         client(
             C::HEART_BEAT,
+            NO_NAMES,
             answer(&p.client, |p, ctx, r| p.heartbeat(&ctx, &r)),
         ),
         client(
             C::UNREGISTER_CLIENT,
+            NO_NAMES,
             answer(&p.client, |p, ctx, r| p.unregister(&ctx, &r)),
         ),
         client(
             C::CHECK_CLIENT_CONFIG,
+            NO_NAMES,
             answer(&p.client, |p, _, r| p.check_client_config(&r)),
         ),
         // Queries (protocol.md 2.6).
-        query(C::QUERY_MESSAGE, answer(&p.query, |p, _, r| p.query(&r))),
+        query(
+            C::QUERY_MESSAGE,
+            TOPIC,
+            answer(&p.query, |p, _, r| p.query(&r)),
+        ),
         query(
             C::VIEW_MESSAGE_BY_ID,
+            TOPIC,
             answer(&p.query, |p, _, r| p.view(&r)),
         ),
         // Topics and groups (protocol.md 2.7).
         admin(
             C::UPDATE_AND_CREATE_TOPIC,
+            TOPIC,
             handler(&p.topic_admin, |p, _, r| {
                 Box::pin(async move { p.create(&r).await })
             }),
         ),
         admin(
             C::DELETE_TOPIC_IN_BROKER,
+            TOPIC,
             handler(&p.topic_admin, |p, _, r| {
                 Box::pin(async move { p.delete(&r).await })
             }),
         ),
         admin(
             C::GET_ALL_TOPIC_CONFIG,
+            NO_NAMES,
             answer(&p.topic_admin, |p, _, r| p.all_configs(&r)),
         ),
         admin(
             C::GET_TOPIC_STATS_INFO,
+            TOPIC,
             answer(&p.topic_admin, |p, _, r| p.stats(&r)),
         ),
         admin(
             C::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
+            NO_NAMES,
             answer(&p.topic_admin, |p, _, r| p.system_topics(&r)),
         ),
         admin(
             C::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            NO_NAMES,
             handler(&p.group_admin, |p, _, r| {
                 Box::pin(async move { p.update(&r).await })
             }),
         ),
         admin(
             C::DELETE_SUBSCRIPTIONGROUP,
+            GROUP_NAME,
             handler(&p.group_admin, |p, _, r| {
                 Box::pin(async move { p.delete(&r).await })
             }),
         ),
         admin(
             C::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            NO_NAMES,
             answer(&p.group_admin, |p, _, r| p.all_configs(&r)),
         ),
         // Offsets and consumption.
         admin(
             C::GET_ALL_CONSUMER_OFFSET,
+            NO_NAMES,
             answer(&p.offset_admin, |p, _, r| p.all_consumer_offsets(&r)),
         ),
         admin(
             C::GET_ALL_DELAY_OFFSET,
+            NO_NAMES,
             answer(&p.offset_admin, |p, _, r| p.all_delay_offsets(&r)),
         ),
         admin(
             C::GET_CONSUME_STATS,
+            GROUP_AND_TOPIC,
             answer(&p.offset_admin, |p, _, r| p.consume_stats(&r)),
         ),
         admin(
             C::INVOKE_BROKER_TO_RESET_OFFSET,
+            RESET_OFFSET,
             answer(&p.offset_admin, |p, _, r| p.reset_offset(&r)),
         ),
         admin(
             C::QUERY_TOPIC_CONSUME_BY_WHO,
+            TOPIC,
             answer(&p.offset_admin, |p, _, r| p.consumed_by(&r)),
         ),
         admin(
             C::GET_BROKER_CONSUME_STATS,
+            NO_NAMES,
             answer(&p.offset_admin, |p, _, r| p.broker_consume_stats(&r)),
         ),
         admin(
             C::CLONE_GROUP_OFFSET,
+            CLONE_OFFSET,
             answer(&p.offset_admin, |p, _, r| p.clone_offsets(&r)),
         ),
         admin(
             C::QUERY_CONSUME_QUEUE,
+            GROUP_AND_TOPIC,
             answer(&p.offset_admin, |p, _, r| p.query_consume_queue(&r)),
         ),
         // Runtime information and connections.
         admin(
             C::GET_BROKER_RUNTIME_INFO,
+            NO_NAMES,
             answer(&p.stats_admin, |p, _, r| p.runtime_info(&r)),
         ),
         admin(
             C::GET_CONSUMER_CONNECTION_LIST,
+            GROUP,
             answer(&p.stats_admin, |p, _, r| p.consumer_connections(&r)),
         ),
         admin(
             C::GET_PRODUCER_CONNECTION_LIST,
+            NO_NAMES,
             answer(&p.stats_admin, |p, _, r| p.producer_connections(&r)),
         ),
         admin(
             C::GET_CONSUMER_RUNNING_INFO,
+            GROUP,
             handler(&p.stats_admin, |p, _, r| {
                 Box::pin(StatsAdminProcessor::running_info(p.consumers.clone(), r))
             }),
         ),
         admin(
             C::VIEW_BROKER_STATS_DATA,
+            NO_NAMES,
             answer(&p.stats_admin, |p, _, r| p.stats_data(&r)),
         ),
         // Configuration and the store.
         admin(
             C::UPDATE_BROKER_CONFIG,
+            NO_NAMES,
             answer(&p.config_admin, |p, _, r| p.update(&r)),
         ),
         admin(
             C::GET_BROKER_CONFIG,
+            NO_NAMES,
             answer(&p.config_admin, |p, _, r| p.get(&r)),
         ),
         admin(
             C::DELETE_EXPIRED_COMMITLOG,
+            NO_NAMES,
             handler(&p.store_admin, |s, _, r| {
                 Box::pin(store::delete_expired(s, r))
             }),
@@ -390,7 +461,7 @@ fn table(p: &Processors, l: &Lanes) -> Vec<(RequestCode, Arc<dyn RequestProcesso
 pub(crate) fn register(server: &mut RemotingServer, state: &BrokerState) {
     let lanes = Lanes::new(&state.config.read());
     let processors = Processors::new(state);
-    for (code, handler, lane) in table(&processors, &lanes) {
-        server.register(&[code], Arc::new(Guarded(handler)), lane);
+    for (code, fields, handler, lane) in table(&processors, &lanes) {
+        server.register(&[code], Arc::new(Guarded { handler, fields }), lane);
     }
 }

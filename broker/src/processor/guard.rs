@@ -9,46 +9,27 @@ use std::sync::Arc;
 
 use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
 use stellmq_remoting::protocol::names::{self, NameError, NameKind};
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use NameKind::{Group, Topic};
 
 use super::FAQ;
 use crate::group::GroupError;
 
 /// The header fields of a request that name a topic or a group.
-fn name_fields(code: RequestCode) -> &'static [(&'static str, NameKind)] {
-    use NameKind::{Group, Topic};
-    use RequestCode as C;
-    match code {
-        C::SEND_MESSAGE | C::SEND_REPLY_MESSAGE => &[("topic", Topic)],
-        // SendMessageRequestHeaderV2: `b` is the topic.
-        C::SEND_MESSAGE_V2 | C::SEND_BATCH_MESSAGE | C::SEND_REPLY_MESSAGE_V2 => &[("b", Topic)],
-        C::CONSUMER_SEND_MSG_BACK => &[("group", Group), ("originTopic", Topic)],
-        C::PULL_MESSAGE
-        | C::LITE_PULL_MESSAGE
-        | C::QUERY_CONSUMER_OFFSET
-        | C::UPDATE_CONSUMER_OFFSET
-        | C::GET_CONSUME_STATS
-        | C::QUERY_CONSUME_QUEUE => &[("consumerGroup", Group), ("topic", Topic)],
-        C::GET_CONSUMER_LIST_BY_GROUP
-        | C::GET_CONSUMER_CONNECTION_LIST
-        | C::GET_CONSUMER_RUNNING_INFO => &[("consumerGroup", Group)],
-        C::INVOKE_BROKER_TO_RESET_OFFSET => &[("group", Group), ("topic", Topic)],
-        C::CLONE_GROUP_OFFSET => &[("srcGroup", Group), ("destGroup", Group), ("topic", Topic)],
-        C::DELETE_SUBSCRIPTIONGROUP => &[("groupName", Group)],
-        C::QUERY_MESSAGE
-        | C::VIEW_MESSAGE_BY_ID
-        | C::END_TRANSACTION
-        | C::GET_MAX_OFFSET
-        | C::GET_MIN_OFFSET
-        | C::SEARCH_OFFSET_BY_TIMESTAMP
-        | C::GET_EARLIEST_MSG_STORETIME
-        | C::UPDATE_AND_CREATE_TOPIC
-        | C::DELETE_TOPIC_IN_BROKER
-        | C::GET_TOPIC_STATS_INFO
-        | C::QUERY_TOPIC_CONSUME_BY_WHO => &[("topic", Topic)],
-        _ => &[],
-    }
-}
+/// The header fields of a request that name a topic or a group; every route in
+/// `routes.rs` says which set its request carries.
+pub type NameFields = &'static [(&'static str, NameKind)];
+
+pub const NO_NAMES: NameFields = &[];
+pub const TOPIC: NameFields = &[("topic", Topic)];
+/// SendMessageRequestHeaderV2: `b` is the topic.
+pub const TOPIC_V2: NameFields = &[("b", Topic)];
+pub const GROUP: NameFields = &[("consumerGroup", Group)];
+pub const GROUP_AND_TOPIC: NameFields = &[("consumerGroup", Group), ("topic", Topic)];
+pub const GROUP_NAME: NameFields = &[("groupName", Group)];
+pub const SEND_BACK: NameFields = &[("group", Group), ("originTopic", Topic)];
+pub const RESET_OFFSET: NameFields = &[("group", Group), ("topic", Topic)];
+pub const CLONE_OFFSET: NameFields = &[("srcGroup", Group), ("destGroup", Group), ("topic", Topic)];
 
 /// Checks one name as a request field.
 pub fn check_name(kind: NameKind, name: &str) -> Result<(), ProcessorError> {
@@ -81,11 +62,11 @@ pub fn group_refusal(e: GroupError) -> ProcessorError {
 
 /// Checks the names in a request's header. Absent or empty optional fields are left to
 /// the processor, which knows whether they are required.
-pub fn check_header_names(request: &RemotingCommand) -> Result<(), ProcessorError> {
-    let Some(code) = request.request_code_typed() else {
-        return Ok(());
-    };
-    for (field, kind) in name_fields(code) {
+pub fn check_header_names(
+    request: &RemotingCommand,
+    fields: NameFields,
+) -> Result<(), ProcessorError> {
+    for (field, kind) in fields {
         match request.ext_fields.get(field) {
             Some(value) if !value.is_empty() => check_name(*kind, value)?,
             _ => {}
@@ -94,23 +75,26 @@ pub fn check_header_names(request: &RemotingCommand) -> Result<(), ProcessorErro
     Ok(())
 }
 
-/// A processor behind the name check.
-pub struct Guarded(pub Arc<dyn RequestProcessor>);
+/// A handler behind the check of the names its request carries.
+pub struct Guarded {
+    pub handler: Arc<dyn RequestProcessor>,
+    pub fields: NameFields,
+}
 
 impl RequestProcessor for Guarded {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        if let Err(e) = check_header_names(&request) {
+        if let Err(e) = check_header_names(&request, self.fields) {
             tracing::warn!(peer = %ctx.channel.peer(), code = request.code, remark = %e.remark, "request refused: bad name");
             return Box::pin(std::future::ready(Err(e)));
         }
-        self.0.process(ctx, request)
+        self.handler.process(ctx, request)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stellmq_remoting::protocol::ExtFields;
+    use stellmq_remoting::protocol::{ExtFields, RequestCode};
 
     fn request(code: RequestCode, fields: &[(&str, &str)]) -> RemotingCommand {
         RemotingCommand::request_code(code.as_i32(), fields.iter().copied().collect::<ExtFields>())
@@ -122,21 +106,21 @@ mod tests {
             RequestCode::DELETE_TOPIC_IN_BROKER,
             &[("topic", "../commitlog")],
         );
-        let e = check_header_names(&delete).expect_err("refused");
+        let e = check_header_names(&delete, TOPIC).expect_err("refused");
         assert!(e.remark.contains("illegal characters"), "{}", e.remark);
         let back = request(
             RequestCode::CONSUMER_SEND_MSG_BACK,
             &[("group", "../../x"), ("offset", "0")],
         );
-        assert!(check_header_names(&back).is_err());
+        assert!(check_header_names(&back, SEND_BACK).is_err());
         let long_group = "g".repeat(256);
         let pull = request(
             RequestCode::PULL_MESSAGE,
             &[("consumerGroup", long_group.as_str()), ("topic", "T")],
         );
-        assert!(check_header_names(&pull).is_err());
+        assert!(check_header_names(&pull, GROUP_AND_TOPIC).is_err());
         let v2 = request(RequestCode::SEND_MESSAGE_V2, &[("a", "pg"), ("b", "/etc")]);
-        assert!(check_header_names(&v2).is_err());
+        assert!(check_header_names(&v2, TOPIC_V2).is_err());
     }
 
     #[test]
@@ -145,10 +129,14 @@ mod tests {
             RequestCode::PULL_MESSAGE,
             &[("consumerGroup", "CID_a-b"), ("topic", "%RETRY%CID_a-b")],
         );
-        assert_eq!(check_header_names(&pull), Ok(()));
+        assert_eq!(check_header_names(&pull, GROUP_AND_TOPIC), Ok(()));
         let view = request(RequestCode::VIEW_MESSAGE_BY_ID, &[("offset", "1")]);
-        assert_eq!(check_header_names(&view), Ok(()));
+        assert_eq!(check_header_names(&view, TOPIC), Ok(()));
         let heartbeat = request(RequestCode::HEART_BEAT, &[("topic", "../x")]);
-        assert_eq!(check_header_names(&heartbeat), Ok(()), "no name fields");
+        assert_eq!(
+            check_header_names(&heartbeat, NO_NAMES),
+            Ok(()),
+            "no name fields"
+        );
     }
 }

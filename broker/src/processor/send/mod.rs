@@ -19,7 +19,7 @@ use stellmq_remoting::protocol::message::{
 };
 use stellmq_remoting::protocol::names;
 use stellmq_remoting::protocol::version::V3_4_9;
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::{MessageStore, PutMessage, PutMessageResult};
 
 use super::{header, FAQ};
@@ -50,6 +50,15 @@ pub struct SendProcessor {
     /// Where replies go (request/reply); none until [`SendProcessor::with_replies`].
     replies: Option<reply::Replies>,
     traffic: Arc<BrokerStats>,
+}
+
+/// Which send header a request code carries: `SendMessageRequestHeader` (SEND_MESSAGE,
+/// SEND_REPLY_MESSAGE) or its single-letter V2 form (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE,
+/// SEND_REPLY_MESSAGE_V2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderForm {
+    V1,
+    V2,
 }
 
 /// A validated send: where it goes and what it carries.
@@ -118,10 +127,13 @@ impl SendProcessor {
         self
     }
 
-    fn send_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, ProcessorError> {
-        match request.request_code_typed() {
-            Some(RequestCode::SEND_MESSAGE | RequestCode::SEND_REPLY_MESSAGE) => header(request),
-            _ => Ok(header::<SendMessageRequestHeaderV2>(request)?.into()),
+    fn send_header(
+        request: &RemotingCommand,
+        form: HeaderForm,
+    ) -> Result<SendMessageRequestHeader, ProcessorError> {
+        match form {
+            HeaderForm::V1 => header(request),
+            HeaderForm::V2 => Ok(header::<SendMessageRequestHeaderV2>(request)?.into()),
         }
     }
 
@@ -264,8 +276,9 @@ impl SendProcessor {
         &self,
         ctx: RequestContext,
         request: RemotingCommand,
+        form: HeaderForm,
     ) -> ProcessResult {
-        let h = Self::send_header(&request)?;
+        let h = Self::send_header(&request, form)?;
         let mut target = self.check(&ctx, &h)?;
         if target.created {
             // The sender learns of the topic from this answer: have it on disk first.

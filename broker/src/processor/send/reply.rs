@@ -31,11 +31,12 @@ impl SendProcessor {
         &self,
         ctx: RequestContext,
         request: RemotingCommand,
+        form: super::HeaderForm,
     ) -> ProcessResult {
         let Some(replies) = &self.replies else {
             return Ok(Some(request.not_supported_to()));
         };
-        let h = Self::send_header(&request)?;
+        let h = Self::send_header(&request, form)?;
         let target = self.check(&ctx, &h)?;
         let mut props = Properties::decode(h.properties.as_deref().unwrap_or(""));
         let pushed = self
