@@ -79,7 +79,12 @@ impl EndTransactionProcessor {
             .store
             .look_message_by_offset(h.commit_log_offset)
             .ok_or_else(not_found)?;
-        let (record, _) = MessageRecord::decode(&raw, false).map_err(|_| not_found())?;
+        let (record, _) = MessageRecord::decode(&raw, false).map_err(|e| {
+            ProcessorError::system(format!(
+                "Find prepared transaction message failed: the record at commitLogOffset {} does not decode: {e}",
+                h.commit_log_offset
+            ))
+        })?;
         if record.topic != TRANS_HALF_TOPIC {
             return Err(ProcessorError::system(format!(
                 "the message at commitLogOffset {} is not a prepared transaction message",

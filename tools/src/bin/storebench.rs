@@ -152,33 +152,55 @@ fn read_phase(store: &MessageStore, queues: i32) -> (u64, u64, Duration) {
     (msgs, bytes, started.elapsed())
 }
 
+/// Why a benchmark run failed.
+#[derive(Debug, thiserror::Error)]
+enum BenchError {
+    #[error("{}: {source}", dir.display())]
+    Dir {
+        dir: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Config(#[from] stellmq_config::ConfigError),
+    #[error(transparent)]
+    Store(#[from] stellmq_store::StoreError),
+    #[error("dispatch did not catch up")]
+    DispatchBehind,
+    #[error("read back {read} of {written} messages")]
+    Lost { read: u64, written: u64 },
+}
+
 fn one_run(
     args: &Args,
     runtime: &tokio::runtime::Runtime,
     run: usize,
-) -> Result<RunResult, String> {
-    std::fs::create_dir_all(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
+) -> Result<RunResult, BenchError> {
+    let in_dir = |source| BenchError::Dir {
+        dir: args.dir.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&args.dir).map_err(in_dir)?;
     let dir = tempfile::Builder::new()
         .prefix("run")
         .tempdir_in(&args.dir)
-        .map_err(|e| e.to_string())?;
+        .map_err(in_dir)?;
     let config = MessageStoreConfig {
         store_path_root_dir: dir.path().to_owned(),
-        flush_disk_type: stellmq_config::parse_config_value("flushDiskType", &args.flush)
-            .map_err(|e| e.to_string())?,
+        flush_disk_type: stellmq_config::parse_config_value("flushDiskType", &args.flush)?,
         mapped_file_size_commit_log: args.segment_size,
         max_message_size: (args.size + 1024).min(args.segment_size / 2),
         warm_mapped_file_enable: !args.no_warm,
         ..Default::default()
     };
-    let store = Arc::new(MessageStore::open(config).map_err(|e| e.to_string())?);
+    let store = Arc::new(MessageStore::open(config)?);
     let (written, elapsed, latency) = runtime.block_on(write_phase(store.clone(), args));
     if !store.wait_dispatched(Duration::from_secs(60)) {
-        return Err("dispatch did not catch up".into());
+        return Err(BenchError::DispatchBehind);
     }
     let (read, read_bytes, read_elapsed) = read_phase(&store, args.queues);
     if read != written {
-        return Err(format!("read back {read} of {written} messages"));
+        return Err(BenchError::Lost { read, written });
     }
     let secs = elapsed.as_secs_f64();
     let record_bytes = (written as f64) * (args.size as f64);
