@@ -13,6 +13,7 @@ pub mod language;
 pub mod message;
 pub mod names;
 mod reader;
+pub mod signature;
 pub mod version;
 
 pub use codes::{RequestCode, ResponseCode};
