@@ -21,6 +21,6 @@ pub use edit::AccountEdit;
 pub use error::{AccessDenied, AclError};
 pub use file::{AccountConfig, FileVersion, PlainAclFile};
 pub use perm::Perm;
-pub use source::AclSource;
+pub use source::{default_home, AclSource};
 pub use validator::AccessValidator;
 pub use watch::{spawn_watch, WATCH_INTERVAL};

@@ -13,6 +13,15 @@ const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Deeper directories under `conf/acl` are not searched.
 const MAX_DEPTH: usize = 8;
 
+/// RocketMQ's home: ROCKETMQ_HOME, else STELLMQ_HOME (set by the distribution scripts), else
+/// the working directory.
+pub fn default_home() -> String {
+    ["ROCKETMQ_HOME", "STELLMQ_HOME"]
+        .into_iter()
+        .find_map(|key| std::env::var(key).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| ".".to_owned())
+}
+
 /// The files of one ACL configuration.
 #[derive(Debug, Clone)]
 pub struct AclSource {

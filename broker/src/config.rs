@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use stellmq_config::properties_config;
 use stellmq_config::{format_documented, format_properties, ConfigError, ConfigValue};
+use stellmq_remoting::protocol::signature::SessionCredentials;
 use stellmq_store::MessageStoreConfig;
 
 fn default_namesrv() -> String {
@@ -39,6 +40,18 @@ properties_config! {
         /// group must use the same value. Never shown by GET_BROKER_CONFIG, not changeable
         /// at runtime.
         ha_auth_secret: String = "haAuthSecret" => String::new(),
+        /// Home directory: `conf/plain_acl.yml` and `conf/acl/` are read from here when
+        /// aclEnable is on (env ROCKETMQ_HOME, else STELLMQ_HOME, else the working directory).
+        rocketmq_home: String = "rocketmqHome" => stellmq_acl::default_home(),
+        /// Check every request against RocketMQ's plain ACL (`<rocketmqHome>/conf/plain_acl.yml`):
+        /// signed access keys, white lists, topic and group permissions, admin accounts.
+        acl_enable: bool = "aclEnable" => false,
+        /// Credentials this broker signs its own requests with when other servers check
+        /// ACL (registration with name servers, a slave's sync from its master), as RocketMQ
+        /// 5 spells them: `{"accessKey":"...","secretKey":"..."}`. With aclEnable and no
+        /// haAuthSecret, their secret key also authenticates slaves on the HA port.
+        /// Never shown by GET_BROKER_CONFIG, not changeable at runtime.
+        inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
         /// Address the remoting and HA servers bind.
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
         /// ASYNC_MASTER, SYNC_MASTER or SLAVE.
@@ -236,10 +249,13 @@ pub const CONFIG_BLACK_LIST: &[&str] = &[
     "mapedFileSizeConsumeQueue",
     "haListenPort",
     "haAuthSecret",
+    "aclEnable",
+    "rocketmqHome",
+    "innerClientAuthenticationCredentials",
 ];
 
 /// Keys whose values GET_BROKER_CONFIG masks.
-pub const SECRET_KEYS: &[&str] = &["haAuthSecret"];
+pub const SECRET_KEYS: &[&str] = &["haAuthSecret", "innerClientAuthenticationCredentials"];
 
 /// Everything a broker is configured with.
 #[derive(Debug, Clone, Default)]
@@ -313,6 +329,7 @@ impl BrokerStartConfig {
         if self.broker.broker_ip2.trim().is_empty() {
             self.broker.broker_ip2 = self.broker.broker_ip1.clone();
         }
+        self.broker.inner_credentials()?;
         self.store.validate()
     }
 }
@@ -320,6 +337,40 @@ impl BrokerStartConfig {
 impl BrokerConfig {
     pub fn is_master(&self) -> bool {
         self.broker_id == 0
+    }
+
+    /// `innerClientAuthenticationCredentials`, parsed; `None` when not set.
+    pub fn inner_credentials(&self) -> Result<Option<SessionCredentials>, ConfigError> {
+        let text = self.inner_client_authentication_credentials.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Inner {
+            access_key: String,
+            secret_key: String,
+        }
+        let inner: Inner = serde_json::from_str(text).map_err(|_| ConfigError::Rejected {
+            key: "innerClientAuthenticationCredentials".into(),
+            reason: r#"expected {"accessKey":"...","secretKey":"..."}"#.into(),
+        })?;
+        Ok(Some(SessionCredentials::new(
+            inner.access_key,
+            inner.secret_key,
+        )))
+    }
+
+    /// The secret slaves prove on the HA port: haAuthSecret, else (with aclEnable) the
+    /// inner credentials' secret key; empty = no proof asked.
+    pub fn replication_secret(&self) -> String {
+        if !self.ha_auth_secret.is_empty() || !self.acl_enable {
+            return self.ha_auth_secret.clone();
+        }
+        match self.inner_credentials() {
+            Ok(Some(credentials)) => credentials.secret_key,
+            _ => String::new(),
+        }
     }
 
     /// Name servers listed in `namesrvAddr`.

@@ -12,8 +12,8 @@ use stellmq_remoting::protocol::RequestCode;
 use crate::config::BrokerConfig;
 use crate::context::now_ms;
 use crate::processor::admin::{
-    config::ConfigAdminProcessor, group::GroupAdminProcessor, offset::OffsetAdminProcessor,
-    stats::StatsAdminProcessor, store, topic::TopicAdminProcessor,
+    acl::AclAdminProcessor, config::ConfigAdminProcessor, group::GroupAdminProcessor,
+    offset::OffsetAdminProcessor, stats::StatsAdminProcessor, store, topic::TopicAdminProcessor,
 };
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
@@ -78,6 +78,7 @@ struct Processors {
     stats_admin: Arc<StatsAdminProcessor>,
     config_admin: Arc<ConfigAdminProcessor>,
     store_admin: Arc<stellmq_store::MessageStore>,
+    acl_admin: Arc<AclAdminProcessor>,
 }
 
 impl Processors {
@@ -161,6 +162,10 @@ impl Processors {
                 topics: s.topics.clone(),
             }),
             store_admin: s.store.clone(),
+            acl_admin: Arc::new(AclAdminProcessor {
+                acl: s.acl.clone(),
+                identity: s.identity.clone(),
+            }),
         }
     }
 }
@@ -454,14 +459,55 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
                 Box::pin(store::delete_expired(s, r))
             }),
         ),
+        // The plain ACL (RocketMQ 4.x).
+        admin(
+            C::UPDATE_AND_CREATE_ACL_CONFIG,
+            NO_NAMES,
+            handler(&p.acl_admin, |p, _, r| {
+                Box::pin(async move { p.update(&r).await })
+            }),
+        ),
+        admin(
+            C::DELETE_ACL_CONFIG,
+            NO_NAMES,
+            handler(&p.acl_admin, |p, _, r| {
+                Box::pin(async move { p.delete(&r).await })
+            }),
+        ),
+        admin(
+            C::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+            NO_NAMES,
+            handler(&p.acl_admin, |p, _, r| {
+                Box::pin(async move { p.update_global_white(&r).await })
+            }),
+        ),
+        admin(
+            C::GET_BROKER_CLUSTER_ACL_INFO,
+            NO_NAMES,
+            answer(&p.acl_admin, |p, _, r| p.version(&r)),
+        ),
+        admin(
+            C::GET_BROKER_CLUSTER_ACL_CONFIG,
+            NO_NAMES,
+            answer(&p.acl_admin, |p, _, r| p.config(&r)),
+        ),
     ]
 }
 
-/// Registers every handler of the table, each behind the name check.
+/// Registers every handler of the table, each behind the ACL (when on) and the name check.
 pub(crate) fn register(server: &mut RemotingServer, state: &BrokerState) {
     let lanes = Lanes::new(&state.config.read());
     let processors = Processors::new(state);
     for (code, fields, handler, lane) in table(&processors, &lanes) {
-        server.register(&[code], Arc::new(Guarded { handler, fields }), lane);
+        let acl = state.acl.clone();
+        server.register(
+            &[code],
+            Arc::new(Guarded {
+                handler,
+                fields,
+                acl,
+            }),
+            lane,
+        );
     }
 }

@@ -46,6 +46,8 @@ pub enum BrokerError {
     },
     #[error("invalid address {0}")]
     BadAddress(String),
+    #[error("ACL: {0}")]
+    Acl(#[from] stellmq_acl::AclError),
 }
 
 /// Forgets clients whose connection closed, and tells their groups.
@@ -210,6 +212,13 @@ fn spawn_services(
             stop.clone(),
         )),
     ];
+    if let Some(acl) = &s.acl {
+        tasks.push(stellmq_acl::spawn_watch(
+            acl.clone(),
+            stellmq_acl::WATCH_INTERVAL,
+            stop.clone(),
+        ));
+    }
     if s.ha_slave.is_some() {
         let sync = SlaveSync {
             registrar: registrar.clone(),

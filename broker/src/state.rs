@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
+use stellmq_acl::{AccessValidator, AclSource};
 use stellmq_store::MessageStore;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +53,8 @@ pub struct BrokerState {
     pub resolved_transactions: Arc<Resolved>,
     pub ha_master: Option<Arc<HaMaster>>,
     pub ha_slave: Option<Arc<HaSlave>>,
+    /// The plain ACL when aclEnable is on.
+    pub acl: Option<Arc<AccessValidator>>,
     pub stop: CancellationToken,
 }
 
@@ -131,6 +134,7 @@ impl BrokerState {
         listeners: &mut Listeners,
     ) -> Result<Self, BrokerError> {
         let bc = config.broker.clone();
+        let acl = open_acl(&bc).await?;
         let identity = Arc::new(identity(&bc, listeners)?);
         let store_config = config.store.clone();
         let delay_levels = store_config.delay_levels()?.len();
@@ -202,6 +206,7 @@ impl BrokerState {
             resolved_transactions: Arc::default(),
             ha_master,
             ha_slave,
+            acl,
             stop,
         })
     }
@@ -209,6 +214,25 @@ impl BrokerState {
     pub fn is_master(&self) -> bool {
         self.identity.is_master()
     }
+}
+
+/// Loads `<rocketmqHome>/conf/plain_acl.yml` (and `conf/acl/`) when aclEnable is on; a
+/// file that does not load stops the start with its reason.
+async fn open_acl(bc: &BrokerConfig) -> Result<Option<Arc<AccessValidator>>, BrokerError> {
+    if !bc.acl_enable {
+        return Ok(None);
+    }
+    let source = AclSource::in_home(Path::new(&bc.rocketmq_home));
+    let file = source.default_file().display().to_string();
+    let acl = tokio::task::spawn_blocking(move || AccessValidator::open(source))
+        .await
+        .map_err(join_error("the ACL files"))??;
+    tracing::info!(
+        event = "ACL_ENABLED",
+        file,
+        "requests are checked against the plain ACL"
+    );
+    Ok(Some(Arc::new(acl)))
 }
 
 fn identity(bc: &BrokerConfig, listeners: &Listeners) -> Result<BrokerIdentity, BrokerError> {
@@ -236,8 +260,8 @@ fn start_replication(
     listeners: &mut Listeners,
     stop: &CancellationToken,
 ) -> (Option<Arc<HaMaster>>, Option<Arc<HaSlave>>) {
-    let group =
-        HaGroup::new(&bc.broker_cluster_name, &bc.broker_name).with_secret(&bc.ha_auth_secret);
+    let group = HaGroup::new(&bc.broker_cluster_name, &bc.broker_name)
+        .with_secret(&bc.replication_secret());
     let master = listeners
         .ha
         .take()

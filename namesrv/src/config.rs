@@ -15,8 +15,12 @@ properties_config! {
         listen_port: u16 = "listenPort" => 9876,
         /// Address to bind (`NettyServerConfig.bindAddress`).
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
-        /// RocketMQ home directory (env ROCKETMQ_HOME); kept for compatibility, unused.
-        rocketmq_home: String = "rocketmqHome" => std::env::var("ROCKETMQ_HOME").unwrap_or_default(),
+        /// Home directory: `conf/plain_acl.yml` and `conf/acl/` are read from here when
+        /// aclEnable is on (env ROCKETMQ_HOME, else STELLMQ_HOME, else the working directory).
+        rocketmq_home: String = "rocketmqHome" => stellmq_acl::default_home(),
+        /// Check the name server's admin requests (topic and permission edits, KV config,
+        /// configuration updates) against RocketMQ's plain ACL: a signed admin account.
+        acl_enable: bool = "aclEnable" => false,
         /// Where PUT_KV_CONFIG entries persist.
         kv_config_path: PathBuf = "kvConfigPath" => home().join("namesrv").join("kvConfig.json"),
         /// Where UPDATE_NAMESRV_CONFIG persists the configuration.
@@ -35,7 +39,7 @@ properties_config! {
         /// Idle connections are closed after this many seconds.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,
         /// Keys UPDATE_NAMESRV_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress".to_owned(),
+        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress;aclEnable;rocketmqHome".to_owned(),
     }
 }
 

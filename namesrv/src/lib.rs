@@ -7,6 +7,7 @@
 //! [`start`] runs one on the configured address (port 0 works) and returns a handle that
 //! shuts it down; `mqnamesrv` is a thin binary around it.
 
+pub mod acl;
 pub mod config;
 mod housekeeping;
 pub mod kv;
@@ -25,6 +26,7 @@ use stellmq_remoting::protocol::RequestCode;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
+use acl::AdminGate;
 pub use config::NamesrvConfig;
 use kv::KvConfigManager;
 use processor::{
@@ -43,6 +45,8 @@ pub enum NamesrvError {
         #[source]
         source: std::io::Error,
     },
+    #[error("ACL: {0}")]
+    Acl(#[from] stellmq_acl::AclError),
     #[error("cannot load the KV config from {path}: {source}")]
     KvConfig {
         path: String,
@@ -68,6 +72,7 @@ pub struct NamesrvHandle {
     routes: Arc<RouteInfoManager>,
     stop: CancellationToken,
     housekeeping: tokio::task::JoinHandle<()>,
+    acl_watch: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl NamesrvHandle {
@@ -84,6 +89,9 @@ impl NamesrvHandle {
     pub async fn shutdown(self) {
         self.stop.cancel();
         let _ = self.housekeeping.await;
+        if let Some(watch) = self.acl_watch {
+            let _ = watch.await;
+        }
         self.server.shutdown().await;
         tracing::info!(event = "NAMESRV_STOPPED", "name server stopped");
     }
@@ -103,6 +111,10 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
             }
         })?,
     );
+    let acl = match config.acl_enable {
+        true => Some(acl::open(&config.rocketmq_home).await?),
+        false => None,
+    };
     let routes = Arc::new(RouteInfoManager::new());
     let scan_interval = Duration::from_millis(config.scan_not_active_broker_interval.max(10));
     let idle_timeout = Duration::from_secs(config.server_channel_max_idle_time_seconds.max(1));
@@ -156,7 +168,7 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
                 RequestCode::WIPE_WRITE_PERM_OF_BROKER,
                 RequestCode::ADD_WRITE_PERM_OF_BROKER,
             ],
-            Arc::new(TopicAdminProcessor::new(routes.clone())),
+            AdminGate::wrap(Arc::new(TopicAdminProcessor::new(routes.clone())), &acl),
             default_lane.clone(),
         )
         .register(
@@ -166,7 +178,7 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
                 RequestCode::DELETE_KV_CONFIG,
                 RequestCode::GET_KVLIST_BY_NAMESPACE,
             ],
-            Arc::new(KvConfigProcessor::new(kv)),
+            AdminGate::wrap(Arc::new(KvConfigProcessor::new(kv)), &acl),
             default_lane.clone(),
         )
         .register(
@@ -174,7 +186,7 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
                 RequestCode::GET_NAMESRV_CONFIG,
                 RequestCode::UPDATE_NAMESRV_CONFIG,
             ],
-            Arc::new(ConfigAdminProcessor::new(config)),
+            AdminGate::wrap(Arc::new(ConfigAdminProcessor::new(config)), &acl),
             default_lane,
         )
         .add_listener(Arc::new(BrokerChannelWatcher {
@@ -191,11 +203,19 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
         scan_interval,
         stop.clone(),
     ));
+    let acl_watch = acl.map(|acl| {
+        tracing::info!(
+            event = "ACL_ENABLED",
+            "admin requests are checked against the plain ACL"
+        );
+        stellmq_acl::spawn_watch(acl, stellmq_acl::WATCH_INTERVAL, stop.clone())
+    });
     tracing::info!(event = "NAMESRV_STARTED", addr = %server.local_addr(), "name server started");
     Ok(NamesrvHandle {
         server,
         routes,
         stop,
         housekeeping,
+        acl_watch,
     })
 }

@@ -2,11 +2,15 @@
 //! header follow RocketMQ's rules, or the request is refused before any processor (and so
 //! any path, map or file) sees them.
 //!
+//! With aclEnable on, the same guard first checks the request against the ACL (signature,
+//! white lists, permissions) and answers NO_PERMISSION when it is refused.
+//!
 //! Names inside bodies (heartbeats, group configs, offset tables, lock requests) are
 //! checked by the processors that decode those bodies, with the same functions.
 
 use std::sync::Arc;
 
+use stellmq_acl::AccessValidator;
 use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
 use stellmq_remoting::protocol::names::{self, NameError, NameKind};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -75,14 +79,22 @@ pub fn check_header_names(
     Ok(())
 }
 
-/// A handler behind the check of the names its request carries.
+/// A handler behind the ACL (when on) and the check of the names its request carries.
 pub struct Guarded {
     pub handler: Arc<dyn RequestProcessor>,
     pub fields: NameFields,
+    pub acl: Option<Arc<AccessValidator>>,
 }
 
 impl RequestProcessor for Guarded {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        if let Some(acl) = &self.acl {
+            if let Err(denied) = acl.check(ctx.channel.peer().ip(), &request) {
+                tracing::warn!(peer = %ctx.channel.peer(), code = request.code, reason = %denied, "request refused by the ACL");
+                let refusal = ProcessorError::new(ResponseCode::NO_PERMISSION, denied.0);
+                return Box::pin(std::future::ready(Err(refusal)));
+            }
+        }
         if let Err(e) = check_header_names(&request, self.fields) {
             tracing::warn!(peer = %ctx.channel.peer(), code = request.code, remark = %e.remark, "request refused: bad name");
             return Box::pin(std::future::ready(Err(e)));

@@ -1,5 +1,6 @@
 //! Admin requests, one module per area (never one admin file).
 
+pub mod acl;
 pub mod config;
 pub mod group;
 pub mod offset;
