@@ -2,6 +2,8 @@
 # STELLMQ_HOME: the project checkout (found from this script's location).
 # STELLMQ_RUN_DIR: logs and pid files (default ~/stellmq).
 STELLMQ_HOME="${STELLMQ_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+# Exported: servers read conf/plain_acl.yml under it when aclEnable is on.
+export STELLMQ_HOME
 STELLMQ_RUN_DIR="${STELLMQ_RUN_DIR:-$HOME/stellmq}"
 STELLMQ_BIN="$STELLMQ_HOME/target/release"
 
