@@ -61,12 +61,20 @@ const NOT_FROM_FILE: &[&str] = &["tls.server.mode", "tls.enable", "tls.config.fi
 impl TlsConfig {
     /// Sets one key, `tlsMode` included; `Ok(false)` when it is not a TLS key.
     pub fn set_key(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
-        let key = if key == MODE_ALIAS {
-            "tls.server.mode"
-        } else {
-            key
-        };
-        self.set(key, value)
+        if key != MODE_ALIAS {
+            return self.set(key, value);
+        }
+        // Errors name the key the file used.
+        self.set("tls.server.mode", value).map_err(|e| match e {
+            ConfigError::InvalidValue {
+                value, expected, ..
+            } => ConfigError::InvalidValue {
+                key: MODE_ALIAS.to_owned(),
+                value,
+                expected,
+            },
+            other => other,
+        })
     }
 
     /// Whether `key` is one of these keys (or the `tlsMode` alias).
@@ -199,6 +207,10 @@ mod tests {
         assert!(err
             .to_string()
             .contains("disabled, permissive or enforcing"));
+        let err = TlsConfig::default()
+            .set_key("tlsMode", "strict")
+            .expect_err("invalid");
+        assert!(err.to_string().starts_with("config key 'tlsMode'"), "{err}");
     }
 
     #[test]
