@@ -1,10 +1,12 @@
-//! Broker configuration: RocketMQ's `BrokerConfig` and `NettyServerConfig` keys, plus the
-//! store's `MessageStoreConfig`, all loaded from one `broker.conf` (protocol.md 10).
+//! Broker configuration: RocketMQ's `BrokerConfig` and `NettyServerConfig` keys, the
+//! store's `MessageStoreConfig` and the `tls.*` keys, all loaded from one `broker.conf`
+//! (protocol.md 10).
 
 use std::collections::BTreeMap;
 
 use stellmq_config::properties_config;
 use stellmq_config::{format_documented, format_properties, ConfigError, ConfigValue};
+use stellmq_remoting::net::tls::TlsConfig;
 use stellmq_remoting::protocol::signature::SessionCredentials;
 use stellmq_store::MessageStoreConfig;
 
@@ -262,10 +264,12 @@ pub const SECRET_KEYS: &[&str] = &["haAuthSecret", "innerClientAuthenticationCre
 pub struct BrokerStartConfig {
     pub broker: BrokerConfig,
     pub store: MessageStoreConfig,
+    /// TLS on the remoting port and on the broker's outbound connections.
+    pub tls: TlsConfig,
 }
 
 impl BrokerStartConfig {
-    /// Applies a properties map to both halves (unknown keys ignored, as Java does).
+    /// Applies a properties map to every part (unknown keys ignored, as Java does).
     pub fn apply(&mut self, props: &BTreeMap<String, String>) -> Result<(), ConfigError> {
         for (key, value) in props {
             self.set(key, value)?;
@@ -273,16 +277,19 @@ impl BrokerStartConfig {
         Ok(())
     }
 
-    /// Sets one key; `Ok(false)` if neither half knows it.
+    /// Sets one key; `Ok(false)` if no part knows it.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
         let broker = self.broker.set(key, value)?;
         let store = self.store.set_compat(key, value)?;
-        Ok(broker || store)
+        let tls = self.tls.set_key(key, value)?;
+        Ok(broker || store || tls)
     }
 
+    /// Every key with its value (key passwords masked).
     pub fn entries(&self) -> Vec<(&'static str, String)> {
         let mut all = self.broker.entries();
         all.extend(self.store.entries());
+        all.extend(self.tls.printable_entries());
         all
     }
 
@@ -291,6 +298,7 @@ impl BrokerStartConfig {
         let docs: Vec<(&str, &[&str])> = BrokerConfig::DOCS
             .iter()
             .chain(MessageStoreConfig::DOCS)
+            .chain(TlsConfig::DOCS)
             .copied()
             .collect();
         format_documented(self.entries(), &docs)
@@ -305,8 +313,9 @@ impl BrokerStartConfig {
     }
 
     /// RocketMQ's startup rules: masters are broker 0, slaves need an id above 0, the HA
-    /// port defaults to listenPort + 1.
+    /// port defaults to listenPort + 1; `tls.config.file` is read.
     pub fn normalize(&mut self) -> Result<(), ConfigError> {
+        self.tls.merge_config_file()?;
         // `~/` in storePathRootDir is the user's home, as in the shipped conf/ files.
         if let Ok(rest) = self.store.store_path_root_dir.strip_prefix("~") {
             if let Some(home) = std::env::var_os("HOME") {

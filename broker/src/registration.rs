@@ -30,14 +30,16 @@ pub struct Registrar {
 }
 
 impl Registrar {
+    /// `client`: settings of the connections to the name servers (TLS among them).
     pub fn new(
+        client: ClientConfig,
         identity: Arc<BrokerIdentity>,
         config: Arc<RwLock<BrokerConfig>>,
         topics: Arc<TopicConfigManager>,
         ha_slave: Option<Arc<HaSlave>>,
     ) -> Self {
         Self {
-            client: RemotingClient::new(ClientConfig::default()),
+            client: RemotingClient::new(client),
             identity,
             config,
             topics,

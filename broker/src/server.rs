@@ -6,8 +6,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use stellmq_remoting::net::tls::{ClientTls, ServerTls, TlsError};
 use stellmq_remoting::net::{
-    Channel, ConnectionListener, RemotingServer, ServerConfig, ServerHandle,
+    Channel, ClientConfig, ConnectionListener, RemotingServer, ServerConfig, ServerHandle,
 };
 use stellmq_store::{MessageStore, StoreError};
 use thiserror::Error;
@@ -48,6 +49,8 @@ pub enum BrokerError {
     BadAddress(String),
     #[error("ACL: {0}")]
     Acl(#[from] stellmq_acl::AclError),
+    #[error("TLS: {0}")]
+    Tls(#[from] TlsError),
 }
 
 /// Forgets clients whose connection closed, and tells their groups.
@@ -137,6 +140,12 @@ impl BrokerHandle {
 pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, BrokerError> {
     config.normalize()?;
     let started = Instant::now();
+    // TLS files are read first: a bad certificate stops the start before the store opens.
+    let server_tls = ServerTls::from_config(&config.tls)?;
+    let outbound = ClientConfig {
+        tls: ClientTls::from_config(&config.tls.client())?,
+        ..ClientConfig::default()
+    };
     let mut listeners = Listeners::bind(&config.broker).await?;
     let state = BrokerState::open(config, &mut listeners).await?;
     let bc = state.config.read().clone();
@@ -146,6 +155,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         max_in_flight_per_connection: bc.server_max_in_flight_requests_per_connection,
         max_write_buffer_bytes: bc.server_max_write_buffer_bytes,
         write_stall_timeout: Duration::from_millis(bc.server_write_stall_timeout_millis.max(1)),
+        tls: server_tls,
         ..Default::default()
     });
     routes::register(&mut server, &state);
@@ -161,13 +171,14 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     open_vip_channel(&server, &bc.bind_address, bc.listen_port).await;
 
     let registrar = Arc::new(Registrar::new(
+        outbound.clone(),
         state.identity.clone(),
         state.config.clone(),
         state.topics.clone(),
         state.ha_slave.clone(),
     ));
     registrar.register_initially().await;
-    let tasks = spawn_services(&state, &registrar, &bc);
+    let tasks = spawn_services(&state, &registrar, &bc, outbound);
     tracing::info!(
         event = "BROKER_STARTED",
         cluster = %state.identity.cluster_name,
@@ -191,6 +202,7 @@ fn spawn_services(
     s: &BrokerState,
     registrar: &Arc<Registrar>,
     bc: &crate::config::BrokerConfig,
+    outbound: ClientConfig,
 ) -> Vec<JoinHandle<()>> {
     let stop = &s.stop;
     let mut tasks = vec![
@@ -221,6 +233,7 @@ fn spawn_services(
     }
     if s.ha_slave.is_some() {
         let sync = SlaveSync {
+            client: outbound,
             registrar: registrar.clone(),
             topics: s.topics.clone(),
             groups: s.groups.clone(),

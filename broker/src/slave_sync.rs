@@ -25,6 +25,8 @@ const SYNC_PERIOD: Duration = Duration::from_secs(10);
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
 pub struct SlaveSync {
+    /// Settings of the connection to the master (TLS among them).
+    pub client: ClientConfig,
     pub registrar: Arc<Registrar>,
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
@@ -34,7 +36,7 @@ pub struct SlaveSync {
 
 impl SlaveSync {
     pub async fn run(self, stop: CancellationToken) {
-        let client = RemotingClient::new(ClientConfig::default());
+        let client = RemotingClient::new(self.client.clone());
         let mut wait = FIRST_SYNC;
         loop {
             tokio::select! {

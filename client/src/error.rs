@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use stellmq_remoting::net::tls::TlsError;
 use stellmq_remoting::net::RemotingError;
 use stellmq_remoting::protocol::error::{BodyError, RecordError};
 use stellmq_remoting::protocol::message::id::IdError;
@@ -36,6 +37,8 @@ pub enum ClientError {
     Task(#[from] tokio::task::JoinError),
     #[error("{0}")]
     Invalid(String),
+    #[error("TLS settings: {0}")]
+    Tls(#[from] TlsError),
 }
 
 impl ClientError {

@@ -11,6 +11,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use stellmq_remoting::net::tls::{ClientTls, ClientTlsConfig};
 use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
 use stellmq_remoting::protocol::body::{fastjson, HeartbeatData, TopicRouteData};
 use stellmq_remoting::protocol::headers::UnregisterClientRequestHeader;
@@ -22,7 +23,8 @@ use crate::inbound::{Checkers, ClientCalls, Consumers, PendingReplies, Transacti
 use crate::namesrv;
 use crate::request::{bare, request};
 
-type Key = (String, String);
+/// Name servers, instance name, TLS settings: what makes two groups share an instance.
+type Key = (String, String, ClientTlsConfig);
 
 static INSTANCES: Mutex<Option<HashMap<Key, Weak<ClientInstance>>>> = Mutex::new(None);
 
@@ -43,13 +45,17 @@ pub(crate) struct ClientInstance {
 }
 
 impl ClientInstance {
-    /// The running instance for the name servers `namesrv_addr` (`ip:port;ip:port`) and
-    /// `instance_name`, or a new one connected to the first name server (the local address it
-    /// connects from names the client).
-    pub async fn obtain(namesrv_addr: &str, instance_name: &str) -> Result<Arc<Self>, ClientError> {
+    /// The running instance for the name servers `namesrv_addr` (`ip:port;ip:port`),
+    /// `instance_name` and `tls`, or a new one connected to the first name server (the local
+    /// address it connects from names the client).
+    pub async fn obtain(
+        namesrv_addr: &str,
+        instance_name: &str,
+        tls: &ClientTlsConfig,
+    ) -> Result<Arc<Self>, ClientError> {
         let namesrv = namesrv::parse_list(namesrv_addr);
         let first = namesrv.first().ok_or(ClientError::NoNameServer)?;
-        let key = (namesrv.join(";"), instance_name.to_owned());
+        let key = (namesrv.join(";"), instance_name.to_owned(), tls.clone());
         if let Some(existing) = Self::registered(&key) {
             existing.users.fetch_add(1, Ordering::SeqCst);
             return Ok(existing);
@@ -58,7 +64,10 @@ impl ClientInstance {
         let checkers: Checkers = Arc::default();
         let replies: PendingReplies = Arc::default();
         let remoting = RemotingClient::with_handler(
-            ClientConfig::default(),
+            ClientConfig {
+                tls: ClientTls::from_config(tls)?,
+                ..ClientConfig::default()
+            },
             Arc::new(ClientCalls {
                 consumers: consumers.clone(),
                 checkers: checkers.clone(),

@@ -32,4 +32,5 @@ pub use consumer::{ConsumeResult, ConsumerConfig, ExpressionType, LitePullConsum
 pub use error::ClientError;
 pub use message::{Message, ReceivedMessage, SendResult, SendStatus};
 pub use producer::{Producer, ProducerConfig};
+pub use stellmq_remoting::net::tls::ClientTlsConfig;
 pub use transaction::{TransactionProducer, TransactionSendResult, TransactionState};

@@ -5,7 +5,8 @@
 //! silence (or at once when the broker's connection closes).
 //!
 //! [`start`] runs one on the configured address (port 0 works) and returns a handle that
-//! shuts it down; `mqnamesrv` is a thin binary around it.
+//! shuts it down ([`start_with_tls`] also with TLS on its port); `mqnamesrv` is a thin
+//! binary around it.
 
 pub mod acl;
 pub mod config;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
+use stellmq_remoting::net::tls::{ServerTls, TlsConfig, TlsError};
 use stellmq_remoting::net::{
     Channel, ConnectionListener, Lane, RemotingServer, ServerConfig, ServerHandle,
 };
@@ -53,6 +55,8 @@ pub enum NamesrvError {
         #[source]
         source: std::io::Error,
     },
+    #[error("TLS: {0}")]
+    Tls(#[from] TlsError),
 }
 
 /// Drops brokers whose connection closed.
@@ -97,8 +101,17 @@ impl NamesrvHandle {
     }
 }
 
-/// Starts a name server.
+/// Starts a name server without TLS.
 pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError> {
+    start_with_tls(config, TlsConfig::default()).await
+}
+
+/// Starts a name server with the TLS settings `tls` (its `tls.server.*` keys).
+pub async fn start_with_tls(
+    config: NamesrvConfig,
+    tls: TlsConfig,
+) -> Result<NamesrvHandle, NamesrvError> {
+    let tls = ServerTls::from_config(&tls)?;
     let listen = format!("{}:{}", config.bind_address, config.listen_port);
     let listen_addr: SocketAddr = listen
         .parse()
@@ -123,6 +136,7 @@ pub async fn start(config: NamesrvConfig) -> Result<NamesrvHandle, NamesrvError>
     let mut server = RemotingServer::new(ServerConfig {
         listen_addr,
         idle_timeout,
+        tls,
         ..Default::default()
     });
     let tables = RouteTables {

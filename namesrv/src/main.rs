@@ -8,12 +8,14 @@ use clap::Parser;
 use stellmq_config::{format_documented, read_properties_file, ConfigError};
 use stellmq_namesrv::NamesrvConfig;
 use stellmq_remoting::net::process::{init_logging, run_until_terminated};
+use stellmq_remoting::net::tls::TlsConfig;
 
 /// StellMQ name server (RocketMQ-compatible).
 #[derive(Parser, Debug)]
 #[command(name = "mqnamesrv", version)]
 struct Args {
-    /// Name server config properties file (RocketMQ key names, e.g. listenPort, kvConfigPath).
+    /// Name server config properties file (RocketMQ key names, e.g. listenPort, kvConfigPath,
+    /// and the tls.* keys).
     #[arg(short = 'c', long = "configFile")]
     config_file: Option<PathBuf>,
     /// Print all config items and exit.
@@ -24,36 +26,42 @@ struct Args {
     namesrv_addr: Option<String>,
 }
 
-fn load_config(args: &Args) -> Result<NamesrvConfig, ConfigError> {
+fn load_config(args: &Args) -> Result<(NamesrvConfig, TlsConfig), ConfigError> {
     let mut config = NamesrvConfig::default();
-    if let Some(path) = &args.config_file {
-        let props = read_properties_file(path)?;
-        config.apply(&props)?;
-    }
-    Ok(config)
+    let props = match &args.config_file {
+        Some(path) => read_properties_file(path)?,
+        None => Default::default(),
+    };
+    config.apply(&props)?;
+    let tls = TlsConfig::load(&props)?;
+    Ok((config, tls))
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let config = match load_config(&args) {
-        Ok(config) => config,
+    let (config, tls) = match load_config(&args) {
+        Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("mqnamesrv: {e}");
             return ExitCode::from(2);
         }
     };
     if args.print_config {
-        print!(
-            "{}",
-            format_documented(config.entries(), NamesrvConfig::DOCS)
-        );
+        let mut entries = config.entries();
+        entries.extend(tls.printable_entries());
+        let docs: Vec<_> = NamesrvConfig::DOCS
+            .iter()
+            .chain(TlsConfig::DOCS)
+            .copied()
+            .collect();
+        print!("{}", format_documented(entries, &docs));
         return ExitCode::SUCCESS;
     }
     init_logging();
     // Scripts wait for the boot line to know the server is up.
     run_until_terminated(
         "mqnamesrv",
-        stellmq_namesrv::start(config),
+        stellmq_namesrv::start_with_tls(config, tls),
         |h| {
             format!(
                 "The Name Server boot success. serializeType=JSON, address {}",

@@ -13,6 +13,7 @@
 //! - [`tap`]: a TCP relay that records what two peers sent each other.
 //! - [`consumers`]: recording consumers of the Rust client, and a wait for a group to have
 //!   consumed everything.
+//! - [`tls`]: a [`TestCa`] issuing certificates, and the TLS settings that use them.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -37,6 +38,7 @@ pub mod raw;
 pub mod registration;
 pub mod stack;
 pub mod tap;
+pub mod tls;
 pub mod wait;
 
 pub use broker::{broker_config, Role, TestBroker};
@@ -49,6 +51,7 @@ pub use raw::{heartbeat, request, send_header, send_request, Pull, RawClient};
 pub use registration::Registration;
 pub use stack::Stack;
 pub use tap::{Side, TcpTap};
+pub use tls::TestCa;
 pub use wait::{
     eventually, eventually_some, eventually_within, wait_for, wait_for_blocking, TIMEOUT,
 };

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use stellmq_namesrv::{NamesrvConfig, NamesrvHandle};
+use stellmq_remoting::net::tls::TlsConfig;
 
 /// A name server configuration on `127.0.0.1`, port 0 (chosen by the system), with its KV
 /// and config files in `dir`.
@@ -23,6 +24,7 @@ pub struct NameServer {
     handle: Option<NamesrvHandle>,
     addr: String,
     config: NamesrvConfig,
+    tls: TlsConfig,
     dir: tempfile::TempDir,
 }
 
@@ -34,16 +36,26 @@ impl NameServer {
 
     /// Starts a name server with [`namesrv_config`] changed by `tweak`.
     pub async fn start_with(tweak: impl FnOnce(&mut NamesrvConfig)) -> Self {
+        Self::start_configured(tweak, TlsConfig::default()).await
+    }
+
+    /// Starts a name server with [`namesrv_config`] and the TLS settings `tls`.
+    pub async fn start_with_tls(tls: TlsConfig) -> Self {
+        Self::start_configured(|_| {}, tls).await
+    }
+
+    async fn start_configured(tweak: impl FnOnce(&mut NamesrvConfig), tls: TlsConfig) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory for the name server");
         let mut config = namesrv_config(dir.path());
         tweak(&mut config);
-        let handle = stellmq_namesrv::start(config.clone())
+        let handle = stellmq_namesrv::start_with_tls(config.clone(), tls.clone())
             .await
             .expect("the name server starts");
         Self {
             addr: handle.local_addr().to_string(),
             handle: Some(handle),
             config,
+            tls,
             dir,
         }
     }
@@ -72,7 +84,7 @@ impl NameServer {
         if let Some(handle) = self.handle.take() {
             handle.shutdown().await;
         }
-        let handle = stellmq_namesrv::start(self.config.clone())
+        let handle = stellmq_namesrv::start_with_tls(self.config.clone(), self.tls.clone())
             .await
             .expect("the name server restarts");
         self.addr = handle.local_addr().to_string();

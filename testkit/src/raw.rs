@@ -169,8 +169,13 @@ pub struct RawClient {
 
 impl RawClient {
     pub fn new(addr: &str) -> Self {
+        Self::with_config(addr, ClientConfig::default())
+    }
+
+    /// A client with `config` (e.g. TLS settings).
+    pub fn with_config(addr: &str, config: ClientConfig) -> Self {
         Self {
-            client: RemotingClient::new(ClientConfig::default()),
+            client: RemotingClient::new(config),
             addr: addr.to_owned(),
         }
     }

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod stats;
+pub mod tls_args;
 
 /// `println!` for command-line output that ends the process quietly when the reader goes
 /// away (`mqadmin topicList | head`), instead of panicking on a broken pipe.

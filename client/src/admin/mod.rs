@@ -14,6 +14,7 @@ mod topic;
 
 use std::time::Duration;
 
+use stellmq_remoting::net::tls::{ClientTls, ClientTlsConfig};
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
@@ -53,13 +54,22 @@ impl To<'_> {
 impl AdminClient {
     /// `namesrv` is RocketMQ's `ip:port;ip:port` list.
     pub fn new(namesrv: &str) -> Result<Self, ClientError> {
+        Self::with_tls(namesrv, &ClientTlsConfig::default())
+    }
+
+    /// An admin client whose connections use `tls` (when enabled).
+    pub fn with_tls(namesrv: &str, tls: &ClientTlsConfig) -> Result<Self, ClientError> {
         let list = crate::namesrv::parse_list(namesrv);
         if list.is_empty() {
             return Err(ClientError::NoNameServer);
         }
+        let config = ClientConfig {
+            tls: ClientTls::from_config(tls)?,
+            ..ClientConfig::default()
+        };
         Ok(Self {
             namesrv: list,
-            remoting: RemotingClient::new(ClientConfig::default()),
+            remoting: RemotingClient::new(config),
             timeout: TIMEOUT,
         })
     }

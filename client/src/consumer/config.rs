@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use stellmq_remoting::net::tls::ClientTlsConfig;
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};
 
 use super::allocate::AllocateStrategy;
@@ -38,6 +39,8 @@ pub struct ConsumerConfig {
     /// How subscription expressions are read: tags (`TagA || TagB`) or SQL92 selectors on
     /// message properties (`a > 5 AND TAGS = 'TagA'`, needs `enablePropertyFilter`).
     pub expression_type: ExpressionType,
+    /// TLS to name servers and brokers (RocketMQ's `useTLS` / `tls.enable`).
+    pub tls: ClientTlsConfig,
 }
 
 /// RocketMQ's `ExpressionType`.
@@ -76,6 +79,7 @@ impl Default for ConsumerConfig {
             rebalance_interval: Duration::from_secs(20),
             namespace: None,
             expression_type: ExpressionType::Tag,
+            tls: ClientTlsConfig::default(),
             offset_store_dir: std::env::var_os("HOME")
                 .map_or_else(|| PathBuf::from("."), PathBuf::from)
                 .join(".rocketmq_offsets"),

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use stellmq_remoting::net::tls::ClientTlsConfig;
+
 /// Producer options, with RocketMQ's names and defaults.
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
@@ -22,6 +24,8 @@ pub struct ProducerConfig {
     pub fault_isolation: Duration,
     /// Optional namespace: topics and the group become `<namespace>%<name>` on the broker.
     pub namespace: Option<String>,
+    /// TLS to name servers and brokers (RocketMQ's `useTLS` / `tls.enable`).
+    pub tls: ClientTlsConfig,
 }
 
 impl Default for ProducerConfig {
@@ -37,6 +41,7 @@ impl Default for ProducerConfig {
             default_topic_queue_nums: 4,
             fault_isolation: Duration::from_secs(30),
             namespace: None,
+            tls: ClientTlsConfig::default(),
         }
     }
 }

@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
@@ -156,7 +155,7 @@ impl std::hash::Hash for Channel {
 }
 
 impl Channel {
-    /// Takes over a connected stream and starts its reader and writer tasks.
+    /// Takes over a connected TCP stream and starts its reader and writer tasks.
     pub fn spawn(
         stream: TcpStream,
         handler: Arc<dyn InboundHandler>,
@@ -167,7 +166,54 @@ impl Channel {
         let local = stream.local_addr()?;
         // Small request/response frames: latency matters more than packet count.
         stream.set_nodelay(true)?;
+        // The halves of a TCP stream need no lock between reader and writer.
         let (read_half, write_half) = stream.into_split();
+        Ok(Self::start(
+            read_half,
+            write_half,
+            (peer, local),
+            handler,
+            config,
+            stop_reading,
+        ))
+    }
+
+    /// Takes over any other connected byte stream (a TLS session over TCP) between `peer`
+    /// and `local`; its reader and writer share it through a lock.
+    pub fn spawn_stream<S>(
+        stream: S,
+        peer: SocketAddr,
+        local: SocketAddr,
+        handler: Arc<dyn InboundHandler>,
+        config: ChannelConfig,
+        stop_reading: CancellationToken,
+    ) -> Channel
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read_half, write_half) = tokio::io::split(stream);
+        Self::start(
+            read_half,
+            write_half,
+            (peer, local),
+            handler,
+            config,
+            stop_reading,
+        )
+    }
+
+    fn start<R, W>(
+        read_half: R,
+        write_half: W,
+        (peer, local): (SocketAddr, SocketAddr),
+        handler: Arc<dyn InboundHandler>,
+        config: ChannelConfig,
+        stop_reading: CancellationToken,
+    ) -> Channel
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (tx, rx) = mpsc::unbounded_channel();
         let channel = Channel {
             inner: Arc::new(Inner {
@@ -197,7 +243,7 @@ impl Channel {
             config.write_stall_timeout,
         ));
         tokio::spawn(read_loop(channel.clone(), read_half, handler, config));
-        Ok(channel)
+        channel
     }
 
     pub fn id(&self) -> u64 {
@@ -439,9 +485,9 @@ impl Drop for PendingResponse {
     }
 }
 
-async fn read_loop(
+async fn read_loop<R: AsyncRead + Unpin>(
     channel: Channel,
-    mut reader: OwnedReadHalf,
+    mut reader: R,
     handler: Arc<dyn InboundHandler>,
     config: ChannelConfig,
 ) {
@@ -535,9 +581,9 @@ fn dispatch_frames(
     }
 }
 
-async fn write_loop(
+async fn write_loop<W: AsyncWrite + Unpin>(
     channel: Channel,
-    mut writer: OwnedWriteHalf,
+    mut writer: W,
     mut rx: mpsc::UnboundedReceiver<(RemotingCommand, usize)>,
     stall_timeout: Duration,
 ) {
@@ -559,7 +605,11 @@ async fn write_loop(
                     frame::encode(&command, &mut out);
                 }
                 if !out.is_empty() {
-                    let _ = tokio::time::timeout(stall_timeout, writer.write_all(&out)).await;
+                    let _ = tokio::time::timeout(stall_timeout, async {
+                        writer.write_all(&out).await?;
+                        writer.flush().await
+                    })
+                    .await;
                 }
                 break;
             }
@@ -610,9 +660,10 @@ enum WriteError {
     Io(#[from] std::io::Error),
 }
 
-/// Writes all of `data`, failing when one write makes no progress for `stall_timeout`.
-async fn write_with_progress(
-    writer: &mut OwnedWriteHalf,
+/// Writes all of `data` and flushes it, failing when one write makes no progress for
+/// `stall_timeout`. (The flush is free on TCP; a TLS session may hold records back until it.)
+async fn write_with_progress<W: AsyncWrite + Unpin>(
+    writer: &mut W,
     mut data: &[u8],
     stall_timeout: Duration,
 ) -> Result<(), WriteError> {
@@ -624,5 +675,8 @@ async fn write_with_progress(
             Ok(Ok(n)) => data = &data[n..],
         }
     }
-    Ok(())
+    match tokio::time::timeout(stall_timeout, writer.flush()).await {
+        Err(_) => Err(WriteError::Stalled(stall_timeout)),
+        Ok(result) => Ok(result?),
+    }
 }

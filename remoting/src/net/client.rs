@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::channel::{Channel, ChannelConfig, InboundHandler, PendingResponse, SlowReader};
 use super::error::RemotingError;
+use super::tls::ClientTls;
 use crate::protocol::{RemotingCommand, ResponseCode};
 
 /// Client settings (RocketMQ's NettyClientConfig defaults).
@@ -17,6 +18,8 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_frame_size: usize,
+    /// TLS on every connection (`tls.enable`); `None` is plaintext.
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ClientConfig {
@@ -25,6 +28,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(3),
             idle_timeout: Duration::from_secs(120),
             max_frame_size: crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE,
+            tls: None,
         }
     }
 }
@@ -83,34 +87,56 @@ impl RemotingClient {
         Ok(channel)
     }
 
+    /// Connects, and with TLS runs the handshake, within the connect timeout.
     async fn connect(&self, addr: &str) -> Result<Channel, RemotingError> {
         let timeout = self.config.connect_timeout;
+        let timed_out = || RemotingError::ConnectTimeout {
+            addr: addr.to_owned(),
+            timeout,
+        };
+        let failed = |source| RemotingError::Connect {
+            addr: addr.to_owned(),
+            source,
+        };
+        let started = Instant::now();
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
-            .map_err(|_| RemotingError::ConnectTimeout {
-                addr: addr.to_owned(),
-                timeout,
-            })?
-            .map_err(|source| RemotingError::Connect {
-                addr: addr.to_owned(),
-                source,
-            })?;
+            .map_err(|_| timed_out())?
+            .map_err(failed)?;
         let config = ChannelConfig {
             idle_timeout: self.config.idle_timeout,
             max_frame_size: self.config.max_frame_size,
             slow_reader: SlowReader::Wait,
             ..ChannelConfig::default()
         };
-        Channel::spawn(
+        let Some(tls) = &self.config.tls else {
+            return Channel::spawn(
+                stream,
+                self.handler.clone(),
+                config,
+                self.shutdown.child_token(),
+            )
+            .map_err(failed);
+        };
+        let peer = stream.peer_addr().map_err(failed)?;
+        let local = stream.local_addr().map_err(failed)?;
+        stream.set_nodelay(true).map_err(failed)?;
+        let handshake = tls.connect(addr, stream);
+        let stream = tokio::time::timeout(timeout.saturating_sub(started.elapsed()), handshake)
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(|source| RemotingError::TlsHandshake {
+                addr: addr.to_owned(),
+                source,
+            })?;
+        Ok(Channel::spawn_stream(
             stream,
+            peer,
+            local,
             self.handler.clone(),
             config,
             self.shutdown.child_token(),
-        )
-        .map_err(|source| RemotingError::Connect {
-            addr: addr.to_owned(),
-            source,
-        })
+        ))
     }
 
     /// Sends `request` to `addr` and waits up to `timeout` (connecting included).

@@ -14,6 +14,12 @@ pub enum RemotingError {
         #[source]
         source: std::io::Error,
     },
+    #[error("TLS handshake with {addr} failed: {source}")]
+    TlsHandshake {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("connecting to {addr} timed out after {timeout:?}")]
     ConnectTimeout { addr: String, timeout: Duration },
     #[error("no response from {addr} within {timeout:?}")]

@@ -1,11 +1,12 @@
 //! tokio transport for the remoting protocol.
 //!
-//! * [`Channel`]: one TCP connection, used the same way on both sides: requests flow in both
+//! * [`Channel`]: one connection (TCP, or TLS over TCP), used the same way on both sides: requests flow in both
 //!   directions, responses are matched to requests by opaque in a per-connection table, and
 //!   a single writer task coalesces outgoing frames.
 //! * [`RemotingServer`]: accept loop with a connection cap, a processor registry keyed by
 //!   request code with one bounded [`Lane`] per processor, idle close and graceful shutdown.
 //! * [`RemotingClient`]: connections per address, reused and re-established after failure.
+//! * [`tls`]: TLS for both (RocketMQ's `tlsMode` and `tls.*` keys).
 
 mod channel;
 mod client;
@@ -14,6 +15,7 @@ mod error;
 pub mod process;
 mod processor;
 mod server;
+pub mod tls;
 
 pub use channel::{Channel, ChannelConfig, InFlight, InboundHandler, PendingResponse, SlowReader};
 pub use client::{ClientConfig, RemotingClient};

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::channel::{Channel, ChannelConfig, InboundHandler, SlowReader};
 use super::processor::{Lane, RequestProcessor};
+use super::tls::{Accepted, ServerTls};
 use crate::protocol::{RemotingCommand, RequestCode};
 
 /// Server settings (RocketMQ's NettyServerConfig, where they exist).
@@ -34,6 +35,8 @@ pub struct ServerConfig {
     pub max_write_buffer_bytes: usize,
     /// A write to a connection that makes no progress for this long closes it.
     pub write_stall_timeout: Duration,
+    /// TLS on this port (`permissive` or `enforcing`); `None` is plaintext only.
+    pub tls: Option<ServerTls>,
 }
 
 impl Default for ServerConfig {
@@ -47,6 +50,7 @@ impl Default for ServerConfig {
             max_in_flight_per_connection: 1024,
             max_write_buffer_bytes: 64 * 1024 * 1024,
             write_stall_timeout: Duration::from_secs(30),
+            tls: None,
         }
     }
 }
@@ -192,21 +196,24 @@ impl RemotingServer {
         });
         let stop_accepting = CancellationToken::new();
         let stop_reading = CancellationToken::new();
-        let accept = tokio::spawn(accept_loop(
+        let mut tasks = vec![tokio::spawn(accept_loop(
             listener,
             registry.clone(),
             self.config.clone(),
             stop_accepting.clone(),
             stop_reading.clone(),
-        ));
-        tracing::info!(addr = %local_addr, "remoting server listening");
+        ))];
+        if let Some(tls) = &self.config.tls {
+            tasks.push(tls.spawn_reloader(stop_accepting.clone()));
+        }
+        tracing::info!(addr = %local_addr, tls = ?self.config.tls.as_ref().map(ServerTls::mode), "remoting server listening");
         Ok(ServerHandle {
             local_addr,
             registry,
             config: self.config,
             stop_accepting,
             stop_reading,
-            accept: Mutex::new(vec![accept]),
+            accept: Mutex::new(tasks),
         })
     }
 }
@@ -247,28 +254,102 @@ async fn accept_loop(
             drop(stream);
             continue;
         };
-        match Channel::spawn(
-            stream,
-            registry.clone(),
-            channel_config.clone(),
-            stop_reading.clone(),
-        ) {
-            Ok(channel) => {
-                registry
-                    .channels
-                    .lock()
-                    .insert(channel.id(), channel.clone());
-                for listener in &registry.listeners {
-                    listener.on_connect(&channel);
-                }
-                // Hold the connection slot until the channel closes.
-                tokio::spawn(async move {
-                    channel.closed().await;
-                    drop(slot);
-                });
+        let connection = Connection {
+            registry: registry.clone(),
+            config: channel_config.clone(),
+            stop_reading: stop_reading.clone(),
+            slot,
+        };
+        match &config.tls {
+            None => connection.serve(Channel::spawn(
+                stream,
+                registry.clone(),
+                channel_config.clone(),
+                stop_reading.clone(),
+            )),
+            // Telling TLS from plaintext and the handshake wait on this peer alone.
+            Some(tls) => {
+                tokio::spawn(connection.accept(tls.clone(), stream, stop_accepting.clone()));
             }
-            Err(e) => tracing::debug!(%peer, error = %e, "could not set up connection"),
         }
+    }
+}
+
+/// An accepted connection holding its slot, on its way to becoming a [`Channel`].
+struct Connection {
+    registry: Arc<Registry>,
+    config: ChannelConfig,
+    stop_reading: CancellationToken,
+    slot: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    /// Detects TLS, runs the handshake, then serves; a connection refused (plaintext on an
+    /// enforcing port, a failed or slow handshake) is logged and closed.
+    async fn accept(self, tls: ServerTls, stream: TcpStream, stop_accepting: CancellationToken) {
+        let Ok(peer) = stream.peer_addr() else {
+            return;
+        };
+        let local = stream.local_addr();
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
+        }
+        let accepted = tokio::select! {
+            _ = stop_accepting.cancelled() => return,
+            accepted = tls.accept(stream, self.config.idle_timeout) => accepted,
+        };
+        match (accepted, local) {
+            (Ok(Accepted::Plain(stream)), _) => {
+                let channel = Channel::spawn(
+                    stream,
+                    self.registry.clone(),
+                    self.config.clone(),
+                    self.stop_reading.clone(),
+                );
+                self.serve(channel)
+            }
+            (Ok(Accepted::Tls(stream)), Ok(local)) => {
+                let channel = Channel::spawn_stream(
+                    stream,
+                    peer,
+                    local,
+                    self.registry.clone(),
+                    self.config.clone(),
+                    self.stop_reading.clone(),
+                );
+                self.serve(Ok(channel))
+            }
+            (Ok(Accepted::Tls(_)), Err(e)) => {
+                tracing::debug!(%peer, error = %e, "could not set up connection")
+            }
+            (Err(reason), _) if reason.is_quiet() => {
+                tracing::debug!(%peer, %reason, "connection closed")
+            }
+            (Err(reason), _) => tracing::warn!(%peer, %reason, "connection refused"),
+        }
+    }
+
+    /// Registers the channel and holds the connection slot until it closes.
+    fn serve(self, channel: std::io::Result<Channel>) {
+        let channel = match channel {
+            Ok(channel) => channel,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not set up connection");
+                return;
+            }
+        };
+        self.registry
+            .channels
+            .lock()
+            .insert(channel.id(), channel.clone());
+        for listener in &self.registry.listeners {
+            listener.on_connect(&channel);
+        }
+        let slot = self.slot;
+        tokio::spawn(async move {
+            channel.closed().await;
+            drop(slot);
+        });
     }
 }
 

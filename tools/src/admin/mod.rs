@@ -12,6 +12,8 @@ use clap::{Parser, Subcommand};
 use stellmq_client::{AdminClient, ClientError};
 use stellmq_remoting::protocol::message::UtcTime;
 
+use crate::tls_args::TlsArgs;
+
 /// `-b broker` or `-c cluster`: the brokers a command acts on.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Target {
@@ -64,6 +66,8 @@ pub struct Cli {
     /// Name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876 (default: NAMESRV_ADDR).
     #[arg(short = 'n', long = "namesrvAddr", global = true)]
     pub namesrv: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -189,7 +193,7 @@ pub async fn run(cli: Cli) -> Result<(), ClientError> {
         .namesrv
         .or_else(|| std::env::var("NAMESRV_ADDR").ok())
         .ok_or(ClientError::NoNameServer)?;
-    let admin = AdminClient::new(&namesrv)?;
+    let admin = AdminClient::with_tls(&namesrv, &cli.tls.client_tls())?;
     let result = dispatch(&admin, cli.command).await;
     admin.shutdown().await;
     result

@@ -14,6 +14,7 @@ use stellmq_client::admin::now_ms;
 use stellmq_client::route::readable_masters;
 use stellmq_client::{AdminClient, ClientError, Message, Producer, ProducerConfig};
 use stellmq_tools::stats::Latency;
+use stellmq_tools::tls_args::TlsArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -61,6 +62,8 @@ struct ProducerArgs {
     duration: u64,
     #[arg(long = "report-interval", default_value_t = 10)]
     report_interval: u64,
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -76,6 +79,8 @@ struct ConsumerArgs {
     duration: u64,
     #[arg(long = "report-interval", default_value_t = 10)]
     report_interval: u64,
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 #[derive(Default)]
@@ -113,6 +118,7 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
         namesrv_addr: namesrv(&a.namesrv),
         group: "benchmark_producer".into(),
         instance_name: now_ms().to_string(),
+        tls: a.tls.client_tls(),
         ..Default::default()
     };
     let producer = Producer::start(config).await?;
@@ -225,7 +231,10 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
 }
 
 async fn run_consumer(a: ConsumerArgs) -> Result<(), ClientError> {
-    let admin = Arc::new(AdminClient::new(&namesrv(&a.namesrv))?);
+    let admin = Arc::new(AdminClient::with_tls(
+        &namesrv(&a.namesrv),
+        &a.tls.client_tls(),
+    )?);
     let route = admin.topic_route(&a.topic).await?;
     stellmq_tools::outln!("Consumer Started. topic: {} group: {}", a.topic, a.group);
     let counters = Arc::new(Counters::default());

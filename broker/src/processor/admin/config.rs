@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use stellmq_config::{format_properties, parse_config_changes};
+use stellmq_remoting::net::tls::TlsConfig;
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::headers::{CommandHeader, GetBrokerConfigResponseHeader};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -41,6 +42,11 @@ impl ConfigAdminProcessor {
                 return Err(ProcessorError::system(if store_key {
                     format!(
                         "store key '{key}' cannot change at runtime; edit broker.conf and restart"
+                    )
+                } else if TlsConfig::is_tls_key(key) {
+                    format!(
+                        "TLS key '{key}' cannot change at runtime; edit broker.conf and restart \
+                         (changed certificate files are reloaded by themselves)"
                     )
                 } else {
                     format!("unknown config key '{key}'")
