@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
 use stellmq_remoting::protocol::body::{fastjson, HeartbeatData, TopicRouteData};
 use stellmq_remoting::protocol::headers::UnregisterClientRequestHeader;
+use stellmq_remoting::protocol::signature::SessionCredentials;
 use stellmq_remoting::protocol::RequestCode;
 use tokio::sync::Notify;
 
@@ -22,7 +23,10 @@ use crate::inbound::{Checkers, ClientCalls, Consumers, PendingReplies, Transacti
 use crate::namesrv;
 use crate::request::{bare, request};
 
-type Key = (String, String);
+/// Name servers, instance name, and who signs: groups with other credentials get their own
+/// instance (and connections), so each request carries its own group's signature.
+type Key = (String, String, Option<CredentialsKey>);
+type CredentialsKey = (String, String, Option<String>);
 
 static INSTANCES: Mutex<Option<HashMap<Key, Weak<ClientInstance>>>> = Mutex::new(None);
 
@@ -43,13 +47,25 @@ pub(crate) struct ClientInstance {
 }
 
 impl ClientInstance {
-    /// The running instance for the name servers `namesrv_addr` (`ip:port;ip:port`) and
-    /// `instance_name`, or a new one connected to the first name server (the local address it
-    /// connects from names the client).
-    pub async fn obtain(namesrv_addr: &str, instance_name: &str) -> Result<Arc<Self>, ClientError> {
+    /// The running instance for the name servers `namesrv_addr` (`ip:port;ip:port`),
+    /// `instance_name` and `credentials`, or a new one connected to the first name server
+    /// (the local address it connects from names the client). With credentials, every
+    /// request of the instance is signed (by its remoting client).
+    pub async fn obtain(
+        namesrv_addr: &str,
+        instance_name: &str,
+        credentials: Option<&SessionCredentials>,
+    ) -> Result<Arc<Self>, ClientError> {
         let namesrv = namesrv::parse_list(namesrv_addr);
         let first = namesrv.first().ok_or(ClientError::NoNameServer)?;
-        let key = (namesrv.join(";"), instance_name.to_owned());
+        let signer = credentials.map(|c| {
+            (
+                c.access_key.clone(),
+                c.secret_key.clone(),
+                c.security_token.clone(),
+            )
+        });
+        let key = (namesrv.join(";"), instance_name.to_owned(), signer);
         if let Some(existing) = Self::registered(&key) {
             existing.users.fetch_add(1, Ordering::SeqCst);
             return Ok(existing);
@@ -58,7 +74,10 @@ impl ClientInstance {
         let checkers: Checkers = Arc::default();
         let replies: PendingReplies = Arc::default();
         let remoting = RemotingClient::with_handler(
-            ClientConfig::default(),
+            ClientConfig {
+                credentials: credentials.cloned(),
+                ..ClientConfig::default()
+            },
             Arc::new(ClientCalls {
                 consumers: consumers.clone(),
                 checkers: checkers.clone(),

@@ -15,6 +15,7 @@ mod topic;
 use std::time::Duration;
 
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
+use stellmq_remoting::protocol::signature::SessionCredentials;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
 use crate::error::ClientError;
@@ -53,13 +54,25 @@ impl To<'_> {
 impl AdminClient {
     /// `namesrv` is RocketMQ's `ip:port;ip:port` list.
     pub fn new(namesrv: &str) -> Result<Self, ClientError> {
+        Self::with_credentials(namesrv, None)
+    }
+
+    /// Like [`Self::new`]; with `credentials`, every request is signed (plain ACL), as
+    /// RocketMQ's `DefaultMQAdminExt(rpcHook)` signs.
+    pub fn with_credentials(
+        namesrv: &str,
+        credentials: Option<SessionCredentials>,
+    ) -> Result<Self, ClientError> {
         let list = crate::namesrv::parse_list(namesrv);
         if list.is_empty() {
             return Err(ClientError::NoNameServer);
         }
         Ok(Self {
             namesrv: list,
-            remoting: RemotingClient::new(ClientConfig::default()),
+            remoting: RemotingClient::new(ClientConfig {
+                credentials,
+                ..ClientConfig::default()
+            }),
             timeout: TIMEOUT,
         })
     }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};
+use stellmq_remoting::protocol::signature::SessionCredentials;
 
 use super::allocate::AllocateStrategy;
 
@@ -38,6 +39,9 @@ pub struct ConsumerConfig {
     /// How subscription expressions are read: tags (`TagA || TagB`) or SQL92 selectors on
     /// message properties (`a > 5 AND TAGS = 'TagA'`, needs `enablePropertyFilter`).
     pub expression_type: ExpressionType,
+    /// Plain-ACL credentials (RocketMQ's `AclClientRPCHook`): every request to name servers
+    /// and brokers (pulls, heartbeats, offset commits, send-backs) is signed with them.
+    pub credentials: Option<SessionCredentials>,
 }
 
 /// RocketMQ's `ExpressionType`.
@@ -76,6 +80,7 @@ impl Default for ConsumerConfig {
             rebalance_interval: Duration::from_secs(20),
             namespace: None,
             expression_type: ExpressionType::Tag,
+            credentials: None,
             offset_store_dir: std::env::var_os("HOME")
                 .map_or_else(|| PathBuf::from("."), PathBuf::from)
                 .join(".rocketmq_offsets"),

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use stellmq_remoting::protocol::signature::SessionCredentials;
+
 /// Producer options, with RocketMQ's names and defaults.
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
@@ -22,6 +24,9 @@ pub struct ProducerConfig {
     pub fault_isolation: Duration,
     /// Optional namespace: topics and the group become `<namespace>%<name>` on the broker.
     pub namespace: Option<String>,
+    /// Plain-ACL credentials (RocketMQ's `AclClientRPCHook`): every request to name servers
+    /// and brokers is signed with them. `None` sends unsigned requests.
+    pub credentials: Option<SessionCredentials>,
 }
 
 impl Default for ProducerConfig {
@@ -37,6 +42,7 @@ impl Default for ProducerConfig {
             default_topic_queue_nums: 4,
             fault_isolation: Duration::from_secs(30),
             namespace: None,
+            credentials: None,
         }
     }
 }
