@@ -5,6 +5,7 @@
 //! of `request::read`'s readers, RocketMQ's response codes mapped in `request.rs`. A request
 //! that names a "nothing found" code uses `AdminClient::ask_or_none`.
 
+mod acl;
 mod broker;
 mod group;
 mod message;
