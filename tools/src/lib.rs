@@ -1,6 +1,7 @@
 //! StellMQ's tools: `mqadmin` (RocketMQ's admin commands), `storebench` (store benchmark).
 
 pub mod admin;
+pub mod credentials;
 pub mod stats;
 
 /// `println!` for command-line output that ends the process quietly when the reader goes
