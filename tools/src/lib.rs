@@ -1,6 +1,7 @@
 //! StellMQ's tools: `mqadmin` (RocketMQ's admin commands), `storebench` (store benchmark).
 
 pub mod admin;
+pub mod bench_acl;
 pub mod credentials;
 pub mod stats;
 
