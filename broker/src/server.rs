@@ -142,8 +142,11 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     let started = Instant::now();
     // TLS files are read first: a bad certificate stops the start before the store opens.
     let server_tls = ServerTls::from_config(&config.tls)?;
+    // The broker's own requests (registrations, a slave's sync) are signed when it has
+    // innerClientAuthenticationCredentials, for servers that check ACL.
     let outbound = ClientConfig {
         tls: ClientTls::from_config(&config.tls.client())?,
+        credentials: config.broker.inner_credentials()?,
         ..ClientConfig::default()
     };
     let mut listeners = Listeners::bind(&config.broker).await?;

@@ -15,6 +15,7 @@ use stellmq_remoting::net::tls::{ClientTls, ClientTlsConfig};
 use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
 use stellmq_remoting::protocol::body::{fastjson, HeartbeatData, TopicRouteData};
 use stellmq_remoting::protocol::headers::UnregisterClientRequestHeader;
+use stellmq_remoting::protocol::signature::SessionCredentials;
 use stellmq_remoting::protocol::RequestCode;
 use tokio::sync::Notify;
 
@@ -23,8 +24,11 @@ use crate::inbound::{Checkers, ClientCalls, Consumers, PendingReplies, Transacti
 use crate::namesrv;
 use crate::request::{bare, request};
 
-/// Name servers, instance name, TLS settings: what makes two groups share an instance.
-type Key = (String, String, ClientTlsConfig);
+/// Name servers, instance name, TLS settings and who signs: what makes two groups share an
+/// instance. Groups with other credentials get their own instance (and connections), so each
+/// request carries its own group's signature.
+type Key = (String, String, ClientTlsConfig, Option<CredentialsKey>);
+type CredentialsKey = (String, String, Option<String>);
 
 static INSTANCES: Mutex<Option<HashMap<Key, Weak<ClientInstance>>>> = Mutex::new(None);
 
@@ -46,16 +50,30 @@ pub(crate) struct ClientInstance {
 
 impl ClientInstance {
     /// The running instance for the name servers `namesrv_addr` (`ip:port;ip:port`),
-    /// `instance_name` and `tls`, or a new one connected to the first name server (the local
-    /// address it connects from names the client).
+    /// `instance_name`, `tls` and `credentials`, or a new one connected to the first name
+    /// server (the local address it connects from names the client). With credentials, every
+    /// request of the instance is signed (by its remoting client).
     pub async fn obtain(
         namesrv_addr: &str,
         instance_name: &str,
         tls: &ClientTlsConfig,
+        credentials: Option<&SessionCredentials>,
     ) -> Result<Arc<Self>, ClientError> {
         let namesrv = namesrv::parse_list(namesrv_addr);
         let first = namesrv.first().ok_or(ClientError::NoNameServer)?;
-        let key = (namesrv.join(";"), instance_name.to_owned(), tls.clone());
+        let signer = credentials.map(|c| {
+            (
+                c.access_key.clone(),
+                c.secret_key.clone(),
+                c.security_token.clone(),
+            )
+        });
+        let key = (
+            namesrv.join(";"),
+            instance_name.to_owned(),
+            tls.clone(),
+            signer,
+        );
         if let Some(existing) = Self::registered(&key) {
             existing.users.fetch_add(1, Ordering::SeqCst);
             return Ok(existing);
@@ -66,6 +84,7 @@ impl ClientInstance {
         let remoting = RemotingClient::with_handler(
             ClientConfig {
                 tls: ClientTls::from_config(tls)?,
+                credentials: credentials.cloned(),
                 ..ClientConfig::default()
             },
             Arc::new(ClientCalls {

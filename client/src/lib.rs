@@ -5,6 +5,11 @@
 //! broker config and runtime info, offsets and consume progress, connections, message queries,
 //! offset resets, name server KV and config).
 //!
+//! Plain ACL: give [`ProducerConfig::credentials`], [`ConsumerConfig::credentials`] or
+//! [`admin::AdminClient::with_credentials`] a [`SessionCredentials`], and every request to
+//! name servers and brokers is signed (`AccessKey`, `Signature`) as RocketMQ's
+//! `AclClientRPCHook` signs, by the remoting client as its last step before the wire.
+//!
 //! Layers, each importing only those below it:
 //! - `transaction`, `reply` (over the producer); `producer/`, `consumer/`, `admin/`
 //! - `instance` (one shared client instance: connections, routes, heartbeats) and `inbound`
@@ -33,4 +38,5 @@ pub use error::ClientError;
 pub use message::{Message, ReceivedMessage, SendResult, SendStatus};
 pub use producer::{Producer, ProducerConfig};
 pub use stellmq_remoting::net::tls::ClientTlsConfig;
+pub use stellmq_remoting::protocol::signature::SessionCredentials;
 pub use transaction::{TransactionProducer, TransactionSendResult, TransactionState};

@@ -382,3 +382,86 @@ async fn a_broken_acl_file_stops_the_start_with_its_reason() {
     assert!(error.to_string().contains("topicA=WRITE"), "{error}");
     ns.shutdown().await;
 }
+
+/// A group running the ACL: slaves authenticate on the HA port with the secret of the
+/// brokers' inner credentials, and sign their metadata sync from the master with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slaves_authenticate_replication_and_sync_with_inner_credentials() {
+    const INNER: &str = r#"{"accessKey":"rocketmq2","secretKey":"87654321"}"#;
+    const T: Duration = Duration::from_secs(20);
+    let home = tempfile::tempdir().expect("home");
+    write_acl(home.path(), ACL);
+    let home_dir = home.path().display().to_string();
+    let acl_on = move |c: &mut stellmq_broker::BrokerStartConfig| {
+        c.broker.acl_enable = true;
+        c.broker.rocketmq_home = home_dir.clone();
+    };
+    let master_acl = acl_on.clone();
+    let stack = Stack::start_with(move |c| {
+        stellmq_testkit::Role::SyncMaster.apply(c);
+        master_acl(c);
+        c.broker.inner_client_authentication_credentials = INNER.into();
+    })
+    .await;
+    let ha = stack.broker().ha_master().expect("a master").clone();
+
+    let stranger_acl = acl_on.clone();
+    let stranger = stack.start_slave(1, move |c| stranger_acl(c)).await;
+    stellmq_testkit::wait_for("the slave without credentials is refused", T, || {
+        ha.refused_peers() > 0
+    })
+    .await;
+    let unreplicated = stack.call(signed(send("topicB", "x"), USER)).await;
+    assert_eq!(
+        unreplicated.code,
+        stellmq_remoting::protocol::ResponseCode::SLAVE_NOT_AVAILABLE.as_i32(),
+        "SLAVE_NOT_AVAILABLE: {:?}",
+        unreplicated.remark
+    );
+    stranger.shutdown().await;
+
+    let slave = stack
+        .start_slave(1, move |c| {
+            acl_on(c);
+            c.broker.inner_client_authentication_credentials = INNER.into();
+        })
+        .await;
+    stellmq_testkit::wait_for("the slave with credentials is admitted", T, || {
+        ha.has_slaves()
+    })
+    .await;
+    let sent = stack.call(signed(send("topicB", "replicated"), USER)).await;
+    assert_eq!(sent.code, SUCCESS, "{:?}", sent.remark);
+
+    let update = request(
+        RequestCode::UPDATE_CONSUMER_OFFSET,
+        &[
+            ("consumerGroup", "groupB"),
+            ("topic", "topicB"),
+            ("queueId", "0"),
+            ("commitOffset", "1"),
+        ],
+    );
+    assert_eq!(stack.call(signed(update, USER)).await.code, SUCCESS);
+    let on_slave = stellmq_testkit::RawClient::new(slave.addr());
+    let query = request(
+        RequestCode::QUERY_CONSUMER_OFFSET,
+        &[
+            ("consumerGroup", "groupB"),
+            ("topic", "topicB"),
+            ("queueId", "0"),
+        ],
+    );
+    stellmq_testkit::eventually_within(
+        "the slave's signed sync copies the offset",
+        T,
+        async || {
+            let r = on_slave.call(signed(query.clone(), USER)).await;
+            r.code == SUCCESS && r.ext_fields.get("offset") == Some("1")
+        },
+    )
+    .await;
+    on_slave.shutdown().await;
+    slave.shutdown().await;
+    stack.stop().await;
+}

@@ -1,6 +1,8 @@
 //! StellMQ's tools: `mqadmin` (RocketMQ's admin commands), `storebench` (store benchmark).
 
 pub mod admin;
+pub mod bench_acl;
+pub mod credentials;
 pub mod stats;
 pub mod tls_args;
 

@@ -43,6 +43,20 @@ impl AdminClient {
         Ok(out)
     }
 
+    /// Every address, master and slaves, of the brokers of `cluster` (RocketMQ's
+    /// `fetchMasterAndSlaveAddrByClusterName`), in broker-name then broker-id order.
+    pub async fn master_and_slave_addrs(&self, cluster: &str) -> Result<Vec<String>, ClientError> {
+        let info = self.cluster_info().await?;
+        let Some(names) = info.cluster_addr_table.get(cluster) else {
+            return Ok(Vec::new());
+        };
+        Ok(names
+            .iter()
+            .filter_map(|name| info.broker_addr_table.get(name))
+            .flat_map(|b| b.broker_addrs.0.values().cloned())
+            .collect())
+    }
+
     pub async fn broker_runtime_info(
         &self,
         broker: &str,

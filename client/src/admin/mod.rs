@@ -5,6 +5,7 @@
 //! of `request::read`'s readers, RocketMQ's response codes mapped in `request.rs`. A request
 //! that names a "nothing found" code uses `AdminClient::ask_or_none`.
 
+mod acl;
 mod broker;
 mod group;
 mod message;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use stellmq_remoting::net::tls::{ClientTls, ClientTlsConfig};
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
+use stellmq_remoting::protocol::signature::SessionCredentials;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
 use crate::error::ClientError;
@@ -54,17 +56,36 @@ impl To<'_> {
 impl AdminClient {
     /// `namesrv` is RocketMQ's `ip:port;ip:port` list.
     pub fn new(namesrv: &str) -> Result<Self, ClientError> {
-        Self::with_tls(namesrv, &ClientTlsConfig::default())
+        Self::connect(namesrv, &ClientTlsConfig::default(), None)
     }
 
     /// An admin client whose connections use `tls` (when enabled).
     pub fn with_tls(namesrv: &str, tls: &ClientTlsConfig) -> Result<Self, ClientError> {
+        Self::connect(namesrv, tls, None)
+    }
+
+    /// Like [`Self::new`]; with `credentials`, every request is signed (plain ACL), as
+    /// RocketMQ's `DefaultMQAdminExt(rpcHook)` signs.
+    pub fn with_credentials(
+        namesrv: &str,
+        credentials: Option<SessionCredentials>,
+    ) -> Result<Self, ClientError> {
+        Self::connect(namesrv, &ClientTlsConfig::default(), credentials)
+    }
+
+    /// An admin client with TLS settings and, optionally, credentials to sign with.
+    pub fn connect(
+        namesrv: &str,
+        tls: &ClientTlsConfig,
+        credentials: Option<SessionCredentials>,
+    ) -> Result<Self, ClientError> {
         let list = crate::namesrv::parse_list(namesrv);
         if list.is_empty() {
             return Err(ClientError::NoNameServer);
         }
         let config = ClientConfig {
             tls: ClientTls::from_config(tls)?,
+            credentials,
             ..ClientConfig::default()
         };
         Ok(Self {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use stellmq_remoting::net::tls::ClientTlsConfig;
 use stellmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};
+use stellmq_remoting::protocol::signature::SessionCredentials;
 
 use super::allocate::AllocateStrategy;
 
@@ -41,6 +42,9 @@ pub struct ConsumerConfig {
     pub expression_type: ExpressionType,
     /// TLS to name servers and brokers (RocketMQ's `useTLS` / `tls.enable`).
     pub tls: ClientTlsConfig,
+    /// Plain-ACL credentials (RocketMQ's `AclClientRPCHook`): every request to name servers
+    /// and brokers (pulls, heartbeats, offset commits, send-backs) is signed with them.
+    pub credentials: Option<SessionCredentials>,
 }
 
 /// RocketMQ's `ExpressionType`.
@@ -80,6 +84,7 @@ impl Default for ConsumerConfig {
             namespace: None,
             expression_type: ExpressionType::Tag,
             tls: ClientTlsConfig::default(),
+            credentials: None,
             offset_store_dir: std::env::var_os("HOME")
                 .map_or_else(|| PathBuf::from("."), PathBuf::from)
                 .join(".rocketmq_offsets"),

@@ -72,9 +72,13 @@ impl ConsumerCore {
         sink: Arc<dyn MessageSink>,
     ) -> Result<Arc<Self>, ClientError> {
         config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
-        let instance =
-            ClientInstance::obtain(&config.namesrv_addr, &config.instance_name, &config.tls)
-                .await?;
+        let instance = ClientInstance::obtain(
+            &config.namesrv_addr,
+            &config.instance_name,
+            &config.tls,
+            config.credentials.as_ref(),
+        )
+        .await?;
         let client_id = instance.client_id.clone();
         let rebalance_now = Arc::new(Notify::new());
         let claim = match GroupClaim::take(&client_id, &config.group) {

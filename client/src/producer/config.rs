@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use stellmq_remoting::net::tls::ClientTlsConfig;
+use stellmq_remoting::protocol::signature::SessionCredentials;
 
 /// Producer options, with RocketMQ's names and defaults.
 #[derive(Debug, Clone)]
@@ -26,6 +27,9 @@ pub struct ProducerConfig {
     pub namespace: Option<String>,
     /// TLS to name servers and brokers (RocketMQ's `useTLS` / `tls.enable`).
     pub tls: ClientTlsConfig,
+    /// Plain-ACL credentials (RocketMQ's `AclClientRPCHook`): every request to name servers
+    /// and brokers is signed with them. `None` sends unsigned requests.
+    pub credentials: Option<SessionCredentials>,
 }
 
 impl Default for ProducerConfig {
@@ -42,6 +46,7 @@ impl Default for ProducerConfig {
             fault_isolation: Duration::from_secs(30),
             namespace: None,
             tls: ClientTlsConfig::default(),
+            credentials: None,
         }
     }
 }

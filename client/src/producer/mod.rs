@@ -42,9 +42,13 @@ pub struct Producer {
 impl Producer {
     /// Connects to the name servers and starts heartbeats and route refreshes.
     pub async fn start(config: ProducerConfig) -> Result<Self, ClientError> {
-        let instance =
-            ClientInstance::obtain(&config.namesrv_addr, &config.instance_name, &config.tls)
-                .await?;
+        let instance = ClientInstance::obtain(
+            &config.namesrv_addr,
+            &config.instance_name,
+            &config.tls,
+            config.credentials.as_ref(),
+        )
+        .await?;
         let mut config = config;
         config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
         let inner = Arc::new(Inner {

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::channel::{Channel, ChannelConfig, InboundHandler, PendingResponse, SlowReader};
 use super::error::RemotingError;
 use super::tls::ClientTls;
+use crate::protocol::signature::{self, SessionCredentials};
 use crate::protocol::{RemotingCommand, ResponseCode};
 
 /// Client settings (RocketMQ's NettyClientConfig defaults).
@@ -18,6 +19,10 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_frame_size: usize,
+    /// Plain-ACL credentials: when set, every request this client sends (sync, async and
+    /// oneway) is signed as its last step before the wire, as RocketMQ's `AclClientRPCHook`
+    /// signs. Responses to server-to-client requests are not signed (RocketMQ's are not).
+    pub credentials: Option<SessionCredentials>,
     /// TLS on every connection (`tls.enable`); `None` is plaintext.
     pub tls: Option<ClientTls>,
 }
@@ -28,6 +33,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(3),
             idle_timeout: Duration::from_secs(120),
             max_frame_size: crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE,
+            credentials: None,
             tls: None,
         }
     }
@@ -70,7 +76,9 @@ impl RemotingClient {
         }
     }
 
-    /// The live connection to `addr`, connecting if there is none.
+    /// The live connection to `addr`, connecting if there is none. Requests sent on the
+    /// channel itself bypass this client's signing; send through [`Self::invoke`],
+    /// [`Self::start_request`] or [`Self::invoke_oneway`] instead.
     pub async fn channel(&self, addr: &str) -> Result<Channel, RemotingError> {
         let slot = self
             .channels
@@ -85,6 +93,14 @@ impl RemotingClient {
         let channel = self.connect(addr).await?;
         *current = Some(channel.clone());
         Ok(channel)
+    }
+
+    /// The one step every outbound request passes last: signing, when credentials are set.
+    fn seal(&self, mut request: RemotingCommand) -> RemotingCommand {
+        if let Some(credentials) = &self.config.credentials {
+            signature::sign(&mut request, credentials);
+        }
+        request
     }
 
     /// Connects, and with TLS runs the handshake, within the connect timeout.
@@ -147,6 +163,7 @@ impl RemotingClient {
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
         let started = Instant::now();
+        let request = self.seal(request);
         let channel = tokio::time::timeout(timeout, self.channel(addr))
             .await
             .map_err(|_| RemotingError::Timeout {
@@ -189,6 +206,7 @@ impl RemotingClient {
         addr: &str,
         request: RemotingCommand,
     ) -> Result<PendingResponse, RemotingError> {
+        let request = self.seal(request);
         self.channel(addr).await?.start_request(request).await
     }
 
@@ -198,6 +216,7 @@ impl RemotingClient {
         addr: &str,
         request: RemotingCommand,
     ) -> Result<(), RemotingError> {
+        let request = self.seal(request);
         self.channel(addr).await?.invoke_oneway(request).await
     }
 

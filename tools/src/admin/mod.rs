@@ -1,6 +1,7 @@
 //! `mqadmin`: RocketMQ's subcommands, options and output layout (protocol.md 11), over
 //! [`stellmq_client::AdminClient`].
 
+mod acl;
 mod broker;
 mod group;
 mod message;
@@ -68,6 +69,13 @@ pub struct Cli {
     pub namesrv: Option<String>,
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Access key to sign requests with when the brokers run with ACL (with --secretKey;
+    /// default: accessKey of $ROCKETMQ_HOME/conf/tools.yml or $STELLMQ_HOME/conf/tools.yml).
+    #[arg(long = "accessKey", global = true, value_name = "accessKey")]
+    pub access_key: Option<String>,
+    /// Secret key to sign requests with (with --accessKey; default: tools.yml's secretKey).
+    #[arg(long = "secretKey", global = true, value_name = "secretKey")]
+    pub secret_key: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -185,6 +193,33 @@ pub enum Command {
     UpdateKvConfig(namesrv::KvArgs),
     #[command(name = "deleteKvConfig", about = "Delete a KV config")]
     DeleteKvConfig(namesrv::KvKey),
+    #[command(
+        name = "updateAclConfig",
+        about = "Update acl config yaml file in broker"
+    )]
+    UpdateAclConfig(acl::UpdateAclConfig),
+    #[command(
+        name = "deleteAclConfig",
+        visible_alias = "deleteAccessConfig",
+        about = "Delete Acl Config Account in broker"
+    )]
+    DeleteAclConfig(acl::DeleteAclConfig),
+    #[command(
+        name = "updateGlobalWhiteAddr",
+        about = "Update global white address for acl Config File in broker"
+    )]
+    UpdateGlobalWhiteAddr(acl::UpdateGlobalWhiteAddr),
+    #[command(
+        name = "clusterAclConfigVersion",
+        about = "List all of acl config version information in cluster"
+    )]
+    ClusterAclConfigVersion(Target),
+    #[command(
+        name = "getAclConfig",
+        visible_alias = "getAccessConfigSubCommand",
+        about = "List all of acl config information in cluster"
+    )]
+    GetAclConfig(Target),
 }
 
 /// Runs one command; errors come back for `main` to print.
@@ -193,7 +228,12 @@ pub async fn run(cli: Cli) -> Result<(), ClientError> {
         .namesrv
         .or_else(|| std::env::var("NAMESRV_ADDR").ok())
         .ok_or(ClientError::NoNameServer)?;
-    let admin = AdminClient::with_tls(&namesrv, &cli.tls.client_tls())?;
+    let credentials = crate::credentials::from_flags_or_tools_yml(
+        cli.access_key.as_deref(),
+        cli.secret_key.as_deref(),
+    )
+    .map_err(|e| ClientError::Invalid(e.to_string()))?;
+    let admin = AdminClient::connect(&namesrv, &cli.tls.client_tls(), credentials)?;
     let result = dispatch(&admin, cli.command).await;
     admin.shutdown().await;
     result
@@ -239,6 +279,11 @@ async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientErr
         UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, a).await,
         UpdateKvConfig(a) => namesrv::update_kv_config(admin, a).await,
         DeleteKvConfig(a) => namesrv::delete_kv_config(admin, a).await,
+        UpdateAclConfig(a) => acl::update_acl_config(admin, a).await,
+        DeleteAclConfig(a) => acl::delete_acl_config(admin, a).await,
+        UpdateGlobalWhiteAddr(a) => acl::update_global_white_addr(admin, a).await,
+        ClusterAclConfigVersion(t) => acl::cluster_acl_config_version(admin, t).await,
+        GetAclConfig(t) => acl::get_acl_config(admin, t).await,
     }
 }
 

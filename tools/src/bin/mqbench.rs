@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use stellmq_client::admin::now_ms;
 use stellmq_client::route::readable_masters;
 use stellmq_client::{AdminClient, ClientError, Message, Producer, ProducerConfig};
+use stellmq_tools::bench_acl::{expand_two_letter_options, BenchAclArgs};
 use stellmq_tools::stats::Latency;
 use stellmq_tools::tls_args::TlsArgs;
 
@@ -64,6 +65,8 @@ struct ProducerArgs {
     report_interval: u64,
     #[command(flatten)]
     tls: TlsArgs,
+    #[command(flatten)]
+    acl: BenchAclArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -81,6 +84,8 @@ struct ConsumerArgs {
     report_interval: u64,
     #[command(flatten)]
     tls: TlsArgs,
+    #[command(flatten)]
+    acl: BenchAclArgs,
 }
 
 #[derive(Default)]
@@ -111,14 +116,15 @@ fn namesrv(arg: &Option<String>) -> String {
 
 async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
     stellmq_tools::outln!(
-        "topic: {} threadCount: {} messageSize: {} keyEnable: {} batchSize: {} asyncEnable: {} messageQuantity: {} duration: {}s",
-        a.topic, a.threads, a.size, a.keys, a.batch, a.async_send, a.quantity, a.duration
+        "topic: {} threadCount: {} messageSize: {} keyEnable: {} batchSize: {} aclEnable: {} asyncEnable: {} messageQuantity: {} duration: {}s",
+        a.topic, a.threads, a.size, a.keys, a.batch, a.acl.acl_enable, a.async_send, a.quantity, a.duration
     );
     let config = ProducerConfig {
         namesrv_addr: namesrv(&a.namesrv),
         group: "benchmark_producer".into(),
         instance_name: now_ms().to_string(),
         tls: a.tls.client_tls(),
+        credentials: a.acl.credentials(),
         ..Default::default()
     };
     let producer = Producer::start(config).await?;
@@ -231,12 +237,18 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
 }
 
 async fn run_consumer(a: ConsumerArgs) -> Result<(), ClientError> {
-    let admin = Arc::new(AdminClient::with_tls(
+    let admin = Arc::new(AdminClient::connect(
         &namesrv(&a.namesrv),
         &a.tls.client_tls(),
+        a.acl.credentials(),
     )?);
     let route = admin.topic_route(&a.topic).await?;
-    stellmq_tools::outln!("Consumer Started. topic: {} group: {}", a.topic, a.group);
+    stellmq_tools::outln!(
+        "Consumer Started. topic: {} group: {} aclEnable: {}",
+        a.topic,
+        a.group,
+        a.acl.acl_enable
+    );
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
@@ -312,7 +324,7 @@ async fn run_consumer(a: ConsumerArgs) -> Result<(), ClientError> {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(expand_two_letter_options(std::env::args_os()));
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

@@ -3,6 +3,7 @@
 //! Encode with [`fastjson::encode`] (or [`fastjson::encode_standard`]) and decode with
 //! [`fastjson::decode`], which accepts both dialects.
 
+pub mod acl;
 pub mod admin;
 pub mod fastjson;
 pub mod heartbeat;
@@ -10,6 +11,7 @@ pub mod register;
 pub mod route;
 pub mod topic;
 
+pub use acl::*;
 pub use admin::*;
 pub use fastjson::{IntKeyMap, MqKeyMap};
 pub use heartbeat::*;

@@ -5,12 +5,14 @@
 //! `"true"`, `"1"` or `true`), and a missing required field is a [`HeaderError::Missing`]
 //! naming the wire key.
 
+mod acl;
 mod admin;
 mod consumer;
 mod namesrv;
 mod producer;
 mod query;
 
+pub use acl::*;
 pub use admin::*;
 pub use consumer::*;
 pub use namesrv::*;
