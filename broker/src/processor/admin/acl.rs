@@ -5,10 +5,15 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-use stellmq_acl::{AccessValidator, AccountEdit, AclError, FileVersion};
+use stellmq_acl::{AccessValidator, AccountConfig, AccountEdit, AclError, FileVersion};
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
-use stellmq_remoting::protocol::body::DataVersion;
+use stellmq_remoting::protocol::body::{
+    DataVersion, GetBrokerClusterAclConfigResponseBody, PlainAccessConfig,
+};
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, CreateAccessConfigRequestHeader, DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader, UpdateGlobalWhiteAddrsConfigRequestHeader,
+};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
 use crate::context::{now_ms, BrokerIdentity};
@@ -64,22 +69,19 @@ impl AclAdminProcessor {
 
     /// UPDATE_AND_CREATE_ACL_CONFIG (CreateAccessConfigRequestHeader).
     pub async fn update(&self, request: &RemotingCommand) -> ProcessResult {
-        let f = &request.ext_fields;
         let code = ResponseCode::UPDATE_AND_CREATE_ACL_CONFIG_FAILED;
-        let Some(access_key) = f.get_non_empty("accessKey") else {
-            return Err(ProcessorError::new(code, "the field accessKey is null"));
-        };
+        let h = CreateAccessConfigRequestHeader::from_ext_fields(&request.ext_fields)
+            .map_err(|e| ProcessorError::new(code, e.to_string()))?;
+        let access_key = h.access_key.clone();
         let edit = AccountEdit {
-            access_key: access_key.to_owned(),
-            secret_key: f.get("secretKey").unwrap_or("").to_owned(),
-            white_remote_address: f.get("whiteRemoteAddress").map(str::to_owned),
-            admin: f
-                .get("admin")
-                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
-            default_topic_perm: f.get("defaultTopicPerm").map(str::to_owned),
-            default_group_perm: f.get("defaultGroupPerm").map(str::to_owned),
-            topic_perms: split_list(f.get("topicPerms")),
-            group_perms: split_list(f.get("groupPerms")),
+            access_key: h.access_key,
+            secret_key: h.secret_key.unwrap_or_default(),
+            white_remote_address: h.white_remote_address,
+            admin: h.admin.unwrap_or(false),
+            default_topic_perm: h.default_topic_perm,
+            default_group_perm: h.default_group_perm,
+            topic_perms: split_list(h.topic_perms.as_deref()),
+            group_perms: split_list(h.group_perms.as_deref()),
         };
         self.edit(code, move |acl| acl.update_account(&edit, now_ms()))
             .await?;
@@ -94,10 +96,10 @@ impl AclAdminProcessor {
     /// DELETE_ACL_CONFIG (DeleteAccessConfigRequestHeader).
     pub async fn delete(&self, request: &RemotingCommand) -> ProcessResult {
         let code = ResponseCode::DELETE_ACL_CONFIG_FAILED;
-        let Some(access_key) = request.ext_fields.get_non_empty("accessKey") else {
-            return Err(ProcessorError::new(code, "the field accessKey is null"));
-        };
-        let key = access_key.to_owned();
+        let h = DeleteAccessConfigRequestHeader::from_ext_fields(&request.ext_fields)
+            .map_err(|e| ProcessorError::new(code, e.to_string()))?;
+        let access_key = h.access_key;
+        let key = access_key.clone();
         let deleted = self
             .edit(code, move |acl| acl.delete_account(&key, now_ms()))
             .await?;
@@ -117,13 +119,14 @@ impl AclAdminProcessor {
 
     /// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (UpdateGlobalWhiteAddrsConfigRequestHeader).
     pub async fn update_global_white(&self, request: &RemotingCommand) -> ProcessResult {
-        let f = &request.ext_fields;
-        let addresses = split_list(f.get("globalWhiteAddrs")).unwrap_or_default();
-        let file = f.get("aclFileFullPath").map(str::to_owned);
-        self.edit(
-            ResponseCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
-            move |acl| acl.update_global_white(addresses, file.as_deref(), now_ms()),
-        )
+        let code = ResponseCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED;
+        let h = UpdateGlobalWhiteAddrsConfigRequestHeader::from_ext_fields(&request.ext_fields)
+            .map_err(|e| ProcessorError::new(code, e.to_string()))?;
+        let addresses = split_list(Some(&h.global_white_addrs)).unwrap_or_default();
+        let file = h.acl_file_full_path;
+        self.edit(code, move |acl| {
+            acl.update_global_white(addresses, file.as_deref(), now_ms())
+        })
         .await?;
         tracing::info!(
             event = "ACL_GLOBAL_WHITE_UPDATED",
@@ -135,18 +138,20 @@ impl AclAdminProcessor {
     /// GET_BROKER_CLUSTER_ACL_INFO (GetBrokerAclConfigResponseHeader).
     pub fn version(&self, request: &RemotingCommand) -> ProcessResult {
         let acl = self.validator()?;
-        let all: serde_json::Map<String, serde_json::Value> = acl
+        let all: std::collections::BTreeMap<String, DataVersion> = acl
             .versions()
             .into_iter()
-            .map(|(path, v)| (path.display().to_string(), json!(version_json(v))))
+            .map(|(path, v)| (path.display().to_string(), version_json(v)))
             .collect();
+        let header = GetBrokerAclConfigResponseHeader {
+            version: json_text(&version_json(acl.default_version())),
+            all_acl_file_version: Some(json_text(&all)),
+            broker_name: self.identity.broker_name.clone(),
+            broker_addr: self.identity.broker_addr.clone(),
+            cluster_name: self.identity.cluster_name.clone(),
+        };
         let mut response = request.success_to();
-        let fields = &mut response.ext_fields;
-        fields.insert("version", json_text(&version_json(acl.default_version())));
-        fields.insert("allAclFileVersion", json_text(&all));
-        fields.insert("brokerName", self.identity.broker_name.as_str());
-        fields.insert("brokerAddr", self.identity.broker_addr.as_str());
-        fields.insert("clusterName", self.identity.cluster_name.as_str());
+        response.ext_fields = header.to_ext_fields();
         Ok(Some(response))
     }
 
@@ -155,12 +160,30 @@ impl AclAdminProcessor {
     pub fn config(&self, request: &RemotingCommand) -> ProcessResult {
         let acl = self.validator()?;
         let (white, accounts) = acl.all_config();
-        let body = json!({ "globalWhiteAddrs": white, "plainAccessConfigs": accounts });
+        let body = GetBrokerClusterAclConfigResponseBody {
+            global_white_addrs: white,
+            plain_access_configs: accounts.into_iter().map(plain_access_config).collect(),
+        };
         let mut response = request.success_to();
         response.body = serde_json::to_vec(&body)
             .map_err(|e| ProcessorError::system(e.to_string()))?
             .into();
         Ok(Some(response))
+    }
+}
+
+/// An account of the file as the wire body lists it.
+fn plain_access_config(account: AccountConfig) -> PlainAccessConfig {
+    let list = |items: Vec<String>| (!items.is_empty()).then_some(items);
+    PlainAccessConfig {
+        access_key: account.access_key,
+        secret_key: account.secret_key,
+        white_remote_address: account.white_remote_address,
+        admin: account.admin,
+        default_topic_perm: account.default_topic_perm,
+        default_group_perm: account.default_group_perm,
+        topic_perms: list(account.topic_perms),
+        group_perms: list(account.group_perms),
     }
 }
 
