@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::ProcessorError;
+use stellmq_remoting::net::{ProcessorError, RequestContext};
 use stellmq_remoting::protocol::codes::busy_remark;
 use stellmq_remoting::protocol::ResponseCode;
-use stellmq_store::{MessageStore, PutMessage, PutMessageResult, PutMessageStatus};
+use stellmq_store::{MessageStore, PendingPut, PutMessage, PutMessageResult, PutMessageStatus};
 
 use crate::ha::HaMaster;
 
@@ -42,27 +42,68 @@ impl MessageWriter {
 
     /// Appends messages of one topic and queue, then replicates as the role requires.
     pub async fn put(&self, msgs: Vec<PutMessage>) -> PutMessageResult {
-        let wait = msgs.iter().all(|m| m.wait_store_ok);
-        let mut result = self.store.put_messages(msgs).await;
-        let Some(replication) = &self.replication else {
+        self.begin(msgs).await.wait().await
+    }
+
+    /// [`Self::put`] for a request running on a lane worker: the worker goes back to the lane
+    /// while the write waits for its flush or a slave, so a SYNC_FLUSH or SYNC_MASTER lane
+    /// never has fewer writes in one group commit than it has workers.
+    pub async fn put_for(&self, ctx: &RequestContext, msgs: Vec<PutMessage>) -> PutMessageResult {
+        let pending = self.begin(msgs).await;
+        if pending.waits() {
+            ctx.release_worker();
+        }
+        pending.wait().await
+    }
+
+    /// Appends and wakes the slaves; what is left (the SYNC_FLUSH group commit, a
+    /// SYNC_MASTER slave's acknowledgement) is [`PendingWrite::wait`], which a caller that
+    /// holds a lane worker should run after giving the worker back.
+    pub async fn begin(&self, msgs: Vec<PutMessage>) -> PendingWrite {
+        let wait_store_ok = msgs.iter().all(|m| m.wait_store_ok);
+        let stored = self.store.append_messages(msgs).await;
+        let replica_wait = match &self.replication {
+            Some(replication) => {
+                replication.ha.wake();
+                (replication.sync && wait_store_ok).then(|| replication.ha.clone())
+            }
+            None => None,
+        };
+        PendingWrite {
+            stored,
+            replica_wait,
+            timeout: self.store.config().sync_flush_timeout(),
+        }
+    }
+}
+
+/// A write in the CommitLog that may still wait for its flush or a slave.
+pub struct PendingWrite {
+    stored: PendingPut,
+    /// SYNC_MASTER: the slave that must confirm it.
+    replica_wait: Option<Arc<HaMaster>>,
+    timeout: std::time::Duration,
+}
+
+impl PendingWrite {
+    /// Whether [`Self::wait`] will wait at all (for a flush or a slave).
+    pub fn waits(&self) -> bool {
+        self.stored.waits_for_flush() || self.replica_wait.is_some()
+    }
+
+    /// The final result, once flushed (SYNC_FLUSH) and confirmed by a slave (SYNC_MASTER).
+    pub async fn wait(self) -> PutMessageResult {
+        let mut result = self.stored.wait().await;
+        let Some(ha) = self.replica_wait else {
             return result;
         };
-        replication.ha.wake();
         let end = match &result.append {
-            Some(append)
-                if replication.sync && wait && result.status == PutMessageStatus::PutOk =>
-            {
-                append.end_offset
-            }
+            Some(append) if result.status == PutMessageStatus::PutOk => append.end_offset,
             _ => return result,
         };
-        let ha = &replication.ha;
         if !ha.has_slaves() || end - ha.acked_offset() > SLAVE_FALL_BEHIND_MAX {
             result.status = PutMessageStatus::SlaveNotAvailable;
-        } else if !ha
-            .wait_for_slave(end, self.store.config().sync_flush_timeout())
-            .await
-        {
+        } else if !ha.wait_for_slave(end, self.timeout).await {
             result.status = PutMessageStatus::FlushSlaveTimeout;
         }
         result

@@ -640,3 +640,60 @@ async fn a_code_registered_twice_is_a_start_up_error() {
     let error = server.start().await.err().expect("refused");
     assert!(error.to_string().contains("[34]"), "{error}");
 }
+
+/// Waits (as a write waits for its flush) after giving its lane worker back, until four
+/// requests wait together.
+struct GroupCommit {
+    waiting: AtomicUsize,
+    group: Arc<tokio::sync::Barrier>,
+}
+
+impl RequestProcessor for GroupCommit {
+    fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        ctx.release_worker();
+        let group = self.group.clone();
+        Box::pin(async move {
+            group.wait().await;
+            Ok(Some(request.success_to()))
+        })
+    }
+}
+
+#[tokio::test]
+async fn requests_that_give_their_worker_back_wait_together() {
+    // One worker: without release_worker the second request could never start, and the
+    // first would wait forever for a group of four.
+    let commit = Arc::new(GroupCommit {
+        waiting: AtomicUsize::new(0),
+        group: Arc::new(tokio::sync::Barrier::new(4)),
+    });
+    let mut server = RemotingServer::new(ServerConfig {
+        listen_addr: "127.0.0.1:0".parse().expect("addr"),
+        ..ServerConfig::default()
+    });
+    server.register(
+        &[RequestCode::SEND_MESSAGE],
+        commit.clone(),
+        Lane::new("one", 1, 100),
+    );
+    let server = server.start().await.expect("server starts");
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let addr = server.local_addr().to_string();
+    let mut calls = Vec::new();
+    for _ in 0..4 {
+        let (client, addr) = (client.clone(), addr.clone());
+        calls.push(tokio::spawn(async move {
+            client
+                .invoke(&addr, request(RequestCode::SEND_MESSAGE, &[]), T)
+                .await
+        }));
+    }
+    for call in calls {
+        let answer = call.await.expect("joined").expect("answered");
+        assert_eq!(answer.code, ResponseCode::SUCCESS.as_i32());
+    }
+    assert_eq!(commit.waiting.load(Ordering::SeqCst), 4);
+    client.shutdown().await;
+    server.shutdown().await;
+}

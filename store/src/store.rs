@@ -21,6 +21,7 @@ use crate::index::IndexService;
 use crate::inner::{DiskUsageProbe, FlushRequest, Inner, StoreStats};
 use crate::mapped_file::segment_name;
 use crate::message::{PutMessage, PutMessageResult, PutMessageStatus};
+use crate::pending::PendingPut;
 use crate::recovery::recover_commit_log;
 use crate::segments::SegmentQueue;
 
@@ -240,10 +241,18 @@ impl MessageStore {
         self.put_messages(vec![msg]).await
     }
 
-    /// Appends messages of one topic and queue contiguously (a batch shares one queue).
+    /// Appends messages of one topic and queue contiguously (a batch shares one queue), and
+    /// with SYNC_FLUSH waits for their flush.
     pub async fn put_messages(&self, msgs: Vec<PutMessage>) -> PutMessageResult {
+        self.append_messages(msgs).await.wait().await
+    }
+
+    /// Appends like [`Self::put_messages`] but returns before the SYNC_FLUSH wait: a caller
+    /// that holds a scarce worker can give it back, then [`PendingPut::wait`] for the flush.
+    pub async fn append_messages(&self, msgs: Vec<PutMessage>) -> PendingPut {
         let started = Instant::now();
-        let result = self.put_inner(&msgs).await;
+        let pending = self.put_inner(&msgs).await;
+        let result = &pending.result;
         let stats = &self.inner.stats;
         if result.status.is_stored() {
             stats
@@ -259,22 +268,32 @@ impl MessageStore {
         stats
             .put_entire_time_max_us
             .fetch_max(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        result
+        pending
     }
 
-    async fn put_inner(&self, msgs: &[PutMessage]) -> PutMessageResult {
+    async fn put_inner(&self, msgs: &[PutMessage]) -> PendingPut {
+        self.append_inner(msgs)
+            .await
+            .unwrap_or_else(PendingPut::done)
+    }
+
+    /// The append, and the flush still to wait for; `Err` is a finished (failed) result.
+    async fn append_inner(&self, msgs: &[PutMessage]) -> Result<PendingPut, PutMessageResult> {
         if let Some(reason) = self.write_refusal() {
-            return PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, reason);
+            return Err(PutMessageResult::failed(
+                PutMessageStatus::ServiceNotAvailable,
+                reason,
+            ));
         }
         if let Some(first) = msgs.first() {
             if msgs
                 .iter()
                 .any(|m| m.topic != first.topic || m.queue_id != first.queue_id)
             {
-                return PutMessageResult::failed(
+                return Err(PutMessageResult::failed(
                     PutMessageStatus::MessageIllegal,
                     "a batch must target one topic and queue",
-                );
+                ));
             }
         }
         let append = match self.append_waiting_for_segments(msgs).await {
@@ -285,62 +304,53 @@ impl MessageStore {
                     SEGMENT_WAIT.as_secs()
                 );
                 tracing::error!(%reason, "cannot roll the CommitLog");
-                return PutMessageResult::failed(PutMessageStatus::CreateMappedFileFailed, reason);
+                return Err(PutMessageResult::failed(
+                    PutMessageStatus::CreateMappedFileFailed,
+                    reason,
+                ));
             }
             Err(AppendError::MessageIllegal(reason)) => {
-                return PutMessageResult::failed(PutMessageStatus::MessageIllegal, reason)
+                return Err(PutMessageResult::failed(
+                    PutMessageStatus::MessageIllegal,
+                    reason,
+                ))
             }
             Err(AppendError::PropertiesTooLong) => {
-                return PutMessageResult::failed(
+                return Err(PutMessageResult::failed(
                     PutMessageStatus::PropertiesSizeExceeded,
                     "properties longer than 32767 bytes",
-                )
+                ))
             }
             Err(AppendError::CreateFileFailed(reason)) => {
                 tracing::error!(%reason, "cannot create the next CommitLog file");
-                return PutMessageResult::failed(PutMessageStatus::CreateMappedFileFailed, reason);
+                return Err(PutMessageResult::failed(
+                    PutMessageStatus::CreateMappedFileFailed,
+                    reason,
+                ));
             }
         };
         self.inner.wake_all();
+        let appended = PutMessageResult {
+            status: PutMessageStatus::PutOk,
+            append: Some(append),
+            remark: None,
+        };
         let wait =
             self.inner.flush_type == FlushDiskType::Sync && msgs.iter().all(|m| m.wait_store_ok);
         if !wait {
-            return PutMessageResult {
-                status: PutMessageStatus::PutOk,
-                append: Some(append),
-                remark: None,
-            };
+            return Ok(PendingPut::done(appended));
         }
+        let target = appended.append.as_ref().map_or(0, |a| a.end_offset);
         let (tx, rx) = oneshot::channel();
         {
             let (lock, cv) = &self.inner.flush_requests;
-            lock.lock().push(FlushRequest {
-                target: append.end_offset,
-                done: tx,
-            });
+            lock.lock().push(FlushRequest { target, done: tx });
             cv.notify_one();
         }
-        let status = match tokio::time::timeout(self.inner.config.sync_flush_timeout(), rx).await {
-            Ok(Ok(Ok(()))) => PutMessageStatus::PutOk,
-            Ok(Ok(Err(reason))) => {
-                return PutMessageResult::failed(
-                    PutMessageStatus::ServiceNotAvailable,
-                    format!("flush failed: {reason}"),
-                )
-            }
-            Ok(Err(_)) => {
-                return PutMessageResult::failed(
-                    PutMessageStatus::ServiceNotAvailable,
-                    "the store stopped before the flush",
-                )
-            }
-            Err(_) => PutMessageStatus::FlushDiskTimeout,
-        };
-        PutMessageResult {
-            status,
-            append: Some(append),
-            remark: None,
-        }
+        Ok(PendingPut {
+            result: appended,
+            flush: Some((rx, self.inner.config.sync_flush_timeout())),
+        })
     }
 
     /// Appends, and when the next segment is still being prepared, waits for it outside the

@@ -54,7 +54,7 @@ impl EndTransactionProcessor {
         }
         let mut code = ResponseCode::SUCCESS;
         if commit {
-            code = self.commit(&half, h.commit_log_offset).await?;
+            code = self.commit(&ctx, &half, h.commit_log_offset).await?;
         }
         self.mark_resolved(half_offset).await;
         tracing::debug!(
@@ -108,6 +108,7 @@ impl EndTransactionProcessor {
     /// Puts the half's message to its real topic and queue as a committed transaction.
     async fn commit(
         &self,
+        ctx: &RequestContext,
         half: &MessageRecord,
         half_phys_offset: i64,
     ) -> Result<ResponseCode, ProcessorError> {
@@ -125,7 +126,7 @@ impl EndTransactionProcessor {
         msg.sys_flag =
             sys_flag::with_transaction_type(msg.sys_flag, sys_flag::TRANSACTION_COMMIT_TYPE);
         msg.prepared_transaction_offset = half_phys_offset;
-        let result = self.writer.put(vec![msg]).await;
+        let result = self.writer.put_for(ctx, vec![msg]).await;
         writer::response_code(&result)
     }
 

@@ -5,7 +5,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+use parking_lot::Mutex;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::channel::{Channel, InFlight};
 use crate::protocol::codes::busy_remark;
@@ -73,9 +74,18 @@ pub struct RequestContext {
     pub received_at: Instant,
     /// When a lane worker picked it up.
     pub started_at: Instant,
+    /// The lane worker this request runs on, until [`Self::release_worker`].
+    worker: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
 }
 
 impl RequestContext {
+    /// Gives the lane worker back while the request only waits (for a disk flush, a
+    /// replica): other requests of the lane run meanwhile. The request still counts
+    /// against the lane's capacity and its connection's in-flight limit until answered.
+    pub fn release_worker(&self) {
+        self.worker.lock().take();
+    }
+
     /// Time spent queued in the lane before processing began.
     pub fn queued_for(&self) -> Duration {
         self.started_at.saturating_duration_since(self.received_at)
@@ -197,13 +207,14 @@ impl Lane {
             let _admission = admission;
             // Released once the response is queued (or the request parked for later).
             let _in_flight = in_flight;
-            let Ok(_worker) = running.acquire_owned().await else {
+            let Ok(worker) = running.acquire_owned().await else {
                 return;
             };
             let ctx = RequestContext {
                 channel: channel.clone(),
                 received_at,
                 started_at: Instant::now(),
+                worker: Arc::new(Mutex::new(Some(worker))),
             };
             let oneway = request.is_oneway();
             let code = request.code;

@@ -325,7 +325,7 @@ impl SendProcessor {
             self.apply_delay(&mut msg, &mut props);
         }
         msg.properties = props.encode();
-        let result = self.writer.put(vec![msg]).await;
+        let result = self.writer.put_for(&ctx, vec![msg]).await;
         self.respond(&request, &target, result)
     }
 
@@ -455,7 +455,7 @@ impl SendProcessor {
             msg.properties = props.encode();
             msgs.push(msg);
         }
-        let result = self.writer.put(msgs).await;
+        let result = self.writer.put_for(ctx, msgs).await;
         self.respond(request, target, result)
     }
 
@@ -576,7 +576,7 @@ impl SendProcessor {
         };
         self.apply_delay(&mut msg, &mut props);
         msg.properties = props.encode();
-        let result = self.writer.put(vec![msg]).await;
+        let result = self.writer.put_for(&ctx, vec![msg]).await;
         if result.status.is_stored() {
             Ok(Some(request.success_to()))
         } else {

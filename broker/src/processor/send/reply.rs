@@ -49,7 +49,7 @@ impl SendProcessor {
         let mut msg = self.base_message(&ctx, &h, &target, request.body.clone());
         props.remove(property::WAIT);
         msg.properties = props.encode();
-        let result = self.writer.put(vec![msg]).await;
+        let result = self.writer.put_for(&ctx, vec![msg]).await;
         let stored = self.respond(&request, &target, result);
         // A reply that reached no one is a failure even when stored (as RocketMQ answers).
         pushed.map_err(|e| ProcessorError::system(e.to_string()))?;
