@@ -35,13 +35,14 @@ impl BenchAclArgs {
     }
 }
 
-/// RocketMQ's two-letter options `-ak` and `-sk` (which clap has no short form for) as
-/// `--accessKey` and `--secretKey`; every other argument unchanged.
+/// RocketMQ's two-letter options `-ak`, `-sk` and `-ri` (which clap has no short form for)
+/// as `--accessKey`, `--secretKey` and `--reportInterval`; every other argument unchanged.
 pub fn expand_two_letter_options(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     args.into_iter()
         .map(|arg| match arg.to_str() {
             Some("-ak") => OsString::from("--accessKey"),
             Some("-sk") => OsString::from("--secretKey"),
+            Some("-ri") => OsString::from("--reportInterval"),
             _ => arg,
         })
         .collect()

@@ -11,9 +11,9 @@ use bytes::Bytes;
 use clap::{Parser, Subcommand};
 use parking_lot::Mutex;
 use stellmq_client::admin::now_ms;
-use stellmq_client::route::readable_masters;
-use stellmq_client::{AdminClient, ClientError, Message, Producer, ProducerConfig};
+use stellmq_client::{ClientError, Message, Producer, ProducerConfig};
 use stellmq_tools::bench_acl::{expand_two_letter_options, BenchAclArgs};
+use stellmq_tools::bench_consumer::{run as run_consumer, ConsumerArgs};
 use stellmq_tools::stats::Latency;
 use stellmq_tools::tls_args::TlsArgs;
 
@@ -31,7 +31,8 @@ struct Cli {
 enum Bench {
     /// Send messages as fast as the threads go.
     Producer(ProducerArgs),
-    /// Consume a topic and report TPS and born-to-received latency.
+    /// Consume a topic (from its end, or its backlog with --consumeFromWhere first) and
+    /// report TPS and born-to-received latency.
     Consumer(ConsumerArgs),
 }
 
@@ -61,27 +62,12 @@ struct ProducerArgs {
     /// Seconds to run (0 = until --messageQuantity).
     #[arg(long = "duration", default_value_t = 60)]
     duration: u64,
+    /// Seconds between report lines.
     #[arg(long = "report-interval", default_value_t = 10)]
     report_interval: u64,
-    #[command(flatten)]
-    tls: TlsArgs,
-    #[command(flatten)]
-    acl: BenchAclArgs,
-}
-
-#[derive(clap::Args, Debug)]
-struct ConsumerArgs {
-    #[arg(short = 'n', long = "namesrvAddr")]
-    namesrv: Option<String>,
-    #[arg(short = 't', long = "topic", default_value = "BenchmarkTest")]
-    topic: String,
-    #[arg(short = 'g', long = "group", default_value = "benchmark_consumer")]
-    group: String,
-    /// Seconds to run.
-    #[arg(long = "duration", default_value_t = 60)]
-    duration: u64,
-    #[arg(long = "report-interval", default_value_t = 10)]
-    report_interval: u64,
+    /// Milliseconds between report lines (RocketMQ's `-ri`; overrides --report-interval).
+    #[arg(long = "reportInterval")]
+    report_interval_ms: Option<u64>,
     #[command(flatten)]
     tls: TlsArgs,
     #[command(flatten)]
@@ -108,19 +94,13 @@ impl Counters {
     }
 }
 
-fn namesrv(arg: &Option<String>) -> String {
-    arg.clone()
-        .or_else(|| std::env::var("NAMESRV_ADDR").ok())
-        .unwrap_or_else(|| "127.0.0.1:9876".into())
-}
-
 async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
     stellmq_tools::outln!(
         "topic: {} threadCount: {} messageSize: {} keyEnable: {} batchSize: {} aclEnable: {} asyncEnable: {} messageQuantity: {} duration: {}s",
         a.topic, a.threads, a.size, a.keys, a.batch, a.acl.acl_enable, a.async_send, a.quantity, a.duration
     );
     let config = ProducerConfig {
-        namesrv_addr: namesrv(&a.namesrv),
+        namesrv_addr: stellmq_tools::namesrv_addr(&a.namesrv),
         group: "benchmark_producer".into(),
         instance_name: now_ms().to_string(),
         tls: a.tls.client_tls(),
@@ -192,7 +172,11 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
     }
     let reporter = {
         let (counters, stop) = (counters.clone(), stop.clone());
-        let every = Duration::from_secs(a.report_interval.max(1));
+        let every = Duration::from_millis(
+            a.report_interval_ms
+                .unwrap_or(a.report_interval.saturating_mul(1000))
+                .max(100),
+        );
         tokio::spawn(async move {
             let (mut last_ok, mut last_rt, mut last_at) = (0u64, 0u64, Instant::now());
             while !stop.load(Ordering::Relaxed) {
@@ -233,93 +217,6 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
         counters.response_failed.load(Ordering::Relaxed),
     );
     producer.shutdown().await;
-    Ok(())
-}
-
-async fn run_consumer(a: ConsumerArgs) -> Result<(), ClientError> {
-    let admin = Arc::new(AdminClient::connect(
-        &namesrv(&a.namesrv),
-        &a.tls.client_tls(),
-        a.acl.credentials(),
-    )?);
-    let route = admin.topic_route(&a.topic).await?;
-    stellmq_tools::outln!(
-        "Consumer Started. topic: {} group: {} aclEnable: {}",
-        a.topic,
-        a.group,
-        a.acl.acl_enable
-    );
-    let counters = Arc::new(Counters::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (_, addr, queues) in readable_masters(&route) {
-        for queue_id in 0..queues {
-            let (admin, counters, stop, addr, topic, group) = (
-                admin.clone(),
-                counters.clone(),
-                stop.clone(),
-                addr.to_owned(),
-                a.topic.clone(),
-                a.group.clone(),
-            );
-            tasks.spawn(async move {
-                // Start at the end: measure what is produced from now on.
-                let mut offset = admin.max_offset(&addr, &topic, queue_id).await.unwrap_or(0);
-                while !stop.load(Ordering::Relaxed) {
-                    match admin
-                        .pull(&addr, &group, &topic, queue_id, offset, 15_000)
-                        .await
-                    {
-                        Ok((0, next, records)) => {
-                            let now = now_ms();
-                            for m in &records {
-                                let b2c = Duration::from_millis(
-                                    (now - m.head.born_timestamp).max(0) as u64,
-                                );
-                                counters.record(b2c, 1);
-                            }
-                            offset = next;
-                        }
-                        Ok((_, next, _)) => {
-                            offset = next.max(offset);
-                            tokio::time::sleep(Duration::from_millis(20)).await;
-                        }
-                        Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-                    }
-                }
-            });
-        }
-    }
-    let started = Instant::now();
-    let mut last = (0u64, Instant::now());
-    while started.elapsed() < Duration::from_secs(a.duration) {
-        tokio::time::sleep(
-            Duration::from_secs(a.report_interval.max(1)).min(Duration::from_secs(a.duration)),
-        )
-        .await;
-        let ok = counters.ok.load(Ordering::Relaxed);
-        let (mean, summary) = {
-            let latency = counters.latency.lock();
-            (latency.mean_us(), latency.summary())
-        };
-        stellmq_tools::outln!(
-            "Current Time: {} TPS: {:.0} FAIL: 0 AVG(B2C) RT(ms): {:.3} MAX(B2C) RT(ms): {:.3} | {summary}",
-            now_ms(),
-            (ok - last.0) as f64 / last.1.elapsed().as_secs_f64(),
-            mean / 1000.0,
-            counters.max_rt_us.load(Ordering::Relaxed) as f64 / 1000.0,
-        );
-        last = (ok, Instant::now());
-    }
-    stop.store(true, Ordering::Relaxed);
-    while tasks.join_next().await.is_some() {}
-    let ok = counters.ok.load(Ordering::Relaxed);
-    stellmq_tools::outln!(
-        "[Complete] Consume Total: {ok} Consume TPS: {:.0} | born-to-received {}",
-        ok as f64 / started.elapsed().as_secs_f64(),
-        counters.latency.lock().summary()
-    );
-    admin.shutdown().await;
     Ok(())
 }
 
