@@ -54,3 +54,23 @@ def play_admin_and_shutdown(home):
     assert "Send shutdown request to mqnamesrv" in stop_namesrv.stdout, stop_namesrv.stdout
     assert "No mqbroker running." in run(env, "mqshutdown", "broker", check=False).stdout
     assert not os.path.exists(os.path.join(home, "store", "abort")), "the broker stopped cleanly"
+
+
+def test_scripts_run_the_binaries_where_cargo_puts_them():
+    """With CARGO_TARGET_DIR set (absolute or relative to the checkout), the scripts run the
+    binaries from that target directory, as `cargo build` would have put them."""
+    target = tempfile.mkdtemp(prefix="stellmq-target-")
+    try:
+        os.makedirs(os.path.join(target, "release"))
+        fake = os.path.join(target, "release", "mqadmin")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\necho \"mqadmin from $0: $*\"\n")
+        os.chmod(fake, 0o755)
+        env = dict(os.environ, CARGO_TARGET_DIR=target)
+        out = run(env, "mqadmin", "topicList")
+        assert out.stdout.strip() == "mqadmin from %s: topicList" % fake, out.stdout
+        relative = os.path.relpath(target, ROOT)
+        env = dict(os.environ, CARGO_TARGET_DIR=relative)
+        assert fake in run(env, "mqadmin", "topicList").stdout
+    finally:
+        shutil.rmtree(target, ignore_errors=True)

@@ -5,7 +5,19 @@ STELLMQ_HOME="${STELLMQ_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd
 # Exported: servers read conf/plain_acl.yml under it when aclEnable is on.
 export STELLMQ_HOME
 STELLMQ_RUN_DIR="${STELLMQ_RUN_DIR:-$HOME/stellmq}"
-STELLMQ_BIN="$STELLMQ_HOME/target/release"
+
+# The checkout's cargo target directory, where `cargo build` puts the binaries: cargo
+# metadata honours CARGO_TARGET_DIR and .cargo/config's build.target-dir; without cargo,
+# target/ of the checkout.
+stellmq_target_dir() {
+    local dir=""
+    if command -v cargo >/dev/null 2>&1; then
+        dir=$(cd "$STELLMQ_HOME" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
+            grep -o '"target_directory":"[^"]*"' | head -n 1 | cut -d '"' -f 4)
+    fi
+    echo "${dir:-$STELLMQ_HOME/target}"
+}
+STELLMQ_BIN="${STELLMQ_BIN:-$(stellmq_target_dir)/release}"
 
 # Builds the release binaries if any is missing.
 stellmq_ensure_built() {
