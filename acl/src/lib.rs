@@ -11,6 +11,7 @@ pub mod edit;
 pub mod error;
 pub mod file;
 pub mod perm;
+pub mod refusal_log;
 pub mod resource;
 pub mod rules;
 pub mod source;

@@ -12,6 +12,7 @@ use stellmq_remoting::protocol::RemotingCommand;
 
 use crate::error::{AccessDenied, AclError};
 use crate::perm::Perm;
+use crate::refusal_log::RefusalLog;
 use crate::resource::{requirement, Resource};
 use crate::rules::{Account, AclRules};
 use crate::source::{AclSource, Fingerprint};
@@ -26,6 +27,7 @@ pub struct AccessValidator {
     seen: Mutex<Fingerprint>,
     /// Serialises edits made through admin requests.
     pub(crate) edits: Mutex<()>,
+    refusals: RefusalLog,
 }
 
 impl AccessValidator {
@@ -40,6 +42,7 @@ impl AccessValidator {
             rules: RwLock::new(Arc::new(rules)),
             seen: Mutex::new(seen),
             edits: Mutex::new(()),
+            refusals: RefusalLog::default(),
         })
     }
 
@@ -49,6 +52,13 @@ impl AccessValidator {
 
     pub fn source(&self) -> &AclSource {
         &self.source
+    }
+
+    /// Logs a refusal, within [`crate::refusal_log::LOGGED_PER_SECOND`] lines a second.
+    pub fn log_refusal(&self, peer: std::net::SocketAddr, code: i32, denied: &AccessDenied) {
+        if let Some(unlogged) = self.refusals.admit() {
+            tracing::warn!(%peer, code, reason = %denied, unlogged, "request refused by the ACL");
+        }
     }
 
     /// Reads the files again if any changed, appeared or went away since last read. A

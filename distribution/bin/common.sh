@@ -15,7 +15,12 @@ stellmq_target_dir() {
         dir=$(cd "$STELLMQ_HOME" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
             grep -o '"target_directory":"[^"]*"' | head -n 1 | cut -d '"' -f 4)
     fi
-    echo "${dir:-$STELLMQ_HOME/target}"
+    dir="${dir:-$STELLMQ_HOME/target}"
+    # A relative CARGO_TARGET_DIR comes back as <checkout>/../x: show it plainly.
+    if [ -d "$dir" ]; then
+        dir=$(cd "$dir" && pwd)
+    fi
+    echo "$dir"
 }
 STELLMQ_BIN="${STELLMQ_BIN:-$(stellmq_target_dir)/release}"
 

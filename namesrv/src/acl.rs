@@ -46,7 +46,8 @@ impl RequestProcessor for AdminGate {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         if needs_admin(request.code) {
             if let Err(denied) = self.acl.check(ctx.channel.peer().ip(), &request) {
-                tracing::warn!(peer = %ctx.channel.peer(), code = request.code, reason = %denied, "request refused by the ACL");
+                self.acl
+                    .log_refusal(ctx.channel.peer(), request.code, &denied);
                 let refusal = ProcessorError::new(ResponseCode::NO_PERMISSION, denied.0);
                 return Box::pin(std::future::ready(Err(refusal)));
             }

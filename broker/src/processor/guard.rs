@@ -90,7 +90,7 @@ impl RequestProcessor for Guarded {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         if let Some(acl) = &self.acl {
             if let Err(denied) = acl.check(ctx.channel.peer().ip(), &request) {
-                tracing::warn!(peer = %ctx.channel.peer(), code = request.code, reason = %denied, "request refused by the ACL");
+                acl.log_refusal(ctx.channel.peer(), request.code, &denied);
                 let refusal = ProcessorError::new(ResponseCode::NO_PERMISSION, denied.0);
                 return Box::pin(std::future::ready(Err(refusal)));
             }
