@@ -197,6 +197,14 @@ impl AccessValidator {
         }
         AclRules::compile(files)?;
         let text = content.render()?;
+        // Never write what the next load would refuse to read.
+        if text.len() as u64 > crate::source::MAX_FILE_BYTES {
+            return Err(AclError::BadEdit(format!(
+                "the edit would make {} larger than {} bytes",
+                path.display(),
+                crate::source::MAX_FILE_BYTES
+            )));
+        }
         stellmq_config::write_atomically(&path, text.as_bytes()).map_err(|source| {
             AclError::Write {
                 path: path.clone(),

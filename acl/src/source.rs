@@ -9,7 +9,7 @@ use crate::error::AclError;
 use crate::file::PlainAclFile;
 
 /// Larger files are refused rather than read into memory.
-const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Deeper directories under `conf/acl` are not searched.
 const MAX_DEPTH: usize = 8;
 
