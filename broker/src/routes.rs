@@ -19,8 +19,8 @@ use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
 use crate::processor::end_transaction::EndTransactionProcessor;
 use crate::processor::guard::{
-    Guarded, NameFields, CLONE_OFFSET, GROUP, GROUP_AND_TOPIC, GROUP_NAME, NO_NAMES, RESET_OFFSET,
-    SEND_BACK, TOPIC, TOPIC_V2,
+    Guarded, NameFields, CLONE_OFFSET, GROUP, GROUP_AND_TOPIC, GROUP_FIELD, GROUP_NAME, NO_NAMES,
+    RESET_OFFSET, SEND_BACK, TOPIC, TOPIC_V2,
 };
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
@@ -344,6 +344,11 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             answer(&p.topic_admin, |p, _, r| p.all_configs(&r)),
         ),
         admin(
+            C::GET_TOPIC_CONFIG,
+            TOPIC,
+            answer(&p.topic_admin, |p, _, r| p.one_config(&r)),
+        ),
+        admin(
             C::GET_TOPIC_STATS_INFO,
             TOPIC,
             answer(&p.topic_admin, |p, _, r| p.stats(&r)),
@@ -366,6 +371,11 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             handler(&p.group_admin, |p, _, r| {
                 Box::pin(async move { p.delete(&r).await })
             }),
+        ),
+        admin(
+            C::GET_SUBSCRIPTIONGROUP_CONFIG,
+            GROUP_FIELD,
+            answer(&p.group_admin, |p, _, r| p.one_config(&r)),
         ),
         admin(
             C::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,

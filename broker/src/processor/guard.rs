@@ -31,6 +31,8 @@ pub const TOPIC_V2: NameFields = &[("b", Topic)];
 pub const GROUP: NameFields = &[("consumerGroup", Group)];
 pub const GROUP_AND_TOPIC: NameFields = &[("consumerGroup", Group), ("topic", Topic)];
 pub const GROUP_NAME: NameFields = &[("groupName", Group)];
+/// GET_SUBSCRIPTIONGROUP_CONFIG names its group `group`.
+pub const GROUP_FIELD: NameFields = &[("group", Group)];
 pub const SEND_BACK: NameFields = &[("group", Group), ("originTopic", Topic)];
 pub const RESET_OFFSET: NameFields = &[("group", Group), ("topic", Topic)];
 pub const CLONE_OFFSET: NameFields = &[("srcGroup", Group), ("destGroup", Group), ("topic", Topic)];

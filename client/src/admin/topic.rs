@@ -1,7 +1,7 @@
 //! Topics: routes and the topic list from the name servers, topic configs, stats and raw
 //! ConsumeQueue entries from brokers.
 
-use stellmq_remoting::protocol::body::GroupList;
+use stellmq_remoting::protocol::body::{attributes_as_changes, GroupList};
 use stellmq_remoting::protocol::body::{
     QueryConsumeQueueResponseBody, TopicConfig, TopicConfigSerializeWrapper, TopicList,
     TopicRouteData, TopicStatsTable,
@@ -40,10 +40,24 @@ impl AdminClient {
         Ok(list.topic_list)
     }
 
+    /// Creates or updates a topic on `broker`, with `config`'s attributes.
     pub async fn create_topic(
         &self,
         broker: &str,
         config: &TopicConfig,
+    ) -> Result<(), ClientError> {
+        let changes = attributes_as_changes(&config.attributes);
+        self.create_topic_with_attribute_changes(broker, config, changes.as_deref())
+            .await
+    }
+
+    /// Like [`Self::create_topic`], with RocketMQ's attribute changes (`+key=value` sets,
+    /// `-key` removes, comma separated) applied by the broker to the topic's current ones.
+    pub async fn create_topic_with_attribute_changes(
+        &self,
+        broker: &str,
+        config: &TopicConfig,
+        attribute_changes: Option<&str>,
     ) -> Result<(), ClientError> {
         let header = CreateTopicRequestHeader {
             topic: config.topic_name.clone(),
@@ -54,7 +68,7 @@ impl AdminClient {
             topic_filter_type: config.topic_filter_type.clone(),
             topic_sys_flag: Some(config.topic_sys_flag),
             order: Some(config.order),
-            attributes: None,
+            attributes: attribute_changes.map(str::to_owned),
             force: None,
         };
         let request = request(RequestCode::UPDATE_AND_CREATE_TOPIC, &header);

@@ -26,6 +26,10 @@ pub struct UpdateTopic {
     perm: i32,
     #[arg(short = 'o', long = "order", default_value_t = false, action = clap::ArgAction::Set)]
     order: bool,
+    /// Attribute changes, e.g. `+message.type=FIFO` (RocketMQ 5: NORMAL, FIFO, DELAY,
+    /// TRANSACTION, MIXED); `-key` removes one; comma separated.
+    #[arg(short = 'a', long = "attributes")]
+    attributes: Option<String>,
 }
 
 pub async fn update_topic(admin: &AdminClient, a: UpdateTopic) -> Result<(), ClientError> {
@@ -33,7 +37,9 @@ pub async fn update_topic(admin: &AdminClient, a: UpdateTopic) -> Result<(), Cli
     config.order = a.order;
     let mut order_conf = Vec::new();
     for addr in a.target.addrs(admin).await? {
-        admin.create_topic(&addr, &config).await?;
+        admin
+            .create_topic_with_attribute_changes(&addr, &config, a.attributes.as_deref())
+            .await?;
         crate::outln!("create topic to {addr} success.");
         if a.order {
             if let Some(name) = broker_name_of(admin, &addr).await? {

@@ -1,13 +1,15 @@
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP,
-//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
+//! GET_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
 
 use std::sync::Arc;
 
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{fastjson, SubscriptionGroupConfig};
-use stellmq_remoting::protocol::headers::DeleteSubscriptionGroupRequestHeader;
+use stellmq_remoting::protocol::headers::{
+    DeleteSubscriptionGroupRequestHeader, GetSubscriptionGroupConfigRequestHeader,
+};
 use stellmq_remoting::protocol::names::NameKind;
-use stellmq_remoting::protocol::RemotingCommand;
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
 use super::topic::slave_refuses;
 use crate::group::{is_system_group, SubscriptionGroupManager};
@@ -67,6 +69,20 @@ impl GroupAdminProcessor {
             }
         }
         Ok(Some(request.success_to()))
+    }
+
+    /// GET_SUBSCRIPTIONGROUP_CONFIG: one group's config.
+    pub(crate) fn one_config(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetSubscriptionGroupConfigRequestHeader = header(request)?;
+        match self.groups.get(&h.group) {
+            Some(config) => Ok(Some(
+                request.success_to().with_body(fastjson::encode(&config)),
+            )),
+            None => Ok(Some(request.response_to(
+                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("The consumer group[{}] not exist", h.group),
+            ))),
+        }
     }
 
     /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (also what slaves copy).

@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{
-    fastjson, MessageQueue, TopicConfig, TopicList, TopicOffset, TopicStatsTable,
+    apply_attribute_changes, fastjson, MessageQueue, TopicConfig, TopicList, TopicOffset,
+    TopicStatsTable,
 };
 use stellmq_remoting::protocol::headers::{
-    CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicStatsInfoRequestHeader,
+    CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicConfigRequestHeader,
+    GetTopicStatsInfoRequestHeader,
 };
 use stellmq_remoting::protocol::names::NameKind;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -65,6 +67,17 @@ impl TopicAdminProcessor {
         config.topic_filter_type = h.topic_filter_type;
         config.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
         config.order = h.order.unwrap_or(false);
+        let current = self
+            .topics
+            .get(&h.topic)
+            .map(|c| c.attributes)
+            .unwrap_or_default();
+        config.attributes = match h.attributes.as_deref() {
+            Some(changes) => {
+                apply_attribute_changes(&current, changes).map_err(ProcessorError::system)?
+            }
+            None => current,
+        };
         let generation = self.topics.update(config).map_err(|e| match e {
             CreateTopicError::Name(e) => guard::refusal(e),
             other => ProcessorError::system(other.to_string()),
@@ -130,6 +143,21 @@ impl TopicAdminProcessor {
         Ok(Some(
             request.success_to().with_body(fastjson::encode(&table)),
         ))
+    }
+
+    /// GET_TOPIC_CONFIG: one topic's config (RocketMQ 5's TopicConfigAndQueueMapping, which
+    /// without static topics is the config alone).
+    pub(crate) fn one_config(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetTopicConfigRequestHeader = header(request)?;
+        match self.topics.get(&h.topic) {
+            Some(config) => Ok(Some(
+                request.success_to().with_body(fastjson::encode(&config)),
+            )),
+            None => Ok(Some(request.response_to(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("No topic in this broker. topic: {}", h.topic),
+            ))),
+        }
     }
 
     /// GET_ALL_TOPIC_CONFIG (also what slaves copy).

@@ -125,6 +125,77 @@ impl TopicConfig {
     }
 }
 
+/// The topic attribute RocketMQ 5 keeps a topic's message type in.
+pub const MESSAGE_TYPE_ATTRIBUTE: &str = "message.type";
+
+/// The topic attributes RocketMQ 5 knows and their allowed values.
+const KNOWN_ATTRIBUTES: &[(&str, &[&str])] = &[
+    (
+        MESSAGE_TYPE_ATTRIBUTE,
+        &[
+            "UNSPECIFIED",
+            "NORMAL",
+            "FIFO",
+            "DELAY",
+            "TRANSACTION",
+            "MIXED",
+        ],
+    ),
+    ("queue.type", &["BatchCQ", "SimpleCQ"]),
+    ("cleanup.policy", &["DELETE", "COMPACTION"]),
+];
+
+/// Applies RocketMQ's attribute changes (`+key=value` sets, `-key` removes, comma separated,
+/// as `mqadmin updateTopic -a` writes them) to `current`; unknown keys, values out of a
+/// key's set and malformed entries are refused with the reason.
+pub fn apply_attribute_changes(
+    current: &BTreeMap<String, String>,
+    changes: &str,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut result = current.clone();
+    for entry in changes.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (op, rest) = entry.split_at(1);
+        let (key, value) = match (op, rest.split_once('=')) {
+            ("+", Some((key, value))) => (key, Some(value)),
+            ("-", None) => (rest, None),
+            _ => {
+                return Err(format!(
+                    "attribute '{entry}' must be +key=value (set) or -key (remove)"
+                ))
+            }
+        };
+        let Some((_, allowed)) = KNOWN_ATTRIBUTES.iter().find(|(k, _)| *k == key) else {
+            return Err(format!("unsupported attribute key: {key}"));
+        };
+        match value {
+            Some(value) if allowed.contains(&value) => {
+                result.insert(key.to_owned(), value.to_owned());
+            }
+            Some(value) => {
+                return Err(format!(
+                    "value {value} of attribute {key} is not one of {}",
+                    allowed.join(", ")
+                ))
+            }
+            None => {
+                result.remove(key);
+            }
+        }
+    }
+    Ok(result)
+}
+
+/// `attributes` as the changes that set each of them (`+k=v,+k2=v2`).
+pub fn attributes_as_changes(attributes: &BTreeMap<String, String>) -> Option<String> {
+    (!attributes.is_empty()).then(|| {
+        attributes
+            .iter()
+            .map(|(k, v)| format!("+{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
 /// `TopicConfigSerializeWrapper`: topics.json and the registration body's topic table.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -184,6 +255,24 @@ pub struct DelayOffsetSerializeWrapper {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attribute_changes_follow_rocketmq() {
+        let set = apply_attribute_changes(&BTreeMap::new(), "+message.type=FIFO").unwrap();
+        assert_eq!(set[MESSAGE_TYPE_ATTRIBUTE], "FIFO");
+        assert_eq!(attributes_as_changes(&set).unwrap(), "+message.type=FIFO");
+        let removed = apply_attribute_changes(&set, "-message.type").unwrap();
+        assert!(removed.is_empty());
+        for bad in [
+            "+message.type=ODD",
+            "+color=red",
+            "message.type=FIFO",
+            "-",
+            "+x",
+        ] {
+            assert!(apply_attribute_changes(&set, bad).is_err(), "{bad}");
+        }
+    }
     use crate::protocol::body::fastjson;
 
     #[test]

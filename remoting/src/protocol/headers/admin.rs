@@ -62,6 +62,23 @@ command_header! {
 }
 
 command_header! {
+    /// GET_TOPIC_CONFIG (351): one topic's config (RocketMQ 5; what its proxy reads a topic's
+    /// message type from).
+    pub struct GetTopicConfigRequestHeader {
+        required topic: String = "topic",
+        /// Logic (static) queue mapping wanted; StellMQ has no static topics.
+        optional lo: bool = "lo",
+    }
+}
+
+command_header! {
+    /// GET_SUBSCRIPTIONGROUP_CONFIG (352): one group's config (RocketMQ 5).
+    pub struct GetSubscriptionGroupConfigRequestHeader {
+        required group: String = "group",
+    }
+}
+
+command_header! {
     /// DELETE_SUBSCRIPTIONGROUP (207).
     pub struct DeleteSubscriptionGroupRequestHeader {
         required group_name: String = "groupName",

@@ -1,0 +1,19 @@
+//! StellMQ's gRPC proxy (`mqproxy`): RocketMQ 5's `apache.rocketmq.v2.MessagingService`, so
+//! the RocketMQ 5 SDKs (Java, Go, C#, Python, Node.js, Rust, C++) work against StellMQ
+//! unchanged. It runs as RocketMQ's proxy runs in cluster mode: apart from the brokers, which
+//! it reaches over remoting like any client.
+//!
+//! Layers, each importing only those below it:
+//! - `server` (the gRPC port: plaintext and TLS on one port, the boot and the stop)
+//! - `grpc` (one module per RPC; clients and their settings; RocketMQ 5's status codes)
+//! - `cluster` (routes, sends, POP, transactions over remoting; knows nothing of gRPC)
+//! - `config` (RocketMQ's `rmq-proxy.json` keys), `pb` (the generated protobuf types)
+
+pub mod cluster;
+pub mod config;
+
+/// The generated apache.rocketmq.v2 messages and services.
+pub mod pb {
+    #![allow(clippy::all, clippy::pedantic, missing_docs)]
+    tonic::include_proto!("apache.rocketmq.v2");
+}
