@@ -11,6 +11,8 @@
 
 pub mod cluster;
 pub mod config;
+pub mod grpc;
+pub mod server;
 
 /// The generated apache.rocketmq.v2 messages and services.
 pub mod pb {

@@ -2,6 +2,7 @@
 //! routes it caches, and the requests the gRPC services make of brokers (send, end a
 //! transaction, POP, ack, heartbeats). It knows nothing of gRPC.
 
+mod consume;
 mod error;
 mod inbound;
 mod routes;
@@ -17,6 +18,7 @@ use stellmq_remoting::net::tls::{ClientTls, TlsError};
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::{SubscriptionGroupConfig, TopicRouteData};
 
+pub use consume::{PopOutcome, PopRequest, Popped};
 pub use error::ClusterError;
 pub use inbound::{TransactionCheck, TransactionChecks};
 pub(crate) use routes::TtlCache;

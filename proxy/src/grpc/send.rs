@@ -1,0 +1,178 @@
+//! SendMessage and EndTransaction.
+
+use stellmq_remoting::protocol::message::id::decode_offset_msg_id;
+
+use super::message::{kind_of, prepare};
+use super::status::{common_status, ok, status, Refusal};
+use super::{topic_name, Caller, Proxy};
+use crate::cluster::{HalfMessage, Resolution, SendStatus, TopicMessageType};
+use crate::pb::{
+    Code, EndTransactionRequest, EndTransactionResponse, MessageType, SendMessageRequest,
+    SendMessageResponse, SendResultEntry, TransactionResolution, TransactionSource,
+};
+
+pub async fn send_message(
+    proxy: &Proxy,
+    caller: Caller,
+    request: SendMessageRequest,
+) -> Result<SendMessageResponse, Refusal> {
+    let first = request
+        .messages
+        .first()
+        .ok_or_else(|| Refusal::new(Code::MessageCorrupted, "no message to send"))?;
+    if request.messages.iter().any(|m| m.topic != first.topic) {
+        return Err(Refusal::new(
+            Code::MessageCorrupted,
+            "the messages of one send must share a topic",
+        ));
+    }
+    let topic = topic_name(first.topic.as_ref())?;
+    let peer = caller.peer_text();
+    let prepared = request
+        .messages
+        .iter()
+        .map(|m| prepare(m, &proxy.config, &peer))
+        .collect::<Result<Vec<_>, _>>()?;
+    if proxy.config.enable_topic_message_type_check {
+        let topic_kind = proxy.cluster.topic_message_type(&topic).await?;
+        for p in &prepared {
+            check_kind(&topic, topic_kind, kind_of(&p.outgoing.properties))?;
+        }
+    }
+    let sys_flag = prepared[0].sys_flag;
+    let message_group = (prepared.len() == 1)
+        .then(|| prepared[0].message_group.clone())
+        .flatten();
+    let ids: Vec<String> = prepared.iter().map(|p| p.message_id.clone()).collect();
+    let transactional = prepared[0].kind == MessageType::Transaction;
+    let outgoing = prepared.into_iter().map(|p| p.outgoing).collect();
+    let outcome = proxy
+        .cluster
+        .send(&topic, outgoing, sys_flag, message_group.as_deref())
+        .await?;
+    let code = match outcome.status {
+        SendStatus::Ok => Code::Ok,
+        SendStatus::FlushDiskTimeout => Code::MasterPersistenceTimeout,
+        SendStatus::FlushSlaveTimeout => Code::SlavePersistenceTimeout,
+        SendStatus::SlaveNotAvailable => Code::HaNotAvailable,
+    };
+    let transaction_id = outcome.transaction_id.clone().unwrap_or_default();
+    if transactional && code == Code::Ok {
+        if let Some(half) = half_of(&topic, &ids, &outcome) {
+            proxy.transactions.remember(half);
+        }
+    }
+    let entry = if code == Code::Ok {
+        SendResultEntry {
+            status: Some(ok()),
+            message_id: ids.join(","),
+            transaction_id,
+            offset: outcome.queue_offset,
+            recall_handle: String::new(),
+        }
+    } else {
+        SendResultEntry {
+            status: Some(status(code, code.as_str_name())),
+            ..Default::default()
+        }
+    };
+    Ok(SendMessageResponse {
+        status: Some(common_status([code as i32])),
+        entries: vec![entry],
+    })
+}
+
+/// A message's kind must be the topic's (or the topic MIXED), as RocketMQ 5 checks.
+fn check_kind(topic: &str, topic_kind: TopicMessageType, kind: MessageType) -> Result<(), Refusal> {
+    let matches = match topic_kind {
+        TopicMessageType::Mixed => true,
+        TopicMessageType::Normal => kind == MessageType::Normal,
+        TopicMessageType::Fifo => kind == MessageType::Fifo,
+        TopicMessageType::Delay => kind == MessageType::Delay,
+        TopicMessageType::Transaction => kind == MessageType::Transaction,
+        TopicMessageType::Unspecified => false,
+    };
+    if matches {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        Code::MessagePropertyConflictWithType,
+        format!(
+            "current message type {} does not match topic {topic}'s message type {}",
+            kind.as_str_name(),
+            topic_kind.name()
+        ),
+    ))
+}
+
+/// What END_TRANSACTION will need of a half just sent.
+fn half_of(
+    topic: &str,
+    ids: &[String],
+    outcome: &crate::cluster::SendOutcome,
+) -> Option<HalfMessage> {
+    let transaction_id = outcome.transaction_id.clone()?;
+    let (_, commit_log_offset) = decode_offset_msg_id(&outcome.offset_msg_id).ok()?;
+    Some(HalfMessage {
+        broker_addr: outcome.broker_addr.clone(),
+        topic: topic.to_owned(),
+        msg_id: ids.first().cloned().unwrap_or_default(),
+        transaction_id,
+        commit_log_offset,
+        tran_state_table_offset: outcome.queue_offset,
+    })
+}
+
+pub async fn end_transaction(
+    proxy: &Proxy,
+    _caller: Caller,
+    request: EndTransactionRequest,
+) -> Result<EndTransactionResponse, Refusal> {
+    let topic = topic_name(request.topic.as_ref())?;
+    if request.transaction_id.trim().is_empty() {
+        return Err(Refusal::new(
+            Code::InvalidTransactionId,
+            "transaction id is blank",
+        ));
+    }
+    let resolution = match TransactionResolution::try_from(request.resolution) {
+        Ok(TransactionResolution::Commit) => Resolution::Commit,
+        Ok(TransactionResolution::Rollback) => Resolution::Rollback,
+        _ => Resolution::Unknown,
+    };
+    let mut half = proxy
+        .transactions
+        .take(&topic, &request.transaction_id)
+        .ok_or_else(|| {
+            Refusal::new(
+                Code::InternalServerError,
+                format!(
+                    "cannot find transaction data of transaction {} (unknown, ended already, or older than {} ms)",
+                    request.transaction_id, proxy.config.transaction_data_expire_millis
+                ),
+            )
+        })?;
+    if !request.message_id.is_empty() {
+        half.msg_id = request.message_id.clone();
+    }
+    let from_check = request.source == TransactionSource::SourceServerCheck as i32;
+    proxy
+        .cluster
+        .end_transaction(&half, resolution, from_check)
+        .await?;
+    Ok(EndTransactionResponse { status: Some(ok()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_must_match_the_topic() {
+        assert!(check_kind("T", TopicMessageType::Normal, MessageType::Normal).is_ok());
+        assert!(check_kind("T", TopicMessageType::Mixed, MessageType::Fifo).is_ok());
+        let refused = check_kind("T", TopicMessageType::Fifo, MessageType::Normal).unwrap_err();
+        assert_eq!(refused.code, Code::MessagePropertyConflictWithType);
+        assert!(refused.message.contains("FIFO"), "{}", refused.message);
+    }
+}

@@ -1,0 +1,127 @@
+//! The proxy's life: the gRPC port, the background work (forgetting silent clients, telling
+//! brokers where transaction checks go), and the stop.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stellmq_client::ClientTlsConfig;
+use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ProxyConfig;
+use crate::grpc::{Proxy, Service};
+use crate::pb::messaging_service_server::MessagingServiceServer;
+
+/// How often silent clients are looked for.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
+/// How often brokers are told that the proxy answers for its producers' transactions
+/// (RocketMQ's `transactionHeartbeatPeriodSecond`).
+const TRANSACTION_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(20);
+/// Largest gRPC message accepted (RocketMQ's `grpcMaxInboundMessageSize`, 130 MiB).
+const MAX_INBOUND_MESSAGE: usize = 130 * 1024 * 1024;
+
+#[derive(Debug, Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("TLS: {0}")]
+    Tls(#[from] stellmq_remoting::net::tls::TlsError),
+}
+
+/// A running proxy.
+pub struct ProxyHandle {
+    local_addr: SocketAddr,
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+    pub proxy: Arc<Proxy>,
+}
+
+impl ProxyHandle {
+    /// The gRPC port's address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops serving and waits for the server to wind down.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        self.proxy.cluster.shutdown().await;
+    }
+}
+
+/// Binds the gRPC port and serves until [`ProxyHandle::shutdown`].
+pub async fn start(config: ProxyConfig, tls: &ClientTlsConfig) -> Result<ProxyHandle, StartError> {
+    let addr = format!("{}:{}", config.bind_address, config.grpc_server_port);
+    let listener = TcpListener::bind(&addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
+    let local_addr = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: addr.clone(),
+        source,
+    })?;
+    let proxy = Proxy::new(config, tls)?;
+    proxy.set_grpc_port(local_addr.port());
+    let stop = CancellationToken::new();
+    let service = MessagingServiceServer::from_arc(Arc::new(Service(proxy.clone())))
+        .max_decoding_message_size(MAX_INBOUND_MESSAGE)
+        .max_encoding_message_size(MAX_INBOUND_MESSAGE);
+    let serving = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let served = tonic::transport::Server::builder()
+                .tcp_nodelay(true)
+                .add_service(service)
+                .serve_with_incoming_shutdown(
+                    TcpListenerStream::new(listener),
+                    stop.cancelled_owned(),
+                )
+                .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "the gRPC server stopped");
+            }
+        })
+    };
+    let background = tokio::spawn(background_work(proxy.clone(), stop.clone()));
+    Ok(ProxyHandle {
+        local_addr,
+        stop,
+        tasks: vec![serving, background],
+        proxy,
+    })
+}
+
+async fn background_work(proxy: Arc<Proxy>, stop: CancellationToken) {
+    let mut sweep = tokio::time::interval(SWEEP_INTERVAL);
+    let mut heartbeat = tokio::time::interval(TRANSACTION_HEARTBEAT_INTERVAL);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = sweep.tick() => {
+                let gone = proxy.clients.sweep();
+                if gone > 0 {
+                    tracing::info!(gone, "forgot clients silent for too long");
+                }
+            }
+            _ = heartbeat.tick() => {
+                proxy.cluster.transaction_heartbeat(&proxy.clients.producer_topics()).await;
+            }
+            _ = proxy.producers_changed.notified() => {
+                proxy.cluster.transaction_heartbeat(&proxy.clients.producer_topics()).await;
+            }
+        }
+    }
+}
