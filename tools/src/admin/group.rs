@@ -36,6 +36,9 @@ pub struct UpdateSubGroup {
     which_broker: Option<i64>,
     #[arg(short = 'a', long = "notifyConsumerIdsChanged", action = clap::ArgAction::Set)]
     notify: Option<bool>,
+    /// RocketMQ 5: the group consumes orderly (FIFO POP through the proxy).
+    #[arg(short = 'o', long = "consumeMessageOrderly", action = clap::ArgAction::Set)]
+    consume_message_orderly: Option<bool>,
 }
 
 pub async fn update_sub_group(admin: &AdminClient, a: UpdateSubGroup) -> Result<(), ClientError> {
@@ -56,6 +59,9 @@ pub async fn update_sub_group(admin: &AdminClient, a: UpdateSubGroup) -> Result<
     config.notify_consumer_ids_changed_enable = a
         .notify
         .unwrap_or(config.notify_consumer_ids_changed_enable);
+    config.consume_message_orderly = a
+        .consume_message_orderly
+        .unwrap_or(config.consume_message_orderly);
     for addr in a.target.addrs(admin).await? {
         admin.create_group(&addr, &config).await?;
         crate::outln!("create subscription group to {addr} success.");
