@@ -280,6 +280,11 @@ code_table! {
 }
 
 impl ResponseCode {
+    /// 5.x POLLING_FULL (209): too many POPs are held on the broker.
+    pub const POLLING_FULL: ResponseCode = ResponseCode::UPDATE_AND_CREATE_ACL_CONFIG_FAILED;
+    /// 5.x POLLING_TIMEOUT (210): a POP found nothing (in its poll time).
+    pub const POLLING_TIMEOUT: ResponseCode = ResponseCode::DELETE_ACL_CONFIG_FAILED;
+
     /// Whether a send answered with this code stored the message (protocol.md 2.2).
     pub const fn is_stored_send(self) -> bool {
         matches!(

@@ -12,6 +12,7 @@ pub mod headers;
 pub mod language;
 pub mod message;
 pub mod names;
+pub mod pop;
 mod reader;
 pub mod signature;
 pub mod version;

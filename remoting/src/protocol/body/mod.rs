@@ -7,6 +7,7 @@ pub mod acl;
 pub mod admin;
 pub mod fastjson;
 pub mod heartbeat;
+pub mod pop;
 pub mod register;
 pub mod route;
 pub mod topic;

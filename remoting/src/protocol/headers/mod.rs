@@ -9,6 +9,7 @@ mod acl;
 mod admin;
 mod consumer;
 mod namesrv;
+mod pop;
 mod producer;
 mod query;
 
@@ -16,6 +17,7 @@ pub use acl::*;
 pub use admin::*;
 pub use consumer::*;
 pub use namesrv::*;
+pub use pop::*;
 pub use producer::*;
 pub use query::*;
 

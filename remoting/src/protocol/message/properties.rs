@@ -34,6 +34,10 @@ pub mod keys {
     pub const MESSAGE_TTL: &str = "TTL";
     pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
     pub const MSG_TYPE: &str = "MSG_TYPE";
+    /// A POP message's receipt handle (`MessageConst.PROPERTY_POP_CK`).
+    pub const POP_CK: &str = "POP_CK";
+    /// When a POP consumer first received the message (`PROPERTY_FIRST_POP_TIME`).
+    pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
 }
 
 const NAME_VALUE_SEPARATOR: char = '\u{1}';
