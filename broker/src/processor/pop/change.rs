@@ -124,7 +124,7 @@ impl ChangeInvisibleProcessor {
         extra: &ExtraInfo,
         topic: String,
         now: i64,
-    ) -> Result<(), ProcessorError> {
+    ) -> Result<i64, ProcessorError> {
         let core = &self.core;
         let old = CkKey {
             group: h.consumer_group.clone(),
@@ -148,13 +148,19 @@ impl ChangeInvisibleProcessor {
             AckOutcome::Unknown if extra.deadline() <= now => return Err(expired(&h.extra_info)),
             AckOutcome::Unknown => return Err(unknown_handle(&h.extra_info)),
         };
-        let new = CkKey {
+        let mut new = CkKey {
             group: h.consumer_group.clone(),
             topic: topic.clone(),
             queue_id: h.queue_id,
             start_offset: h.offset,
             pop_time: now,
         };
+        // A change in the millisecond of the POP (or of another change) would name the
+        // same checkpoint: the new one takes the next free millisecond.
+        while core.checkpoints.get(&new).is_some() {
+            new.pop_time += 1;
+        }
+        let now = new.pop_time;
         let lower_bound = core
             .store
             .max_offset_in_queue(&core.revive_topic, revive_qid);
@@ -226,6 +232,6 @@ impl ChangeInvisibleProcessor {
             tracing::warn!(remark = %e.remark, "change invisible time: the ack of the old handle was not written");
         }
         core.checkpoints.settle(&old);
-        Ok(())
+        Ok(now)
     }
 }
