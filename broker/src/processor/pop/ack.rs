@@ -23,7 +23,8 @@ use super::hold::PopHoldService;
 use super::order::{OrderAck, OrderKey};
 use super::{bad_handle, expired, unknown_handle, PopCore, QueueLocks, ACK_TAG, BATCH_ACK_TAG};
 use crate::context::now_ms;
-use crate::processor::header;
+use crate::processor::{guard, header};
+use stellmq_remoting::protocol::names::NameKind;
 
 /// Acks one BATCH_ACK_MESSAGE may carry.
 const MAX_BATCH_ACKS: usize = 1024;
@@ -168,6 +169,10 @@ impl AckProcessor {
                 "a batch ack carries at most {MAX_BATCH_ACKS} acks, not {}",
                 body.acks.len()
             )));
+        }
+        for ack in &body.acks {
+            guard::check_name(NameKind::Group, &ack.consumer_group)?;
+            guard::check_name(NameKind::Topic, &ack.topic)?;
         }
         let (mut refused, mut first_refusal) = (0usize, None);
         let mut total = 0usize;

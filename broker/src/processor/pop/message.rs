@@ -375,7 +375,7 @@ async fn pop_queue(
     }
     got.rest += (result.max_offset - result.next_begin_offset).max(0);
     if result.messages.is_empty() {
-        if result.next_begin_offset > offset && !h.is_order() {
+        if result.next_begin_offset > offset {
             // Only filtered-out messages: nothing in flight, the offset moves past them.
             core.offsets
                 .commit(group, topic, queue_id, result.next_begin_offset);
