@@ -3,6 +3,7 @@
 //! the group and the topic, and administrative requests need an admin account. Groups are
 //! named in requests as themselves or as their `%RETRY%` topic; both mean the group.
 
+use stellmq_remoting::protocol::body::pop::BatchAckMessageRequestBody;
 use stellmq_remoting::protocol::body::{fastjson, HeartbeatData};
 use stellmq_remoting::protocol::names::RETRY_PREFIX;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
@@ -108,7 +109,9 @@ pub fn requirement(request: &RemotingCommand) -> Result<Requirement, AccessDenie
         | C::POP_MESSAGE
         | C::PEEK_MESSAGE
         | C::ACK_MESSAGE
-        | C::CHANGE_MESSAGE_INVISIBLETIME => {
+        | C::CHANGE_MESSAGE_INVISIBLETIME
+        | C::NOTIFICATION
+        | C::POLLING_INFO => {
             need_topic(&mut needs, field("topic"), Perm::SUB);
             need_group(&mut needs, field("consumerGroup"));
         }
@@ -117,6 +120,7 @@ pub fn requirement(request: &RemotingCommand) -> Result<Requirement, AccessDenie
             need_group(&mut needs, field("consumerGroup"))
         }
         C::HEART_BEAT => need_heartbeat(&mut needs, request)?,
+        C::BATCH_ACK_MESSAGE => need_batch_ack(&mut needs, request)?,
         _ => {}
     }
     Ok(needs)
@@ -144,6 +148,17 @@ fn need_group(needs: &mut Requirement, group: Option<&str>) {
     if let Some(group) = group {
         needs.need(Resource::group(group), Perm::SUB);
     }
+}
+
+/// A batch ack names its topics and groups in its body.
+fn need_batch_ack(needs: &mut Requirement, request: &RemotingCommand) -> Result<(), AccessDenied> {
+    let body: BatchAckMessageRequestBody = fastjson::decode(&request.body)
+        .map_err(|e| AccessDenied(format!("batch ack body does not decode: {e}")))?;
+    for ack in &body.acks {
+        need_topic(needs, Some(&ack.topic), Perm::SUB);
+        need_group(needs, Some(&ack.consumer_group));
+    }
+    Ok(())
 }
 
 fn need_heartbeat(needs: &mut Requirement, request: &RemotingCommand) -> Result<(), AccessDenied> {
@@ -205,6 +220,33 @@ mod tests {
                 "{code}"
             );
         }
+    }
+
+    #[test]
+    fn pop_requests_need_sub_and_batch_acks_name_theirs() {
+        for code in [
+            RequestCode::POP_MESSAGE,
+            RequestCode::NOTIFICATION,
+            RequestCode::POLLING_INFO,
+        ] {
+            let needs =
+                requirement(&request(code, &[("consumerGroup", "G"), ("topic", "T")])).expect("ok");
+            assert_eq!(needs.resources.len(), 2, "{code}");
+        }
+        let mut batch = request(RequestCode::BATCH_ACK_MESSAGE, &[]);
+        batch.body = bytes::Bytes::from_static(
+            br#"{"acks":[{"c":"G","t":"T","r":"0","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":"AQ=="}]}"#,
+        );
+        let needs = requirement(&batch).expect("decodes");
+        assert_eq!(
+            needs.resources,
+            [
+                (Resource::Topic("T".into()), Perm::SUB),
+                (Resource::Group("G".into()), Perm::SUB)
+            ]
+        );
+        batch.body = bytes::Bytes::from_static(b"{oops");
+        assert!(requirement(&batch).is_err());
     }
 
     #[test]

@@ -118,6 +118,20 @@ properties_config! {
         max_parked_pulls_per_connection: usize = "maxParkedPullsPerConnection" => 10_000,
         /// Memory (estimated bytes) of held pulls, in all. (StellMQ key.)
         max_parked_pull_bytes: usize = "maxParkedPullBytes" => 256 * 1024 * 1024,
+        /// Queues of the revive log `rmq_sys_REVIVE_LOG_<brokerClusterName>`, where POP
+        /// checkpoints and acks are written (RocketMQ 5).
+        revive_queue_num: i32 = "reviveQueueNum" => 8,
+        /// How often (ms) the revive service looks for popped messages whose invisible time
+        /// passed, and saves its progress.
+        revive_interval: u64 = "reviveInterval" => 1_000,
+        /// POPs held (long polling) at once, in all; beyond it a POP that finds nothing is
+        /// answered POLLING_FULL.
+        max_pop_polling_size: usize = "maxPopPollingSize" => 100_000,
+        /// POPs held at once on one topic; beyond it POLLING_FULL.
+        pop_polling_size: usize = "popPollingSize" => 1_024,
+        /// POP batches (checkpoints) in flight at once, unacked and not yet revived; beyond
+        /// it a POP is refused with SYSTEM_BUSY until acks or revives make room. (StellMQ key.)
+        pop_max_inflight_checkpoints: usize = "popMaxInflightCheckpoints" => 200_000,
         /// Tell a group's consumers when a member joins or leaves, so they rebalance at once.
         notify_consumer_ids_changed_enable: bool = "notifyConsumerIdsChangedEnable" => true,
         /// Refuse transactional (half) messages.

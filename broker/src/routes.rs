@@ -22,6 +22,10 @@ use crate::processor::guard::{
     Guarded, NameFields, CLONE_OFFSET, GROUP, GROUP_AND_TOPIC, GROUP_FIELD, GROUP_NAME, NO_NAMES,
     RESET_OFFSET, SEND_BACK, TOPIC, TOPIC_V2,
 };
+use crate::processor::pop::ack::AckProcessor;
+use crate::processor::pop::change::ChangeInvisibleProcessor;
+use crate::processor::pop::peek::PeekProcessor;
+use crate::processor::pop::PopProcessor;
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
 use crate::processor::send::{HeaderForm, SendProcessor};
@@ -31,6 +35,10 @@ use crate::state::BrokerState;
 struct Lanes {
     send: Arc<Lane>,
     pull: Arc<Lane>,
+    /// POP, PEEK, NOTIFICATION, POLLING_INFO (RocketMQ's pop thread pool).
+    pop: Arc<Lane>,
+    /// ACK, BATCH_ACK, CHANGE_MESSAGE_INVISIBLETIME (RocketMQ's ack thread pool).
+    ack: Arc<Lane>,
     query: Arc<Lane>,
     client: Arc<Lane>,
     consumer: Arc<Lane>,
@@ -51,6 +59,12 @@ impl Lanes {
                 bc.pull_message_thread_pool_nums,
                 bc.pull_thread_pool_queue_capacity,
             ),
+            pop: Lane::new(
+                "pop",
+                bc.pull_message_thread_pool_nums,
+                bc.pull_thread_pool_queue_capacity,
+            ),
+            ack: Lane::new("ack", 8, 100_000),
             query: Lane::new("query", bc.query_message_thread_pool_nums, 20_000),
             client: Lane::new("client-manage", bc.client_manage_thread_pool_nums, 50_000),
             consumer: Lane::new(
@@ -69,6 +83,10 @@ struct Processors {
     send: Arc<SendProcessor>,
     end_transaction: Arc<EndTransactionProcessor>,
     pull: Arc<PullProcessor>,
+    pop: Arc<PopProcessor>,
+    peek: Arc<PeekProcessor>,
+    ack: Arc<AckProcessor>,
+    change_invisible: Arc<ChangeInvisibleProcessor>,
     query: Arc<QueryProcessor>,
     client: Arc<ClientManageProcessor>,
     consumer: Arc<ConsumerManageProcessor>,
@@ -106,6 +124,21 @@ impl Processors {
             }),
             pull: Arc::new(PullProcessor {
                 hold: s.hold.clone(),
+            }),
+            pop: Arc::new(PopProcessor {
+                core: s.pop.clone(),
+                hold: s.pop_hold.clone(),
+            }),
+            peek: Arc::new(PeekProcessor {
+                core: s.pop.clone(),
+                hold: s.pop_hold.clone(),
+            }),
+            ack: Arc::new(AckProcessor {
+                core: s.pop.clone(),
+                hold: s.pop_hold.clone(),
+            }),
+            change_invisible: Arc::new(ChangeInvisibleProcessor {
+                core: s.pop.clone(),
             }),
             query: Arc::new(QueryProcessor {
                 store: s.store.clone(),
@@ -184,6 +217,8 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
     use RequestCode as C;
     let send = |code, names, h| (code, names, h, l.send.clone());
     let pull = |code, names, h| (code, names, h, l.pull.clone());
+    let pop = |code, names, h| (code, names, h, l.pop.clone());
+    let ack = |code, names, h| (code, names, h, l.ack.clone());
     let query = |code, names, h| (code, names, h, l.query.clone());
     let client = |code, names, h| (code, names, h, l.client.clone());
     let consumer = |code, names, h| (code, names, h, l.consumer.clone());
@@ -250,6 +285,48 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             C::LITE_PULL_MESSAGE,
             GROUP_AND_TOPIC,
             answer(&p.pull, PullProcessor::pull),
+        ),
+        // POP consumption (RocketMQ 5).
+        pop(
+            C::POP_MESSAGE,
+            GROUP_AND_TOPIC,
+            handler(&p.pop, |p, ctx, r| Box::pin(PopProcessor::pop(p, ctx, r))),
+        ),
+        pop(
+            C::PEEK_MESSAGE,
+            GROUP_AND_TOPIC,
+            answer(&p.peek, PeekProcessor::peek),
+        ),
+        pop(
+            C::NOTIFICATION,
+            GROUP_AND_TOPIC,
+            handler(&p.peek, |p, ctx, r| {
+                Box::pin(PeekProcessor::notification(p, ctx, r))
+            }),
+        ),
+        pop(
+            C::POLLING_INFO,
+            GROUP_AND_TOPIC,
+            answer(&p.peek, PeekProcessor::polling_info),
+        ),
+        ack(
+            C::ACK_MESSAGE,
+            GROUP_AND_TOPIC,
+            handler(&p.ack, |p, ctx, r| Box::pin(AckProcessor::ack(p, ctx, r))),
+        ),
+        ack(
+            C::BATCH_ACK_MESSAGE,
+            NO_NAMES,
+            handler(&p.ack, |p, ctx, r| {
+                Box::pin(AckProcessor::batch_ack(p, ctx, r))
+            }),
+        ),
+        ack(
+            C::CHANGE_MESSAGE_INVISIBLETIME,
+            GROUP_AND_TOPIC,
+            handler(&p.change_invisible, |p, ctx, r| {
+                Box::pin(ChangeInvisibleProcessor::change(p, ctx, r))
+            }),
         ),
         consumer(
             C::GET_CONSUMER_LIST_BY_GROUP,

@@ -21,6 +21,7 @@ use crate::deferred;
 use crate::ha::{HaMaster, HaSlave};
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::{self, Persisted};
+use crate::processor::pop::revive::{self, ReviveService};
 use crate::registration::Registrar;
 use crate::routes;
 use crate::slave_sync::SlaveSync;
@@ -151,6 +152,9 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     };
     let mut listeners = Listeners::bind(&config.broker).await?;
     let state = BrokerState::open(config, &mut listeners).await?;
+    if state.is_master() {
+        restore_pop(&state).await?;
+    }
     let bc = state.config.read().clone();
     let mut server = RemotingServer::new(ServerConfig {
         listen_addr: listeners.main_addr,
@@ -214,6 +218,7 @@ fn spawn_services(
         tokio::spawn(registrar.clone().run(stop.clone())),
         tokio::spawn(s.traffic.clone().run(stop.clone())),
         tokio::spawn(s.hold.clone().run(stop.clone())),
+        tokio::spawn(s.pop_hold.clone().run(stop.clone())),
         tokio::spawn(persist_offsets(
             s.offsets.clone(),
             Duration::from_millis(bc.flush_consumer_offset_interval.max(100)),
@@ -257,6 +262,11 @@ fn spawn_services(
         persist_every,
         stop.clone(),
     )));
+    let revive = ReviveService {
+        core: s.pop.clone(),
+        interval: Duration::from_millis(bc.revive_interval.max(10)),
+    };
+    tasks.push(tokio::spawn(revive.run(stop.clone())));
     let check = TransactionCheckService::new(
         s.identity.clone(),
         s.store.clone(),
@@ -272,6 +282,26 @@ fn spawn_services(
     );
     tasks.push(tokio::spawn(Arc::new(check).run(stop.clone())));
     tasks
+}
+
+/// Creates the revive log topic and rebuilds the POP checkpoints from it (a master's, before
+/// it serves).
+async fn restore_pop(state: &BrokerState) -> Result<(), BrokerError> {
+    let pop = state.pop.clone();
+    pop.ensure_revive_topic();
+    let replayed = tokio::task::spawn_blocking(move || revive::replay(&pop))
+        .await
+        .map_err(|e| BrokerError::Io {
+            what: "the revive log".to_owned(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+    tracing::info!(
+        event = "POP_RESTORED",
+        records = replayed.records,
+        in_flight = replayed.in_flight,
+        "POP checkpoints rebuilt from the revive log"
+    );
+    Ok(())
 }
 
 /// RocketMQ's VIP channel: the same service on listenPort - 2, which Java clients before

@@ -20,6 +20,8 @@ use crate::ha::{HaGroup, HaMaster, HaSlave};
 use crate::limits::AutoCreateLimits;
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::config_path;
+use crate::processor::pop::hold::Arrivals;
+use crate::processor::pop::{PopCore, PopHoldService};
 use crate::processor::pull::{HoldLimits, PullCore, PullHoldService};
 use crate::schedule::ScheduleMessageService;
 use crate::server::BrokerError;
@@ -49,6 +51,9 @@ pub struct BrokerState {
     pub producers: Arc<ProducerManager>,
     pub traffic: Arc<BrokerStats>,
     pub hold: Arc<PullHoldService>,
+    /// POP consumption: checkpoints, orderly batches, and its long polling.
+    pub pop: Arc<PopCore>,
+    pub pop_hold: Arc<PopHoldService>,
     pub writer: Arc<MessageWriter>,
     pub resolved_transactions: Arc<Resolved>,
     pub ha_master: Option<Arc<HaMaster>>,
@@ -186,7 +191,21 @@ impl BrokerState {
             },
             tokio::runtime::Handle::current(),
         );
-        store.set_arriving_listener(hold.clone());
+        let pop = Arc::new(PopCore::new(
+            identity.clone(),
+            config_lock.clone(),
+            store.clone(),
+            tables.topics.clone(),
+            tables.groups.clone(),
+            tables.offsets.clone(),
+            writer.clone(),
+            traffic.clone(),
+        ));
+        let pop_hold = PopHoldService::new(&pop, tokio::runtime::Handle::current());
+        store.set_arriving_listener(Arc::new(Arrivals {
+            pulls: hold.clone(),
+            pops: pop_hold.clone(),
+        }));
         Ok(Self {
             start: config,
             config: config_lock,
@@ -202,6 +221,8 @@ impl BrokerState {
             producers: Arc::default(),
             traffic,
             hold,
+            pop,
+            pop_hold,
             writer,
             resolved_transactions: Arc::default(),
             ha_master,

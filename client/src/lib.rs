@@ -1,6 +1,7 @@
 //! StellMQ's Rust client for RocketMQ-compatible brokers.
 //!
 //! [`Producer`], [`TransactionProducer`], [`PushConsumer`], [`LitePullConsumer`], and
+//! [`pop::PopClient`] (RocketMQ 5 POP: receipt handles, acks, invisible times), and
 //! [`admin::AdminClient`], what `mqadmin` needs (topics, groups, routes, cluster info,
 //! broker config and runtime info, offsets and consume progress, connections, message queries,
 //! offset resets, name server KV and config).
@@ -26,6 +27,7 @@ mod instance;
 pub mod message;
 pub mod namespace;
 mod namesrv;
+pub mod pop;
 pub mod producer;
 pub mod reply;
 mod request;

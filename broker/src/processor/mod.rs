@@ -5,6 +5,7 @@ pub mod client_manage;
 pub mod consumer_manage;
 pub mod end_transaction;
 pub mod guard;
+pub mod pop;
 pub mod pull;
 pub mod query;
 pub mod send;

@@ -1,0 +1,314 @@
+//! RocketMQ 5 POP consumption (docs/pop.md): POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE,
+//! CHANGE_MESSAGE_INVISIBLETIME, PEEK_MESSAGE, NOTIFICATION and POLLING_INFO, and the revive
+//! service that brings back what was not acked in time.
+//!
+//! - `message.rs`: POP_MESSAGE reads queues (and the group's POP retry topic `%RETRY%<group>_<topic>`),
+//!   writes a checkpoint per queue read to the revive log, moves the group's offset.
+//! - `hold.rs`: long polling of POPs and notifications that found nothing.
+//! - `ack.rs`, `change.rs`: acks and invisible-time changes, written to the revive log.
+//! - `checkpoint.rs`: the batches in flight (memory, bounded); `order.rs`: orderly POP.
+//! - `revive.rs`: rebuilds the checkpoints from the revive log at start, re-delivers
+//!   expired messages through the retry topic (or the DLQ), and saves its progress.
+//! - `peek.rs`: PEEK_MESSAGE, NOTIFICATION and POLLING_INFO.
+//!
+//! Lock order: a queue lock ([`QueueLocks`]) is taken before the checkpoint or order table's
+//! mutex; those mutexes are never held across an await or while taking another.
+
+pub mod ack;
+pub mod change;
+pub mod checkpoint;
+pub mod hold;
+mod message;
+pub mod order;
+pub mod peek;
+pub mod revive;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use stellmq_remoting::net::{ProcessorError, RequestContext};
+use stellmq_remoting::protocol::body::{perm, SubscriptionGroupConfig, TopicConfig};
+use stellmq_remoting::protocol::message::{property, Properties};
+use stellmq_remoting::protocol::ResponseCode;
+use stellmq_store::{MessageStore, PutMessage};
+
+use super::{guard, FAQ};
+use crate::config::BrokerConfig;
+use crate::context::{now_ms, BrokerIdentity};
+use crate::filter::SelectorCache;
+use crate::group::SubscriptionGroupManager;
+use crate::offset::ConsumerOffsetManager;
+use crate::stats::BrokerStats;
+use crate::topic::TopicConfigManager;
+use crate::writer::{response_code, MessageWriter};
+use checkpoint::CheckpointTable;
+use order::OrderTable;
+
+pub use hold::PopHoldService;
+pub use message::PopProcessor;
+
+/// The revive service's consumer group (`PopAckConstants.REVIVE_GROUP`).
+pub const REVIVE_GROUP: &str = "CID_RMQ_SYS_REVIVE_GROUP";
+/// The revive log topic is this plus the cluster name (`PopAckConstants.REVIVE_TOPIC`).
+pub const REVIVE_TOPIC_PREFIX: &str = "rmq_sys_REVIVE_LOG_";
+/// Tags of the revive log's records.
+pub const CK_TAG: &str = "ck";
+pub const ACK_TAG: &str = "ack";
+pub const BATCH_ACK_TAG: &str = "bAck";
+
+/// The revive log topic of a cluster.
+pub fn revive_topic(cluster: &str) -> String {
+    format!("{REVIVE_TOPIC_PREFIX}{cluster}")
+}
+
+/// Everything the POP processors and the revive service share.
+pub struct PopCore {
+    pub identity: Arc<BrokerIdentity>,
+    pub config: Arc<RwLock<BrokerConfig>>,
+    pub store: Arc<MessageStore>,
+    pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    pub writer: Arc<MessageWriter>,
+    pub traffic: Arc<BrokerStats>,
+    pub selectors: SelectorCache,
+    pub checkpoints: CheckpointTable,
+    pub orders: OrderTable,
+    pub locks: QueueLocks,
+    pub revive_topic: String,
+    pub revive_queue_num: i32,
+    ck_counter: AtomicU64,
+}
+
+impl PopCore {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        identity: Arc<BrokerIdentity>,
+        config: Arc<RwLock<BrokerConfig>>,
+        store: Arc<MessageStore>,
+        topics: Arc<TopicConfigManager>,
+        groups: Arc<SubscriptionGroupManager>,
+        offsets: Arc<ConsumerOffsetManager>,
+        writer: Arc<MessageWriter>,
+        traffic: Arc<BrokerStats>,
+    ) -> Self {
+        let (revive_topic, revive_queue_num, max) = {
+            let c = config.read();
+            (
+                revive_topic(&c.broker_cluster_name),
+                c.revive_queue_num.clamp(1, 64),
+                c.pop_max_inflight_checkpoints,
+            )
+        };
+        Self {
+            identity,
+            config,
+            store,
+            topics,
+            groups,
+            offsets,
+            writer,
+            traffic,
+            selectors: SelectorCache::default(),
+            checkpoints: CheckpointTable::new(max),
+            orders: OrderTable::new(max),
+            locks: QueueLocks::default(),
+            revive_topic,
+            revive_queue_num,
+            ck_counter: AtomicU64::new(0),
+        }
+    }
+
+    /// The next revive queue, round robin.
+    fn next_revive_qid(&self) -> i32 {
+        let n = self.ck_counter.fetch_add(1, Ordering::Relaxed);
+        (n % self.revive_queue_num.max(1) as u64) as i32
+    }
+
+    fn broker_forbidden(&self, what: &str) -> Option<ProcessorError> {
+        let readable = perm::is_readable(self.config.read().broker_permission);
+        if !readable {
+            return Some(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!(
+                    "the broker[{}] {what} is forbidden",
+                    self.identity.broker_addr
+                ),
+            ));
+        }
+        if !self.identity.is_master() {
+            return Some(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!(
+                    "the broker[{}] is a slave; {what} is served by the master of {}",
+                    self.identity.broker_addr, self.identity.broker_name
+                ),
+            ));
+        }
+        None
+    }
+
+    /// The topic, readable, with `queue_id` (-1 = any, when `any_queue`) in range.
+    fn readable_topic(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        any_queue: bool,
+    ) -> Result<TopicConfig, ProcessorError> {
+        let config = self.topics.get(topic).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("topic[{topic}] not exist, apply first please!{FAQ}"),
+            )
+        })?;
+        if !perm::is_readable(config.perm) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the topic[{topic}] peeking message is forbidden"),
+            ));
+        }
+        let low = if any_queue { -1 } else { 0 };
+        if queue_id < low || queue_id >= config.read_queue_nums {
+            return Err(ProcessorError::system(format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}]",
+                config.read_queue_nums
+            )));
+        }
+        Ok(config)
+    }
+
+    /// The group, allowed to consume.
+    fn consumable_group(&self, group: &str) -> Result<SubscriptionGroupConfig, ProcessorError> {
+        if crate::group::is_internal_group(group) {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("the group {group} is reserved for the broker"),
+            ));
+        }
+        let config = self
+            .groups
+            .find_or_create(group)
+            .map_err(guard::group_refusal)?;
+        if !config.consume_enable {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("subscription group no permission, {group}"),
+            ));
+        }
+        Ok(config)
+    }
+
+    /// Appends one record to revive queue `qid`; returns its queue offset once stored (and
+    /// flushed or replicated as the broker's modes require).
+    async fn append_revive(
+        &self,
+        ctx: Option<&RequestContext>,
+        qid: i32,
+        tag: &str,
+        uniq: String,
+        body: Vec<u8>,
+    ) -> Result<i64, ProcessorError> {
+        let mut props = Properties::new();
+        props.insert(property::TAGS, tag);
+        props.insert(property::UNIQ_KEY, uniq);
+        let msg = PutMessage {
+            topic: self.revive_topic.clone(),
+            queue_id: qid,
+            flag: 0,
+            body: body.into(),
+            properties: props.encode(),
+            sys_flag: 0,
+            born_timestamp: now_ms(),
+            born_host: self.identity.store_host,
+            store_host: self.identity.store_host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            wait_store_ok: true,
+        };
+        let result = match ctx {
+            Some(ctx) => self.writer.put_for(ctx, vec![msg]).await,
+            None => self.writer.put(vec![msg]).await,
+        };
+        response_code(&result).inspect_err(|e| {
+            tracing::warn!(remark = %e.remark, tag, "revive log write failed");
+        })?;
+        Ok(result.append.map_or(0, |a| a.queue_offset))
+    }
+
+    /// Creates the revive log topic (on a master, at start).
+    pub fn ensure_revive_topic(&self) {
+        self.topics.ensure_internal_topic(
+            &self.revive_topic,
+            self.revive_queue_num,
+            perm::READ | perm::WRITE,
+        );
+    }
+}
+
+/// Per group, topic and queue, at most one POP (or orderly ack) at a time, as RocketMQ's
+/// `QueueLockManager`: a POP that finds its queue busy skips it. Entries exist only while
+/// held, so the set is bounded by the requests in progress.
+#[derive(Default)]
+pub struct QueueLocks(Mutex<HashSet<String>>);
+
+/// A held queue lock; released on drop (also when the request is dropped mid-way).
+pub struct QueueLockGuard<'a> {
+    locks: &'a QueueLocks,
+    key: String,
+}
+
+impl QueueLocks {
+    pub fn key(topic: &str, group: &str, queue_id: i32) -> String {
+        format!("{topic}@{group}@{queue_id}")
+    }
+
+    pub fn try_lock(&self, key: String) -> Option<QueueLockGuard<'_>> {
+        self.0
+            .lock()
+            .insert(key.clone())
+            .then_some(QueueLockGuard { locks: self, key })
+    }
+
+    /// Waits (yielding) until the lock is free; for acks, which must not be skipped.
+    pub async fn lock(&self, key: String) -> QueueLockGuard<'_> {
+        loop {
+            if let Some(guard) = self.try_lock(key.clone()) {
+                return guard;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+}
+
+impl Drop for QueueLockGuard<'_> {
+    fn drop(&mut self) {
+        self.locks.0.lock().remove(&self.key);
+    }
+}
+
+/// The refusal of an ack or change for a handle that expired.
+fn expired(extra_info: &str) -> ProcessorError {
+    ProcessorError::new(
+        ResponseCode::NO_MESSAGE,
+        format!(
+            "the receipt handle [{extra_info}] has expired: the message's invisible time passed and it is (or will be) delivered again"
+        ),
+    )
+}
+
+/// The refusal of an ack or change for a handle no batch in flight holds.
+fn unknown_handle(extra_info: &str) -> ProcessorError {
+    ProcessorError::new(
+        ResponseCode::NO_MESSAGE,
+        format!(
+            "no message in flight for the receipt handle [{extra_info}]: it was revived after its invisible time, acked with another handle, or never popped here"
+        ),
+    )
+}
+
+/// A malformed receipt handle.
+fn bad_handle(e: stellmq_remoting::protocol::pop::ExtraInfoError) -> ProcessorError {
+    ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, e.to_string())
+}

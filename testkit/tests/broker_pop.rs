@@ -1,0 +1,686 @@
+//! RocketMQ 5 POP consumption over remoting: a name server and a broker in process, driven
+//! through the client crate's `PopClient` (what the gRPC proxy uses) and raw requests.
+
+use std::time::{Duration, Instant};
+
+use stellmq_client::pop::{AckStatus, PopClient, PopRequest, PopResult, PopStatus};
+use stellmq_client::ExpressionType;
+use stellmq_remoting::protocol::body::{fastjson, SubscriptionGroupConfig};
+use stellmq_remoting::protocol::message::property;
+use stellmq_remoting::protocol::{RequestCode, ResponseCode};
+use stellmq_testkit::{request, Stack};
+
+const T: Duration = Duration::from_secs(10);
+
+/// A stack whose revive service looks every 100 ms.
+async fn stack() -> Stack {
+    Stack::start_with(|c| c.broker.revive_interval = 100).await
+}
+
+fn pop_req(group: &str, topic: &str) -> PopRequest {
+    PopRequest::new("broker-a", group, topic)
+        .max_nums(32)
+        .invisible_time_ms(1_500)
+}
+
+async fn send_n(stack: &Stack, topic: &str, n: usize, tags: &str) {
+    for i in 0..n {
+        let r = stack
+            .send(topic, 0, &format!("m{i}"), &[("TAGS", tags)])
+            .await;
+        assert_eq!(r.code, 0, "{}", r.remark_str());
+    }
+    assert!(
+        stack.broker().store().wait_dispatched(T),
+        "sent messages reach their queues"
+    );
+}
+
+async fn pop(client: &PopClient, stack: &Stack, req: &PopRequest) -> PopResult {
+    client
+        .pop(stack.addr(), req, T)
+        .await
+        .expect("POP answered")
+}
+
+fn bodies(result: &PopResult) -> Vec<String> {
+    let mut out: Vec<String> = result
+        .messages
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.message.body).into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Pops until something comes (or `within` passes).
+async fn pop_until_found(
+    client: &PopClient,
+    stack: &Stack,
+    req: &PopRequest,
+    within: Duration,
+) -> PopResult {
+    let start = Instant::now();
+    loop {
+        let r = pop(client, stack, req).await;
+        if r.status == PopStatus::Found || start.elapsed() > within {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn pop_then_ack_is_not_redelivered() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopAck", 3, "a").await;
+    let got = pop(&client, &stack, &pop_req("g1", "PopAck")).await;
+    assert_eq!(got.status, PopStatus::Found);
+    assert_eq!(bodies(&got), ["m0", "m1", "m2"]);
+    for m in &got.messages {
+        assert_eq!(
+            m.message.record.properties.get(property::POP_CK),
+            Some(m.extra_info.as_str())
+        );
+        assert!(m
+            .message
+            .record
+            .properties
+            .contains(property::FIRST_POP_TIME));
+        assert_eq!(m.message.topic(), "PopAck");
+        assert_eq!(m.message.reconsume_times(), 0);
+    }
+    // Popped messages are invisible to the next POP.
+    assert_eq!(
+        pop(&client, &stack, &pop_req("g1", "PopAck")).await.status,
+        PopStatus::NoNewMessage
+    );
+    // One ack, then the other two in one batch ack.
+    let first = &got.messages[0].extra_info;
+    assert_eq!(
+        client
+            .ack(stack.addr(), "g1", "PopAck", first, T)
+            .await
+            .expect("ack"),
+        AckStatus::Ok
+    );
+    assert_eq!(
+        client
+            .ack(stack.addr(), "g1", "PopAck", first, T)
+            .await
+            .expect("ack again"),
+        AckStatus::Ok
+    );
+    let rest: Vec<&str> = got.messages[1..]
+        .iter()
+        .map(|m| m.extra_info.as_str())
+        .collect();
+    assert_eq!(
+        client
+            .batch_ack(stack.addr(), "g1", "PopAck", &rest, T)
+            .await
+            .expect("batch ack"),
+        AckStatus::Ok
+    );
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let again = pop(&client, &stack, &pop_req("g1", "PopAck")).await;
+    assert_eq!(
+        again.status,
+        PopStatus::NoNewMessage,
+        "acked messages stay acked"
+    );
+    // Another group reads everything on its own.
+    assert_eq!(
+        bodies(&pop(&client, &stack, &pop_req("g2", "PopAck")).await),
+        ["m0", "m1", "m2"]
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn unacked_messages_come_back_through_the_retry_topic() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopRevive", 2, "a").await;
+    let got = pop(
+        &client,
+        &stack,
+        &pop_req("g", "PopRevive").invisible_time_ms(1_000),
+    )
+    .await;
+    assert_eq!(bodies(&got), ["m0", "m1"]);
+    let first_pop = got.pop_time;
+    let acked = &got.messages[0];
+    client
+        .ack(stack.addr(), "g", "PopRevive", &acked.extra_info, T)
+        .await
+        .expect("ack");
+    let back = pop_until_found(
+        &client,
+        &stack,
+        &pop_req("g", "PopRevive"),
+        Duration::from_secs(6),
+    )
+    .await;
+    assert_eq!(back.messages.len(), 1, "only the unacked one comes back");
+    let m = &back.messages[0];
+    assert_ne!(
+        String::from_utf8_lossy(&m.message.body),
+        String::from_utf8_lossy(&acked.message.body)
+    );
+    assert_eq!(m.message.reconsume_times(), 1);
+    assert_eq!(m.message.topic(), "PopRevive");
+    assert_eq!(m.message.queue.topic, "%RETRY%g_PopRevive");
+    assert!(
+        m.extra_info.split(' ').nth(4) == Some("1"),
+        "a retry handle: {}",
+        m.extra_info
+    );
+    let props = &m.message.record.properties;
+    assert_eq!(
+        props.get(property::FIRST_POP_TIME),
+        Some(first_pop.to_string().as_str())
+    );
+    assert_eq!(props.get(property::RETRY_TOPIC), Some("PopRevive"));
+    assert!(props.contains(property::ORIGIN_MESSAGE_ID));
+    // Acking the retried copy ends it.
+    assert_eq!(
+        client
+            .ack(stack.addr(), "g", "PopRevive", &m.extra_info, T)
+            .await
+            .expect("ack"),
+        AckStatus::Ok
+    );
+    tokio::time::sleep(Duration::from_millis(1_800)).await;
+    assert_eq!(
+        pop(&client, &stack, &pop_req("g", "PopRevive"))
+            .await
+            .status,
+        PopStatus::NoNewMessage
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn change_invisible_time_extends_and_shortens() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopChange", 2, "a").await;
+    let got = pop(
+        &client,
+        &stack,
+        &pop_req("g", "PopChange").invisible_time_ms(1_000),
+    )
+    .await;
+    assert_eq!(got.messages.len(), 2);
+    // Extend the first to 6 s, shorten the second to 0.
+    let extended = client
+        .change_invisible_time(
+            stack.addr(),
+            "g",
+            "PopChange",
+            &got.messages[0].extra_info,
+            6_000,
+            T,
+        )
+        .await
+        .expect("extended");
+    assert_ne!(extended, got.messages[0].extra_info);
+    client
+        .change_invisible_time(
+            stack.addr(),
+            "g",
+            "PopChange",
+            &got.messages[1].extra_info,
+            0,
+            T,
+        )
+        .await
+        .expect("shortened");
+    // The old handle is spent.
+    let old = client
+        .ack(
+            stack.addr(),
+            "g",
+            "PopChange",
+            &got.messages[0].extra_info,
+            T,
+        )
+        .await
+        .expect("answered");
+    assert!(matches!(old, AckStatus::NoExist { .. }), "{old:?}");
+    let back = pop_until_found(
+        &client,
+        &stack,
+        &pop_req("g", "PopChange"),
+        Duration::from_secs(3),
+    )
+    .await;
+    assert_eq!(
+        bodies(&back),
+        ["m1"],
+        "the shortened one is back, the extended one is not"
+    );
+    // Past the first one's original 1 s it is still invisible; the new handle acks it.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(
+        pop(&client, &stack, &pop_req("g", "PopChange"))
+            .await
+            .status,
+        PopStatus::NoNewMessage
+    );
+    assert_eq!(
+        client
+            .ack(stack.addr(), "g", "PopChange", &extended, T)
+            .await
+            .expect("ack"),
+        AckStatus::Ok
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn ack_and_change_after_expiry_are_refused() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopLate", 1, "a").await;
+    let got = pop(
+        &client,
+        &stack,
+        &pop_req("g", "PopLate").invisible_time_ms(500),
+    )
+    .await;
+    let handle = got.messages[0].extra_info.clone();
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    match client
+        .ack(stack.addr(), "g", "PopLate", &handle, T)
+        .await
+        .expect("answered")
+    {
+        AckStatus::NoExist { remark } => assert!(remark.contains("expired"), "{remark}"),
+        other => panic!("late ack accepted: {other:?}"),
+    }
+    let e = client
+        .change_invisible_time(stack.addr(), "g", "PopLate", &handle, 10_000, T)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::NO_MESSAGE.as_i32()),
+        "{e}"
+    );
+    // And the message does come back.
+    let back = pop_until_found(
+        &client,
+        &stack,
+        &pop_req("g", "PopLate"),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(bodies(&back), ["m0"]);
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn in_flight_messages_survive_a_restart() {
+    let mut stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopRestart", 4, "a").await;
+    let got = pop(
+        &client,
+        &stack,
+        &pop_req("g", "PopRestart").invisible_time_ms(3_000),
+    )
+    .await;
+    assert_eq!(bodies(&got), ["m0", "m1", "m2", "m3"]);
+    let handle = |body: &str| {
+        got.messages
+            .iter()
+            .find(|m| &m.message.body[..] == body.as_bytes())
+            .map(|m| m.extra_info.clone())
+            .expect("popped")
+    };
+    for body in ["m0", "m1"] {
+        let acked = client
+            .ack(stack.addr(), "g", "PopRestart", &handle(body), T)
+            .await
+            .expect("ack");
+        assert_eq!(acked, AckStatus::Ok);
+    }
+    stack.restart_broker(|_| {}).await;
+    // Still in flight after the restart: nothing new to pop, and a handle of before the
+    // restart still acks (the checkpoints were rebuilt from the revive log).
+    let r = pop(&client, &stack, &pop_req("g", "PopRestart")).await;
+    assert_eq!(r.status, PopStatus::NoNewMessage);
+    let acked = client
+        .ack(stack.addr(), "g", "PopRestart", &handle("m2"), T)
+        .await
+        .expect("ack");
+    assert_eq!(acked, AckStatus::Ok);
+    let back = pop_until_found(
+        &client,
+        &stack,
+        &pop_req("g", "PopRestart"),
+        Duration::from_secs(6),
+    )
+    .await;
+    assert_eq!(
+        bodies(&back),
+        ["m3"],
+        "the unacked one comes back, the acked ones do not"
+    );
+    assert_eq!(back.messages[0].message.reconsume_times(), 1);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(
+        pop(&client, &stack, &pop_req("g", "PopRestart"))
+            .await
+            .status,
+        PopStatus::NoNewMessage
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn retries_end_in_the_dead_letter_queue() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    let group = SubscriptionGroupConfig {
+        retry_max_times: 1,
+        ..SubscriptionGroupConfig::new("dg")
+    };
+    let r = stack
+        .call(
+            request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, &[])
+                .with_body(fastjson::encode(&group)),
+        )
+        .await;
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    send_n(&stack, "PopDlq", 1, "a").await;
+    let req = pop_req("dg", "PopDlq").invisible_time_ms(500);
+    assert_eq!(pop(&client, &stack, &req).await.messages.len(), 1);
+    let second = pop_until_found(&client, &stack, &req, Duration::from_secs(5)).await;
+    assert_eq!(second.messages[0].message.reconsume_times(), 1);
+    // Not acked again: past retryMaxTimes it goes to %DLQ%dg instead of coming back.
+    let dlq = stack.raw().pull_until("inspector", "%DLQ%dg", 0, 1).await;
+    assert_eq!(&dlq[0].body[..], b"m0");
+    assert_eq!(dlq[0].head.reconsume_times, 2);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        pop(&client, &stack, &req).await.status,
+        PopStatus::NoNewMessage
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn long_polling_pop_wakes_on_a_new_message() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopPoll", 1, "a").await; // creates the topic
+    let req = pop_req("g", "PopPoll");
+    let first = pop(&client, &stack, &req).await;
+    assert_eq!(first.messages.len(), 1);
+    client
+        .ack(
+            stack.addr(),
+            "g",
+            "PopPoll",
+            &first.messages[0].extra_info,
+            T,
+        )
+        .await
+        .expect("ack");
+    // Nothing: held for up to 5 s, but a send wakes it.
+    let waiting = {
+        let addr = stack.addr().to_owned();
+        let req = req.clone().poll_time_ms(5_000);
+        tokio::spawn(async move {
+            let client = PopClient::new(Default::default());
+            let started = Instant::now();
+            let r = client.pop(&addr, &req, T).await.expect("answered");
+            (r, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let info = stack
+        .call(request(
+            RequestCode::POLLING_INFO,
+            &[
+                ("consumerGroup", "g"),
+                ("topic", "PopPoll"),
+                ("queueId", "0"),
+            ],
+        ))
+        .await;
+    assert_eq!(info.code, 0, "{}", info.remark_str());
+    send_n(&stack, "PopPoll", 1, "b").await;
+    let (r, waited) = waiting.await.expect("task");
+    assert_eq!(r.status, PopStatus::Found);
+    client
+        .ack(stack.addr(), "g", "PopPoll", &r.messages[0].extra_info, T)
+        .await
+        .expect("ack");
+    assert!(
+        waited < Duration::from_secs(4),
+        "woken by the message, not the timeout: {waited:?}"
+    );
+    // And one that times out says so.
+    let started = Instant::now();
+    let r = pop(&client, &stack, &req.clone().poll_time_ms(700)).await;
+    assert_eq!(r.status, PopStatus::NoNewMessage);
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    // A notification waits the same way.
+    let has = client
+        .notification(stack.addr(), "g", "PopPoll", -1, 300, false, None, T)
+        .await
+        .expect("notification");
+    assert!(!has);
+    send_n(&stack, "PopPoll", 1, "c").await;
+    let has = client
+        .notification(stack.addr(), "g", "PopPoll", -1, 3_000, false, None, T)
+        .await
+        .expect("notification");
+    assert!(has);
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn tag_filters_select_messages() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopTags", 2, "TagA").await;
+    send_n(&stack, "PopTags", 2, "TagB").await;
+    send_n(&stack, "PopTags", 1, "TagC").await;
+    let req = pop_req("g", "PopTags").expression(ExpressionType::Tag, "TagA || TagC");
+    let got = pop(&client, &stack, &req).await;
+    let tags: Vec<&str> = got
+        .messages
+        .iter()
+        .filter_map(|m| m.message.tags())
+        .collect();
+    assert_eq!(tags.len(), 3, "{tags:?}");
+    assert!(tags.iter().all(|t| *t != "TagB"));
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn orderly_pop_holds_a_queue_until_acked() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopFifo", 3, "a").await;
+    let req = pop_req("g", "PopFifo")
+        .queue_id(0)
+        .max_nums(2)
+        .order(true)
+        .invisible_time_ms(800);
+    let first = pop(&client, &stack, &req).await;
+    assert_eq!(bodies(&first), ["m0", "m1"]);
+    assert!(first
+        .messages
+        .iter()
+        .all(|m| m.message.reconsume_times() == 0));
+    // The queue is held: nothing new while the batch is in flight.
+    assert_eq!(
+        pop(&client, &stack, &req).await.status,
+        PopStatus::NoNewMessage
+    );
+    // Ack only the first; after the invisible time m1 comes again, counted.
+    client
+        .ack(
+            stack.addr(),
+            "g",
+            "PopFifo",
+            &first.messages[0].extra_info,
+            T,
+        )
+        .await
+        .expect("ack");
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let again = pop(&client, &stack, &req).await;
+    assert_eq!(
+        bodies(&again),
+        ["m1", "m2"],
+        "in order, from the first unacked"
+    );
+    let m1 = again
+        .messages
+        .iter()
+        .find(|m| &m.message.body[..] == b"m1")
+        .expect("m1");
+    assert_eq!(m1.message.reconsume_times(), 1, "second delivery");
+    for m in &again.messages {
+        assert_eq!(
+            client
+                .ack(stack.addr(), "g", "PopFifo", &m.extra_info, T)
+                .await
+                .expect("ack"),
+            AckStatus::Ok
+        );
+    }
+    send_n(&stack, "PopFifo", 1, "a").await;
+    let next = pop(&client, &stack, &req).await;
+    assert_eq!(
+        bodies(&next),
+        ["m0"],
+        "the new message (body m0 again) after the acked batch"
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn hostile_pop_requests_get_clear_errors() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopBad", 1, "a").await;
+    // Unknown topic.
+    let e = client
+        .pop(stack.addr(), &pop_req("g", "NoSuchTopic"), T)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::TOPIC_NOT_EXIST.as_i32()),
+        "{e}"
+    );
+    // Huge maxMsgNums.
+    let e = client
+        .pop(stack.addr(), &pop_req("g", "PopBad").max_nums(100_000), T)
+        .await
+        .expect_err("refused");
+    assert_eq!(e.remote_code(), Some(ResponseCode::SYSTEM_ERROR.as_i32()));
+    assert!(e.to_string().contains("greater than 32"), "{e}");
+    // A queue that does not exist.
+    let e = client
+        .pop(stack.addr(), &pop_req("g", "PopBad").queue_id(500), T)
+        .await
+        .expect_err("refused");
+    assert!(e.to_string().contains("queueId[500] is illegal"), "{e}");
+    // A bad group name, the broker's own group.
+    let e = client
+        .pop(stack.addr(), &pop_req("../g", "PopBad"), T)
+        .await
+        .expect_err("refused");
+    assert!(e.to_string().contains("illegal characters"), "{e}");
+    let e = client
+        .pop(
+            stack.addr(),
+            &pop_req("CID_RMQ_SYS_REVIVE_GROUP", "PopBad"),
+            T,
+        )
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::NO_PERMISSION.as_i32()),
+        "{e}"
+    );
+    // Bad receipt handles, by hand.
+    for extra in [
+        "garbage",
+        "1 2 3 4 0 broker-a 0 x",
+        "1 2 3 4 9 broker-a 0 0",
+        "",
+    ] {
+        let r = stack
+            .call(request(
+                RequestCode::ACK_MESSAGE,
+                &[
+                    ("consumerGroup", "g"),
+                    ("topic", "PopBad"),
+                    ("queueId", "0"),
+                    ("extraInfo", extra),
+                    ("offset", "0"),
+                ],
+            ))
+            .await;
+        assert_ne!(r.code, 0, "{extra:?} accepted");
+        assert!(!r.remark_str().is_empty());
+    }
+    // A well-formed handle nobody popped.
+    let r = stack
+        .call(request(
+            RequestCode::ACK_MESSAGE,
+            &[
+                ("consumerGroup", "g"),
+                ("topic", "PopBad"),
+                ("queueId", "0"),
+                ("extraInfo", "0 1 99999999999999 1 0 broker-a 0 0"),
+                ("offset", "0"),
+            ],
+        ))
+        .await;
+    assert_eq!(r.code, ResponseCode::NO_MESSAGE.as_i32());
+    assert!(
+        r.remark_str().contains("no message in flight"),
+        "{}",
+        r.remark_str()
+    );
+    // A batch ack body that is not JSON, and one with nothing in it.
+    let r = stack
+        .call(request(RequestCode::BATCH_ACK_MESSAGE, &[]).with_body(&b"{not json"[..]))
+        .await;
+    assert_ne!(r.code, 0);
+    let r = stack
+        .call(request(RequestCode::BATCH_ACK_MESSAGE, &[]).with_body(&br#"{"acks":[]}"#[..]))
+        .await;
+    assert_eq!(r.code, ResponseCode::NO_MESSAGE.as_i32());
+    // Missing header fields are named.
+    let r = stack
+        .call(request(
+            RequestCode::POP_MESSAGE,
+            &[("consumerGroup", "g"), ("topic", "PopBad")],
+        ))
+        .await;
+    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    assert!(r.remark_str().contains("queueId"), "{}", r.remark_str());
+    // The broker still serves.
+    assert_eq!(
+        pop(&client, &stack, &pop_req("g", "PopBad"))
+            .await
+            .messages
+            .len(),
+        1
+    );
+    stack.stop().await;
+}
