@@ -464,70 +464,22 @@ fn ack_status(addr: &str, response: RemotingCommand) -> Result<AckStatus, Client
 fn popped_messages(
     req: &PopRequest,
     h: &PopMessageResponseHeader,
-    records: Vec<MessageRecord>,
+    mut records: Vec<MessageRecord>,
 ) -> Result<Vec<PoppedMessage>, ClientError> {
-    let invalid = |e: handle::ExtraInfoError| ClientError::Invalid(e.to_string());
-    let starts =
-        handle::parse_start_offset_info(h.start_offset_info.as_deref().unwrap_or_default())
-            .map_err(invalid)?;
-    let offsets = handle::parse_msg_offset_info(h.msg_offset_info.as_deref().unwrap_or_default())
-        .map_err(invalid)?;
-    let counts = handle::parse_order_count_info(h.order_count_info.as_deref().unwrap_or_default())
-        .map_err(invalid)?;
+    handle::attach_handles(&req.broker_name, req.order, h, &mut records)
+        .map_err(|e| ClientError::Invalid(e.to_string()))?;
     let mut out = Vec::with_capacity(records.len());
     for mut record in records {
-        let queue_id = record.head.queue_id;
-        let queue_offset = record.head.queue_offset;
-        // A retried message comes with its handle; its topic was set back to the original.
-        let kind = if record.properties.contains(property::POP_CK) {
-            TopicType::Retry
-        } else {
-            TopicType::of_topic(&record.topic)
-        };
-        let extra_info = match record.properties.get(property::POP_CK) {
-            Some(ck) => ck.to_owned(),
-            None => {
-                let key = handle::queue_key(kind, queue_id);
-                let start = starts.get(&key).copied().unwrap_or(queue_offset);
-                let offset = offsets
-                    .get(&key)
-                    .and_then(|list| list.iter().find(|o| **o == queue_offset))
-                    .copied()
-                    .unwrap_or(queue_offset);
-                let extra = ExtraInfo {
-                    ck_queue_offset: start,
-                    pop_time: h.pop_time,
-                    invisible_time: h.invisible_time,
-                    revive_qid: h.revive_qid,
-                    topic_type: kind,
-                    broker_name: req.broker_name.clone(),
-                    queue_id,
-                    queue_offset: Some(offset),
-                };
-                if req.order {
-                    let count = counts
-                        .get(&handle::queue_offset_key(kind, queue_id, queue_offset))
-                        .or_else(|| counts.get(&handle::queue_key(kind, queue_id)))
-                        .copied()
-                        .unwrap_or(0);
-                    if count > 0 {
-                        record.head.reconsume_times = count;
-                    }
-                }
-                let text = extra.to_string();
-                record.properties.insert(property::POP_CK, text.clone());
-                text
-            }
-        };
-        if !record.properties.contains(property::FIRST_POP_TIME) {
-            record
-                .properties
-                .insert(property::FIRST_POP_TIME, h.pop_time.to_string());
-        }
+        let extra_info = record
+            .properties
+            .get(property::POP_CK)
+            .unwrap_or_default()
+            .to_owned();
+        let kind = ExtraInfo::parse(&extra_info).map_or(TopicType::Normal, |e| e.topic_type);
         let queue = MessageQueue {
             topic: kind.real_topic(&req.topic, &req.group),
             broker_name: req.broker_name.clone(),
-            queue_id,
+            queue_id: record.head.queue_id,
         };
         record.topic = req.topic.clone();
         out.push(PoppedMessage {

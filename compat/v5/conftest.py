@@ -4,16 +4,19 @@ The official Python 5 client and the C++ SDK wheel both install a top-level ``ro
 package, so these tests run from their own virtualenv (.venv-v5, made by .ci/test). They
 reuse the name server and broker stack of ../conftest.py and add an mqproxy in front of it.
 """
+import importlib.util
 import json
 import os
 import subprocess
-import sys
 import uuid
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from conftest import BIN, Server, Stack  # noqa: E402
+_spec = importlib.util.spec_from_file_location(
+    "compat_stack", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conftest.py"))
+_stack = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_stack)
+BIN, Server, Stack = _stack.BIN, _stack.Server, _stack.Stack
 
 
 class ProxyStack:

@@ -11,7 +11,7 @@ use stellmq_remoting::protocol::headers::{
     PopMessageResponseHeader,
 };
 use stellmq_remoting::protocol::message::{now_ms, property, MessageRecord};
-use stellmq_remoting::protocol::pop::{parse_order_count_info, ExtraInfo, MAX_POP_MESSAGES};
+use stellmq_remoting::protocol::pop::{attach_handles, ExtraInfo, MAX_POP_MESSAGES};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::error::ClusterError;
@@ -45,7 +45,7 @@ pub struct Popped {
     pub record: MessageRecord,
     /// The broker's handle (`POP_CK`, eight fields).
     pub extra_info: ExtraInfo,
-    /// Reconsume times as the client should see them (orderly POP: the attempts count).
+    /// Earlier deliveries (orderly POP: the broker's attempt count).
     pub reconsume_times: i32,
 }
 
@@ -95,38 +95,26 @@ impl Cluster {
         }
         let header = PopMessageResponseHeader::from_ext_fields(&response.ext_fields)
             .map_err(|e| ClusterError::BadAnswer(format!("POP response header: {e}")))?;
-        let records = MessageRecord::decode_all(response.body.clone(), false)
+        let mut records = MessageRecord::decode_all(response.body.clone(), false)
             .map_err(|e| ClusterError::BadAnswer(format!("POP response body: {e}")))?;
-        let order_counts = match header.order_count_info.as_deref() {
-            Some(info) if !info.is_empty() => parse_order_count_info(info).unwrap_or_default(),
-            _ => Default::default(),
-        };
+        attach_handles(&broker_name, request.fifo, &header, &mut records)
+            .map_err(|e| ClusterError::BadAnswer(format!("POP response header: {e}")))?;
         let mut popped = Vec::with_capacity(records.len());
         for mut record in records {
-            let Some(ck) = record.properties.get(property::POP_CK) else {
-                tracing::warn!(broker = %broker_name, "a popped message without POP_CK was skipped");
+            let Some(Ok(extra_info)) = record
+                .properties
+                .get(property::POP_CK)
+                .map(ExtraInfo::parse)
+            else {
+                tracing::warn!(broker = %broker_name, "a popped message without a usable POP_CK was skipped");
                 continue;
             };
-            let extra_info = ExtraInfo::parse(ck)
-                .map_err(|e| ClusterError::BadAnswer(format!("POP_CK of a popped message: {e}")))?;
-            let mut reconsume_times = record.head.reconsume_times;
-            if request.fifo {
-                let key = format!(
-                    "{} qo{}%{}",
-                    extra_info.topic_type.as_str(),
-                    extra_info.queue_id,
-                    record.head.queue_offset
-                );
-                if let Some(count) = order_counts.get(&key) {
-                    reconsume_times = *count;
-                }
-            }
             // The client sees the topic it subscribed to, also for retried messages.
             record.topic = request.topic.clone();
             popped.push(Popped {
+                reconsume_times: record.head.reconsume_times,
                 record,
                 extra_info,
-                reconsume_times,
             });
         }
         if popped.is_empty() {

@@ -1,6 +1,7 @@
 //! SendMessage and EndTransaction.
 
 use stellmq_remoting::protocol::message::id::decode_offset_msg_id;
+use stellmq_remoting::protocol::message::property;
 
 use super::message::{kind_of, prepare};
 use super::status::{common_status, ok, status, Refusal};
@@ -28,11 +29,18 @@ pub async fn send_message(
     }
     let topic = topic_name(first.topic.as_ref())?;
     let peer = caller.peer_text();
-    let prepared = request
+    let mut prepared = request
         .messages
         .iter()
         .map(|m| prepare(m, &proxy.config, &peer))
         .collect::<Result<Vec<_>, _>>()?;
+    // The producer group of every send through the proxy is its topic (as RocketMQ's proxy
+    // does): brokers check halves against it and send transaction checks to it.
+    for p in &mut prepared {
+        p.outgoing
+            .properties
+            .insert(property::PGROUP, topic.clone());
+    }
     if proxy.config.enable_topic_message_type_check {
         let topic_kind = proxy.cluster.topic_message_type(&topic).await?;
         for p in &prepared {
@@ -56,9 +64,19 @@ pub async fn send_message(
         SendStatus::FlushSlaveTimeout => Code::SlavePersistenceTimeout,
         SendStatus::SlaveNotAvailable => Code::HaNotAvailable,
     };
-    let transaction_id = outcome.transaction_id.clone().unwrap_or_default();
+    // A broker that names no transaction id (4.x brokers do not) is answered for by the
+    // message id, which is what 4.x clients use as the transaction id.
+    let transaction_id = if transactional {
+        outcome
+            .transaction_id
+            .clone()
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| ids.first().cloned().unwrap_or_default())
+    } else {
+        outcome.transaction_id.clone().unwrap_or_default()
+    };
     if transactional && code == Code::Ok {
-        if let Some(half) = half_of(&topic, &ids, &outcome) {
+        if let Some(half) = half_of(&topic, &ids, &transaction_id, &outcome) {
             proxy.transactions.remember(half);
         }
     }
@@ -109,15 +127,15 @@ fn check_kind(topic: &str, topic_kind: TopicMessageType, kind: MessageType) -> R
 fn half_of(
     topic: &str,
     ids: &[String],
+    transaction_id: &str,
     outcome: &crate::cluster::SendOutcome,
 ) -> Option<HalfMessage> {
-    let transaction_id = outcome.transaction_id.clone()?;
     let (_, commit_log_offset) = decode_offset_msg_id(&outcome.offset_msg_id).ok()?;
     Some(HalfMessage {
         broker_addr: outcome.broker_addr.clone(),
         topic: topic.to_owned(),
         msg_id: ids.first().cloned().unwrap_or_default(),
-        transaction_id,
+        transaction_id: transaction_id.to_owned(),
         commit_log_offset,
         tran_state_table_offset: outcome.queue_offset,
     })

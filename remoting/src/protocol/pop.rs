@@ -218,6 +218,66 @@ impl std::fmt::Display for ExtraInfo {
     }
 }
 
+/// Gives every record of a POP answer its receipt handle (`POP_CK`) and first POP time, as
+/// RocketMQ's `MQClientAPIImpl.processPopResponse` does: retried messages come with their
+/// handle; the others get one built from the answer's header (`startOffsetInfo`,
+/// `msgOffsetInfo`, pop and invisible time, revive queue) and `broker_name`. For an orderly
+/// POP, `orderCountInfo` gives each message its reconsume times.
+pub fn attach_handles(
+    broker_name: &str,
+    order: bool,
+    h: &crate::protocol::headers::PopMessageResponseHeader,
+    records: &mut [crate::protocol::message::MessageRecord],
+) -> Result<(), ExtraInfoError> {
+    use crate::protocol::message::property;
+    let starts = parse_start_offset_info(h.start_offset_info.as_deref().unwrap_or_default())?;
+    let offsets = parse_msg_offset_info(h.msg_offset_info.as_deref().unwrap_or_default())?;
+    let counts = parse_order_count_info(h.order_count_info.as_deref().unwrap_or_default())?;
+    for record in records.iter_mut() {
+        if !record.properties.contains(property::POP_CK) {
+            let queue_id = record.head.queue_id;
+            let queue_offset = record.head.queue_offset;
+            let kind = TopicType::of_topic(&record.topic);
+            let key = queue_key(kind, queue_id);
+            let start = starts.get(&key).copied().unwrap_or(queue_offset);
+            let offset = offsets
+                .get(&key)
+                .and_then(|list| list.iter().find(|o| **o == queue_offset))
+                .copied()
+                .unwrap_or(queue_offset);
+            let extra = ExtraInfo {
+                ck_queue_offset: start,
+                pop_time: h.pop_time,
+                invisible_time: h.invisible_time,
+                revive_qid: h.revive_qid,
+                topic_type: kind,
+                broker_name: broker_name.to_owned(),
+                queue_id,
+                queue_offset: Some(offset),
+            };
+            if order {
+                let count = counts
+                    .get(&queue_offset_key(kind, queue_id, queue_offset))
+                    .or_else(|| counts.get(&queue_key(kind, queue_id)))
+                    .copied()
+                    .unwrap_or(0);
+                if count > 0 {
+                    record.head.reconsume_times = count;
+                }
+            }
+            record
+                .properties
+                .insert(property::POP_CK, extra.to_string());
+        }
+        if !record.properties.contains(property::FIRST_POP_TIME) {
+            record
+                .properties
+                .insert(property::FIRST_POP_TIME, h.pop_time.to_string());
+        }
+    }
+    Ok(())
+}
+
 /// Appends `entry` to a `;`-separated summary.
 fn push_entry(out: &mut String, entry: std::fmt::Arguments<'_>) {
     use std::fmt::Write as _;
