@@ -1,7 +1,8 @@
 """The distribution scripts as a user runs them, on release builds: play.sh, mqadmin,
-mqshutdown. Uses the default ports (9876, 10911) and a private HOME for the stores."""
+mqshutdown. Uses the default ports (9876, 10911, 8081) and a private HOME for the stores."""
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -33,6 +34,7 @@ def play_admin_and_shutdown(home):
     started = run(env, "play.sh")
     try:
         assert "StellMQ is running" in started.stdout
+        socket.create_connection(("127.0.0.1", 8081), timeout=5).close()  # the gRPC proxy
         ns = ["-n", "127.0.0.1:9876"]
         assert "success" in run(env, "mqadmin", "updateTopic", "-t", "SmokeTopic", "-c", "DefaultCluster", *ns).stdout
         sent = run(env, "mqadmin", "sendMessage", "-t", "SmokeTopic", "-p", "smoke body", "-k", "smoke-key", *ns).stdout
@@ -48,8 +50,10 @@ def play_admin_and_shutdown(home):
         assert "smoke body" in consumed
         assert os.path.exists(os.path.join(home, "store", "commitlog")), "default store under $HOME/store"
     finally:
+        stop_proxy = run(env, "mqshutdown", "proxy", check=False)
         stop_broker = run(env, "mqshutdown", "broker", check=False)
         stop_namesrv = run(env, "mqshutdown", "namesrv", check=False)
+    assert "Send shutdown request to mqproxy" in stop_proxy.stdout, stop_proxy.stdout
     assert "Send shutdown request to mqbroker" in stop_broker.stdout, stop_broker.stdout
     assert "Send shutdown request to mqnamesrv" in stop_namesrv.stdout, stop_namesrv.stdout
     assert "No mqbroker running." in run(env, "mqshutdown", "broker", check=False).stdout

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Quick start: a name server and a broker on this machine with the default configuration
-# (name server on 9876, broker on 10911 advertising 127.0.0.1, store under ~/store).
+# Quick start: a name server, a broker and the gRPC proxy on this machine with the default
+# configuration (name server on 9876, broker on 10911 advertising 127.0.0.1, store under
+# ~/store, proxy for RocketMQ 5 clients on 8081).
 # Builds the release binaries if needed; logs and pid files go to $STELLMQ_RUN_DIR
-# (default ~/stellmq). Stop with: distribution/bin/mqshutdown broker; distribution/bin/mqshutdown namesrv
+# (default ~/stellmq). Stop with: distribution/bin/mqshutdown proxy; distribution/bin/mqshutdown broker;
+# distribution/bin/mqshutdown namesrv
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-stellmq_ensure_built mqnamesrv mqbroker
+stellmq_ensure_built mqnamesrv mqbroker mqproxy
 mkdir -p "$STELLMQ_RUN_DIR/logs"
 
 running() {
@@ -41,11 +43,13 @@ start() {
 
 start namesrv "boot success" "$STELLMQ_BIN/mqnamesrv"
 start broker "boot success" "$STELLMQ_BIN/mqbroker" -n 127.0.0.1:9876
+start proxy "startup successfully" "$STELLMQ_BIN/mqproxy" -n 127.0.0.1:9876 --pc "$STELLMQ_HOME/conf/rmq-proxy.json"
 
 cat <<MSG
 
-StellMQ is running: name server 127.0.0.1:9876, broker 127.0.0.1:10911.
-Point any RocketMQ client at name server 127.0.0.1:9876 (e.g. Java: -Drocketmq.namesrv.addr=127.0.0.1:9876,
-C++/Python SDK: set_namesrv_addr('127.0.0.1:9876')).
-Logs: $STELLMQ_RUN_DIR/logs    Stop: $STELLMQ_HOME/distribution/bin/mqshutdown broker && $STELLMQ_HOME/distribution/bin/mqshutdown namesrv
+StellMQ is running: name server 127.0.0.1:9876, broker 127.0.0.1:10911, gRPC proxy 127.0.0.1:8081.
+Point any RocketMQ 4 client at name server 127.0.0.1:9876 (e.g. Java: -Drocketmq.namesrv.addr=127.0.0.1:9876,
+C++/Python SDK: set_namesrv_addr('127.0.0.1:9876')), and any RocketMQ 5 (gRPC) client at endpoints 127.0.0.1:8081.
+Logs: $STELLMQ_RUN_DIR/logs
+Stop: $STELLMQ_HOME/distribution/bin/mqshutdown proxy && $STELLMQ_HOME/distribution/bin/mqshutdown broker && $STELLMQ_HOME/distribution/bin/mqshutdown namesrv
 MSG

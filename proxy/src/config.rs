@@ -72,6 +72,8 @@ properties_config! {
         max_client_num: usize = "maxClientNum" => 100_000,
         /// Routes and topic settings cached this long (ms) before they are fetched again.
         route_cache_millis: u64 = "topicRouteCacheRefreshMillis" => 20_000,
+        /// On stop, how long (s) running calls may take before they are cut.
+        grpc_shutdown_time_seconds: u64 = "grpcShutdownTimeSeconds" => 30,
         /// Remoting timeout of calls to brokers and name servers (ms).
         remoting_call_timeout_millis: u64 = "remotingCallTimeoutMillis" => 3_000,
     }

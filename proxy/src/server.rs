@@ -50,11 +50,19 @@ impl ProxyHandle {
         self.local_addr
     }
 
-    /// Stops serving and waits for the server to wind down.
+    /// Stops serving: Telemetry streams end at once, other calls get
+    /// `grpcShutdownTimeSeconds` to finish, then the server stops regardless.
     pub async fn shutdown(self) {
         self.stop.cancel();
-        for task in self.tasks {
-            let _ = task.await;
+        let grace = Duration::from_secs(self.proxy.config.grpc_shutdown_time_seconds);
+        for mut task in self.tasks {
+            if tokio::time::timeout(grace, &mut task).await.is_err() {
+                tracing::warn!(
+                    ?grace,
+                    "calls still running at the end of the shutdown grace time were cut"
+                );
+                task.abort();
+            }
         }
         self.proxy.cluster.shutdown().await;
     }
@@ -73,9 +81,9 @@ pub async fn start(config: ProxyConfig, tls: &ClientTlsConfig) -> Result<ProxyHa
         addr: addr.clone(),
         source,
     })?;
-    let proxy = Proxy::new(config, tls)?;
-    proxy.set_grpc_port(local_addr.port());
     let stop = CancellationToken::new();
+    let proxy = Proxy::new(config, tls, stop.clone())?;
+    proxy.set_grpc_port(local_addr.port());
     let service = MessagingServiceServer::from_arc(Arc::new(Service(proxy.clone())))
         .max_decoding_message_size(MAX_INBOUND_MESSAGE)
         .max_encoding_message_size(MAX_INBOUND_MESSAGE);

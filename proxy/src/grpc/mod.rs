@@ -49,10 +49,16 @@ pub struct Proxy {
     stream_ids: AtomicU64,
     /// Woken when a producer registers, so brokers learn at once where its checks go.
     pub producers_changed: tokio::sync::Notify,
+    /// Cancelled when the proxy stops: long-lived streams end.
+    stopping: tokio_util::sync::CancellationToken,
 }
 
 impl Proxy {
-    pub fn new(config: ProxyConfig, tls: &ClientTlsConfig) -> Result<Arc<Self>, TlsError> {
+    pub fn new(
+        config: ProxyConfig,
+        tls: &ClientTlsConfig,
+        stopping: tokio_util::sync::CancellationToken,
+    ) -> Result<Arc<Self>, TlsError> {
         let clients = Arc::new(Clients::new(
             config.max_client_num,
             Duration::from_millis(config.channel_expired_timeout),
@@ -71,6 +77,7 @@ impl Proxy {
             transactions,
             stream_ids: AtomicU64::new(1),
             producers_changed: tokio::sync::Notify::new(),
+            stopping,
         }))
     }
 

@@ -33,7 +33,14 @@ pub fn telemetry(
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let stream_id = proxy.next_stream_id();
     tokio::spawn(async move {
-        while let Ok(Some(command)) = inbound.message().await {
+        loop {
+            let command = tokio::select! {
+                _ = proxy.stopping.cancelled() => break,
+                next = inbound.message() => match next {
+                    Ok(Some(command)) => command,
+                    _ => break,
+                },
+            };
             if let Some(Command::Settings(settings)) = command.command {
                 if let Err(e) = on_settings(&proxy, &caller, stream_id, &tx, settings).await {
                     let _ = tx.send(Err(e)).await;

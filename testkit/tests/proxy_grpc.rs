@@ -1,0 +1,466 @@
+//! mqproxy in process in front of an in-process name server and broker, driven over gRPC
+//! with the generated apache.rocketmq.v2 client: routes, sends, receive/ack, and what a
+//! hostile or careless client gets (RocketMQ 5's status codes, the proxy still serving).
+
+use std::time::Duration;
+
+use stellmq_client::{AdminClient, ClientTlsConfig};
+use stellmq_proxy::config::ProxyConfig;
+use stellmq_proxy::pb::messaging_service_client::MessagingServiceClient;
+use stellmq_proxy::pb::*;
+use stellmq_proxy::server::{self, ProxyHandle};
+use stellmq_remoting::protocol::body::TopicConfig;
+use stellmq_testkit::{eventually, Stack};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Channel;
+
+type Client = MessagingServiceClient<Channel>;
+
+struct Env {
+    stack: Stack,
+    proxy: ProxyHandle,
+    client: Client,
+}
+
+async fn env() -> Env {
+    let stack = Stack::start().await;
+    let config = ProxyConfig {
+        namesrv_addr: stack.ns_addr().to_owned(),
+        grpc_server_port: 0,
+        bind_address: "127.0.0.1".into(),
+        ..ProxyConfig::default()
+    };
+    let proxy = server::start(config, &ClientTlsConfig::default())
+        .await
+        .expect("the proxy starts");
+    let client = MessagingServiceClient::connect(format!("http://{}", proxy.local_addr()))
+        .await
+        .expect("connects to the proxy");
+    Env {
+        stack,
+        proxy,
+        client,
+    }
+}
+
+impl Env {
+    async fn topic(&self, name: &str, kind: &str) {
+        let admin = AdminClient::new(self.stack.ns_addr()).unwrap();
+        admin
+            .create_topic_with_attribute_changes(
+                self.stack.addr(),
+                &TopicConfig::with_queues(name, 4, 4, 6),
+                Some(&format!("+message.type={kind}")),
+            )
+            .await
+            .unwrap();
+        admin.shutdown().await;
+        let ns = self.stack.ns_addr().to_owned();
+        let topic = name.to_owned();
+        eventually("the topic's route is on the name server", async || {
+            let admin = AdminClient::new(&ns).unwrap();
+            let found = admin.topic_route(&topic).await.is_ok();
+            admin.shutdown().await;
+            found
+        })
+        .await;
+    }
+
+    async fn stop(self) {
+        self.proxy.shutdown().await;
+        self.stack.stop().await;
+    }
+}
+
+fn req<T>(message: T, client_id: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if !client_id.is_empty() {
+        request
+            .metadata_mut()
+            .insert("x-mq-client-id", client_id.parse().unwrap());
+    }
+    request.set_timeout(Duration::from_secs(30));
+    request
+}
+
+fn resource(name: &str) -> Option<Resource> {
+    Some(Resource {
+        resource_namespace: String::new(),
+        name: name.into(),
+    })
+}
+
+fn code(status: &Option<Status>) -> Code {
+    Code::try_from(status.as_ref().expect("a status").code).expect("a known code")
+}
+
+fn endpoints(port: u16) -> Option<Endpoints> {
+    Some(Endpoints {
+        scheme: AddressScheme::IPv4 as i32,
+        addresses: vec![Address {
+            host: "127.0.0.1".into(),
+            port: i32::from(port),
+        }],
+    })
+}
+
+fn message(topic: &str, id: &str, body: &[u8]) -> Message {
+    Message {
+        topic: resource(topic),
+        user_properties: [("color".to_owned(), "blue".to_owned())].into(),
+        system_properties: Some(SystemProperties {
+            message_id: id.into(),
+            tag: Some("TagA".into()),
+            message_type: MessageType::Normal as i32,
+            ..Default::default()
+        }),
+        body: body.to_vec(),
+    }
+}
+
+/// Opens a Telemetry stream and sends `settings`; the proxy's answer.
+async fn telemetry(
+    client: &mut Client,
+    client_id: &str,
+    settings: Settings,
+) -> (mpsc::Sender<TelemetryCommand>, TelemetryCommand) {
+    let (tx, rx) = mpsc::channel(4);
+    tx.send(TelemetryCommand {
+        status: None,
+        command: Some(telemetry_command::Command::Settings(settings)),
+    })
+    .await
+    .unwrap();
+    let mut answers = client
+        .telemetry(req(ReceiverStream::new(rx), client_id))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = answers.message().await.unwrap().expect("settings answered");
+    (tx, answer)
+}
+
+fn consumer_settings(group: &str, topic: &str) -> Settings {
+    Settings {
+        client_type: Some(ClientType::SimpleConsumer as i32),
+        pub_sub: Some(settings::PubSub::Subscription(Subscription {
+            group: resource(group),
+            subscriptions: vec![SubscriptionEntry {
+                topic: resource(topic),
+                expression: Some(FilterExpression {
+                    r#type: FilterType::Tag as i32,
+                    expression: "*".into(),
+                }),
+            }],
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_request_without_client_id_is_refused_and_routes_point_at_the_proxy() {
+    let mut env = env().await;
+    env.topic("ProxyFifo", "FIFO").await;
+    let port = env.proxy.local_addr().port();
+    let query = |topic: &str| QueryRouteRequest {
+        topic: resource(topic),
+        endpoints: endpoints(1),
+    };
+    let anonymous = env
+        .client
+        .query_route(req(query("ProxyFifo"), ""))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&anonymous.status), Code::ClientIdRequired);
+
+    let route = env
+        .client
+        .query_route(req(query("ProxyFifo"), "c1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&route.status), Code::Ok);
+    assert_eq!(route.message_queues.len(), 4);
+    for queue in &route.message_queues {
+        let broker = queue.broker.as_ref().unwrap();
+        assert_eq!(broker.name, "broker-a");
+        let address = &broker.endpoints.as_ref().unwrap().addresses[0];
+        assert_eq!(
+            address.port,
+            i32::from(port),
+            "advertises the proxy's gRPC port"
+        );
+        assert_eq!(queue.permission, Permission::ReadWrite as i32);
+        assert_eq!(queue.accept_message_types, vec![MessageType::Fifo as i32]);
+    }
+    let missing = env
+        .client
+        .query_route(req(query("NoSuchTopic"), "c1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&missing.status), Code::TopicNotFound);
+    let illegal = env
+        .client
+        .query_route(req(query("bad topic!"), "c1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&illegal.status), Code::IllegalTopic);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn send_receive_ack_and_handles_that_no_longer_work() {
+    let mut env = env().await;
+    env.topic("ProxyNormal", "NORMAL").await;
+    let (_keep, answer) = telemetry(
+        &mut env.client,
+        "consumer-1",
+        consumer_settings("ProxyGroup", "ProxyNormal"),
+    )
+    .await;
+    assert_eq!(code(&answer.status), Code::Ok);
+    let Some(telemetry_command::Command::Settings(settings)) = answer.command else {
+        panic!("settings expected, got {answer:?}");
+    };
+    let Some(settings::PubSub::Subscription(subscription)) = settings.pub_sub else {
+        panic!("a subscription expected");
+    };
+    assert_eq!(subscription.receive_batch_size, Some(32));
+    assert_eq!(settings.backoff_policy.unwrap().max_attempts, 17);
+
+    let sent = env
+        .client
+        .send_message(req(
+            SendMessageRequest {
+                messages: vec![message("ProxyNormal", "01AAAA", b"hello")],
+            },
+            "producer-1",
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&sent.status), Code::Ok, "{:?}", sent.status);
+    assert_eq!(sent.entries[0].message_id, "01AAAA");
+
+    let receive = ReceiveMessageRequest {
+        group: resource("ProxyGroup"),
+        message_queue: Some(MessageQueue {
+            topic: resource("ProxyNormal"),
+            id: -1,
+            ..Default::default()
+        }),
+        filter_expression: None,
+        batch_size: 16,
+        invisible_duration: Some(prost_types::Duration {
+            seconds: 30,
+            nanos: 0,
+        }),
+        auto_renew: false,
+        long_polling_timeout: Some(prost_types::Duration {
+            seconds: 5,
+            nanos: 0,
+        }),
+        attempt_id: None,
+    };
+    let mut stream = env
+        .client
+        .receive_message(req(receive.clone(), "consumer-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut answers = Vec::new();
+    while let Some(answer) = stream.message().await.unwrap() {
+        answers.push(answer.content.unwrap());
+    }
+    use receive_message_response::Content;
+    assert!(
+        matches!(&answers[0], Content::Status(s) if s.code == Code::Ok as i32),
+        "{answers:?}"
+    );
+    let Content::Message(got) = &answers[1] else {
+        panic!("a message expected: {answers:?}");
+    };
+    assert!(matches!(
+        answers.last(),
+        Some(Content::DeliveryTimestamp(_))
+    ));
+    assert_eq!(got.body, b"hello");
+    assert_eq!(
+        got.user_properties.get("color").map(String::as_str),
+        Some("blue")
+    );
+    let system = got.system_properties.clone().unwrap();
+    assert_eq!(system.message_id, "01AAAA");
+    assert_eq!(system.tag.as_deref(), Some("TagA"));
+    assert_eq!(system.delivery_attempt, Some(1));
+    assert_eq!(
+        system.body_digest.as_ref().unwrap().checksum,
+        "5D41402ABC4B2A76B9719D911017C592"
+    );
+    let handle = system.receipt_handle.unwrap();
+    assert_eq!(handle.split(' ').count(), 9, "{handle}");
+
+    let ack = |receipt_handle: String| AckMessageRequest {
+        group: resource("ProxyGroup"),
+        topic: resource("ProxyNormal"),
+        entries: vec![AckMessageEntry {
+            message_id: "01AAAA".into(),
+            receipt_handle,
+            lite_topic: None,
+        }],
+    };
+    let garbled = env
+        .client
+        .ack_message(req(ack("not a handle".into()), "consumer-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&garbled.status), Code::InvalidReceiptHandle);
+    let mut expired: Vec<String> = handle.split(' ').map(str::to_owned).collect();
+    expired[1] = "1000".into(); // popped in 1970
+    let late = env
+        .client
+        .ack_message(req(ack(expired.join(" ")), "consumer-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&late.status), Code::InvalidReceiptHandle);
+    assert!(late.entries[0]
+        .status
+        .as_ref()
+        .unwrap()
+        .message
+        .contains("expired"));
+
+    let acked = env
+        .client
+        .ack_message(req(ack(handle.clone()), "consumer-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&acked.status), Code::Ok, "{:?}", acked.status);
+
+    // Acked: the next receive finds nothing.
+    let mut stream = env
+        .client
+        .receive_message(req(receive, "consumer-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.message().await.unwrap().unwrap().content.unwrap();
+    assert!(
+        matches!(&first, Content::Status(s) if s.code == Code::MessageNotFound as i32),
+        "{first:?}"
+    );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn careless_and_hostile_requests_get_rocketmq_codes() {
+    let mut env = env().await;
+    env.topic("ProxyStrict", "NORMAL").await;
+    let send = |messages: Vec<Message>| SendMessageRequest { messages };
+    let status = |r: SendMessageResponse| code(&r.status);
+
+    let empty = env
+        .client
+        .send_message(req(send(vec![]), "c"))
+        .await
+        .unwrap();
+    assert_eq!(status(empty.into_inner()), Code::MessageCorrupted);
+
+    let mut reserved = message("ProxyStrict", "01BB", b"x");
+    reserved
+        .user_properties
+        .insert("UNIQ_KEY".into(), "forged".into());
+    let r = env
+        .client
+        .send_message(req(send(vec![reserved]), "c"))
+        .await
+        .unwrap();
+    assert_eq!(status(r.into_inner()), Code::IllegalMessagePropertyKey);
+
+    let mut fifo = message("ProxyStrict", "01CC", b"x");
+    fifo.system_properties.as_mut().unwrap().message_group = Some("g".into());
+    let r = env
+        .client
+        .send_message(req(send(vec![fifo]), "c"))
+        .await
+        .unwrap();
+    let r = r.into_inner();
+    assert_eq!(status(r.clone()), Code::MessagePropertyConflictWithType);
+    assert!(r.status.unwrap().message.contains("FIFO"));
+
+    let heartbeat = HeartbeatRequest {
+        group: resource("G"),
+        client_type: ClientType::SimpleConsumer as i32,
+    };
+    let r = env
+        .client
+        .heartbeat(req(heartbeat, "never-said-hello"))
+        .await
+        .unwrap();
+    assert_eq!(code(&r.into_inner().status), Code::UnrecognizedClientType);
+
+    let end = EndTransactionRequest {
+        topic: resource("ProxyStrict"),
+        message_id: "01DD".into(),
+        transaction_id: "no-such-transaction".into(),
+        resolution: TransactionResolution::Commit as i32,
+        source: TransactionSource::SourceClient as i32,
+        trace_context: String::new(),
+    };
+    let r = env.client.end_transaction(req(end, "c")).await.unwrap();
+    assert_eq!(code(&r.into_inner().status), Code::InternalServerError);
+
+    let receive = ReceiveMessageRequest {
+        group: resource("G"),
+        message_queue: Some(MessageQueue {
+            topic: resource("ProxyStrict"),
+            id: -1,
+            ..Default::default()
+        }),
+        batch_size: 1,
+        invisible_duration: Some(prost_types::Duration {
+            seconds: 1,
+            nanos: 0,
+        }),
+        long_polling_timeout: Some(prost_types::Duration {
+            seconds: 5,
+            nanos: 0,
+        }),
+        ..Default::default()
+    };
+    let mut stream = env
+        .client
+        .receive_message(req(receive, "c"))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.message().await.unwrap().unwrap().content.unwrap();
+    assert!(
+        matches!(&first, receive_message_response::Content::Status(s) if s.code == Code::IllegalInvisibleTime as i32),
+        "{first:?}"
+    );
+
+    // Still serving.
+    let route = env
+        .client
+        .query_route(req(
+            QueryRouteRequest {
+                topic: resource("ProxyStrict"),
+                endpoints: endpoints(1),
+            },
+            "c",
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&route.status), Code::Ok);
+    env.stop().await;
+}
