@@ -46,7 +46,7 @@ async fn env() -> Env {
 
 impl Env {
     async fn topic(&self, name: &str, kind: &str) {
-        let admin = AdminClient::new(self.stack.ns_addr()).unwrap();
+        let admin = AdminClient::new(self.stack.ns_addr()).expect("proxy test step");
         admin
             .create_topic_with_attribute_changes(
                 self.stack.addr(),
@@ -54,12 +54,12 @@ impl Env {
                 Some(&format!("+message.type={kind}")),
             )
             .await
-            .unwrap();
+            .expect("proxy test step");
         admin.shutdown().await;
         let ns = self.stack.ns_addr().to_owned();
         let topic = name.to_owned();
         eventually("the topic's route is on the name server", async || {
-            let admin = AdminClient::new(&ns).unwrap();
+            let admin = AdminClient::new(&ns).expect("proxy test step");
             let found = admin.topic_route(&topic).await.is_ok();
             admin.shutdown().await;
             found
@@ -76,9 +76,10 @@ impl Env {
 fn req<T>(message: T, client_id: &str) -> tonic::Request<T> {
     let mut request = tonic::Request::new(message);
     if !client_id.is_empty() {
-        request
-            .metadata_mut()
-            .insert("x-mq-client-id", client_id.parse().unwrap());
+        request.metadata_mut().insert(
+            "x-mq-client-id",
+            client_id.parse().expect("proxy test step"),
+        );
     }
     request.set_timeout(Duration::from_secs(30));
     request
@@ -131,13 +132,17 @@ async fn telemetry(
         command: Some(telemetry_command::Command::Settings(settings)),
     })
     .await
-    .unwrap();
+    .expect("proxy test step");
     let mut answers = client
         .telemetry(req(ReceiverStream::new(rx), client_id))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
-    let answer = answers.message().await.unwrap().expect("settings answered");
+    let answer = answers
+        .message()
+        .await
+        .expect("proxy test step")
+        .expect("settings answered");
     (tx, answer)
 }
 
@@ -172,7 +177,7 @@ async fn a_request_without_client_id_is_refused_and_routes_point_at_the_proxy() 
         .client
         .query_route(req(query("ProxyFifo"), ""))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&anonymous.status), Code::ClientIdRequired);
 
@@ -180,14 +185,18 @@ async fn a_request_without_client_id_is_refused_and_routes_point_at_the_proxy() 
         .client
         .query_route(req(query("ProxyFifo"), "c1"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&route.status), Code::Ok);
     assert_eq!(route.message_queues.len(), 4);
     for queue in &route.message_queues {
-        let broker = queue.broker.as_ref().unwrap();
+        let broker = queue.broker.as_ref().expect("proxy test step");
         assert_eq!(broker.name, "broker-a");
-        let address = &broker.endpoints.as_ref().unwrap().addresses[0];
+        let address = &broker
+            .endpoints
+            .as_ref()
+            .expect("proxy test step")
+            .addresses[0];
         assert_eq!(
             address.port,
             i32::from(port),
@@ -200,14 +209,14 @@ async fn a_request_without_client_id_is_refused_and_routes_point_at_the_proxy() 
         .client
         .query_route(req(query("NoSuchTopic"), "c1"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&missing.status), Code::TopicNotFound);
     let illegal = env
         .client
         .query_route(req(query("bad topic!"), "c1"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&illegal.status), Code::IllegalTopic);
     env.stop().await;
@@ -231,7 +240,13 @@ async fn send_receive_ack_and_handles_that_no_longer_work() {
         panic!("a subscription expected");
     };
     assert_eq!(subscription.receive_batch_size, Some(32));
-    assert_eq!(settings.backoff_policy.unwrap().max_attempts, 17);
+    assert_eq!(
+        settings
+            .backoff_policy
+            .expect("proxy test step")
+            .max_attempts,
+        17
+    );
 
     let sent = env
         .client
@@ -242,7 +257,7 @@ async fn send_receive_ack_and_handles_that_no_longer_work() {
             "producer-1",
         ))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&sent.status), Code::Ok, "{:?}", sent.status);
     assert_eq!(sent.entries[0].message_id, "01AAAA");
@@ -271,11 +286,11 @@ async fn send_receive_ack_and_handles_that_no_longer_work() {
         .client
         .receive_message(req(receive.clone(), "consumer-1"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     let mut answers = Vec::new();
-    while let Some(answer) = stream.message().await.unwrap() {
-        answers.push(answer.content.unwrap());
+    while let Some(answer) = stream.message().await.expect("proxy test step") {
+        answers.push(answer.content.expect("proxy test step"));
     }
     use receive_message_response::Content;
     assert!(
@@ -294,15 +309,19 @@ async fn send_receive_ack_and_handles_that_no_longer_work() {
         got.user_properties.get("color").map(String::as_str),
         Some("blue")
     );
-    let system = got.system_properties.clone().unwrap();
+    let system = got.system_properties.clone().expect("proxy test step");
     assert_eq!(system.message_id, "01AAAA");
     assert_eq!(system.tag.as_deref(), Some("TagA"));
     assert_eq!(system.delivery_attempt, Some(1));
     assert_eq!(
-        system.body_digest.as_ref().unwrap().checksum,
+        system
+            .body_digest
+            .as_ref()
+            .expect("proxy test step")
+            .checksum,
         "5D41402ABC4B2A76B9719D911017C592"
     );
-    let handle = system.receipt_handle.unwrap();
+    let handle = system.receipt_handle.expect("proxy test step");
     assert_eq!(handle.split(' ').count(), 9, "{handle}");
 
     let ack = |receipt_handle: String| AckMessageRequest {
@@ -318,7 +337,7 @@ async fn send_receive_ack_and_handles_that_no_longer_work() {
         .client
         .ack_message(req(ack("not a handle".into()), "consumer-1"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&garbled.status), Code::InvalidReceiptHandle);
     let mut expired: Vec<String> = handle.split(' ').map(str::to_owned).collect();
@@ -327,13 +346,13 @@ async fn send_receive_ack_and_handles_that_no_longer_work() {
         .client
         .ack_message(req(ack(expired.join(" ")), "consumer-1"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&late.status), Code::InvalidReceiptHandle);
     assert!(late.entries[0]
         .status
         .as_ref()
-        .unwrap()
+        .expect("proxy test step")
         .message
         .contains("expired"));
 
@@ -341,7 +360,7 @@ async fn send_receive_ack_and_handles_that_no_longer_work() {
         .client
         .ack_message(req(ack(handle.clone()), "consumer-1"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&acked.status), Code::Ok, "{:?}", acked.status);
 
@@ -350,9 +369,15 @@ async fn send_receive_ack_and_handles_that_no_longer_work() {
         .client
         .receive_message(req(receive, "consumer-1"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
-    let first = stream.message().await.unwrap().unwrap().content.unwrap();
+    let first = stream
+        .message()
+        .await
+        .expect("proxy test step")
+        .expect("proxy test step")
+        .content
+        .expect("proxy test step");
     assert!(
         matches!(&first, Content::Status(s) if s.code == Code::MessageNotFound as i32),
         "{first:?}"
@@ -371,7 +396,7 @@ async fn careless_and_hostile_requests_get_rocketmq_codes() {
         .client
         .send_message(req(send(vec![]), "c"))
         .await
-        .unwrap();
+        .expect("proxy test step");
     assert_eq!(status(empty.into_inner()), Code::MessageCorrupted);
 
     let mut reserved = message("ProxyStrict", "01BB", b"x");
@@ -382,19 +407,22 @@ async fn careless_and_hostile_requests_get_rocketmq_codes() {
         .client
         .send_message(req(send(vec![reserved]), "c"))
         .await
-        .unwrap();
+        .expect("proxy test step");
     assert_eq!(status(r.into_inner()), Code::IllegalMessagePropertyKey);
 
     let mut fifo = message("ProxyStrict", "01CC", b"x");
-    fifo.system_properties.as_mut().unwrap().message_group = Some("g".into());
+    fifo.system_properties
+        .as_mut()
+        .expect("proxy test step")
+        .message_group = Some("g".into());
     let r = env
         .client
         .send_message(req(send(vec![fifo]), "c"))
         .await
-        .unwrap();
+        .expect("proxy test step");
     let r = r.into_inner();
     assert_eq!(status(r.clone()), Code::MessagePropertyConflictWithType);
-    assert!(r.status.unwrap().message.contains("FIFO"));
+    assert!(r.status.expect("proxy test step").message.contains("FIFO"));
 
     let heartbeat = HeartbeatRequest {
         group: resource("G"),
@@ -404,7 +432,7 @@ async fn careless_and_hostile_requests_get_rocketmq_codes() {
         .client
         .heartbeat(req(heartbeat, "never-said-hello"))
         .await
-        .unwrap();
+        .expect("proxy test step");
     assert_eq!(code(&r.into_inner().status), Code::UnrecognizedClientType);
 
     let end = EndTransactionRequest {
@@ -415,7 +443,11 @@ async fn careless_and_hostile_requests_get_rocketmq_codes() {
         source: TransactionSource::SourceClient as i32,
         trace_context: String::new(),
     };
-    let r = env.client.end_transaction(req(end, "c")).await.unwrap();
+    let r = env
+        .client
+        .end_transaction(req(end, "c"))
+        .await
+        .expect("proxy test step");
     assert_eq!(code(&r.into_inner().status), Code::InternalServerError);
 
     let receive = ReceiveMessageRequest {
@@ -440,9 +472,15 @@ async fn careless_and_hostile_requests_get_rocketmq_codes() {
         .client
         .receive_message(req(receive, "c"))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
-    let first = stream.message().await.unwrap().unwrap().content.unwrap();
+    let first = stream
+        .message()
+        .await
+        .expect("proxy test step")
+        .expect("proxy test step")
+        .content
+        .expect("proxy test step");
     assert!(
         matches!(&first, receive_message_response::Content::Status(s) if s.code == Code::IllegalInvisibleTime as i32),
         "{first:?}"
@@ -459,7 +497,7 @@ async fn careless_and_hostile_requests_get_rocketmq_codes() {
             "c",
         ))
         .await
-        .unwrap()
+        .expect("proxy test step")
         .into_inner();
     assert_eq!(code(&route.status), Code::Ok);
     env.stop().await;
