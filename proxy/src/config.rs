@@ -111,8 +111,28 @@ pub fn load(props: &BTreeMap<String, String>) -> Result<(ProxyConfig, TlsConfig)
             ),
         });
     }
-    let tls = TlsConfig::load(props)?;
+    let tls = TlsConfig::load(&with_proxy_tls_keys(props))?;
     Ok((config, tls))
+}
+
+/// RocketMQ's proxy names its certificate and key `tlsCertPath` and `tlsKeyPath`; given
+/// without a TLS mode they mean TLS and plaintext on the gRPC port (RocketMQ's permissive).
+fn with_proxy_tls_keys(props: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut props = props.clone();
+    let mut named = false;
+    for (proxy_key, key) in [
+        ("tlsCertPath", "tls.server.certPath"),
+        ("tlsKeyPath", "tls.server.keyPath"),
+    ] {
+        if let Some(value) = props.get(proxy_key).cloned() {
+            props.entry(key.to_owned()).or_insert(value);
+            named = true;
+        }
+    }
+    if named && !props.contains_key("tls.server.mode") && !props.contains_key("tlsMode") {
+        props.insert("tls.server.mode".into(), "permissive".into());
+    }
+    props
 }
 
 /// A flat JSON object as `key -> value text`: strings as they are, numbers and booleans as
@@ -165,6 +185,13 @@ mod tests {
         assert!(json_properties(r#"{"a": {"b": 1}}"#).is_err());
         let bad_port = json_properties(r#"{"grpcServerPort": "eighty"}"#).unwrap();
         assert!(load(&bad_port).is_err());
+        let tls = json_properties(r#"{"tlsCertPath": "/c.pem", "tlsKeyPath": "/k.pem"}"#).unwrap();
+        let (_, tls) = load(&tls).unwrap();
+        assert_eq!(
+            tls.server_mode,
+            stellmq_remoting::net::tls::TlsMode::Permissive
+        );
+        assert_eq!(tls.server_cert_path.unwrap().to_str(), Some("/c.pem"));
         let local = json_properties(r#"{"proxyMode": "local"}"#).unwrap();
         let err = load(&local).unwrap_err().to_string();
         assert!(err.contains("cluster mode"), "{err}");

@@ -12,6 +12,7 @@
 pub mod cluster;
 pub mod config;
 pub mod grpc;
+mod listener;
 pub mod server;
 
 /// The generated apache.rocketmq.v2 messages and services.

@@ -68,10 +68,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging();
-    let client_tls = tls.client();
     run_until_terminated(
         "mqproxy",
-        async move { stellmq_proxy::server::start(config, &client_tls).await },
+        async move { stellmq_proxy::server::start(config, &tls).await },
         |h| {
             format!(
                 "rocketmq-proxy startup successfully, gRPC address {}",

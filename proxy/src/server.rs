@@ -5,11 +5,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stellmq_client::ClientTlsConfig;
+use stellmq_remoting::net::tls::{ServerTls, TlsConfig};
 use thiserror::Error;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ProxyConfig;
@@ -68,8 +67,10 @@ impl ProxyHandle {
     }
 }
 
-/// Binds the gRPC port and serves until [`ProxyHandle::shutdown`].
-pub async fn start(config: ProxyConfig, tls: &ClientTlsConfig) -> Result<ProxyHandle, StartError> {
+/// Binds the gRPC port and serves until [`ProxyHandle::shutdown`]. `tls` sets the gRPC
+/// port's TLS (`tls.server.*`) and that of the connections to brokers (`tls.enable`, ...).
+pub async fn start(config: ProxyConfig, tls: &TlsConfig) -> Result<ProxyHandle, StartError> {
+    let server_tls = ServerTls::with_alpn(tls, vec![b"h2".to_vec()])?;
     let addr = format!("{}:{}", config.bind_address, config.grpc_server_port);
     let listener = TcpListener::bind(&addr)
         .await
@@ -82,32 +83,35 @@ pub async fn start(config: ProxyConfig, tls: &ClientTlsConfig) -> Result<ProxyHa
         source,
     })?;
     let stop = CancellationToken::new();
-    let proxy = Proxy::new(config, tls, stop.clone())?;
+    let proxy = Proxy::new(config, &tls.client(), stop.clone())?;
     proxy.set_grpc_port(local_addr.port());
     let service = MessagingServiceServer::from_arc(Arc::new(Service(proxy.clone())))
         .max_decoding_message_size(MAX_INBOUND_MESSAGE)
         .max_encoding_message_size(MAX_INBOUND_MESSAGE);
+    let mut tasks = Vec::new();
+    if let Some(server_tls) = &server_tls {
+        tasks.push(server_tls.spawn_reloader(stop.clone()));
+    }
+    let incoming = crate::listener::incoming(listener, server_tls, stop.clone());
     let serving = {
         let stop = stop.clone();
         tokio::spawn(async move {
             let served = tonic::transport::Server::builder()
                 .tcp_nodelay(true)
                 .add_service(service)
-                .serve_with_incoming_shutdown(
-                    TcpListenerStream::new(listener),
-                    stop.cancelled_owned(),
-                )
+                .serve_with_incoming_shutdown(incoming, stop.cancelled_owned())
                 .await;
             if let Err(e) = served {
                 tracing::error!(error = %e, "the gRPC server stopped");
             }
         })
     };
-    let background = tokio::spawn(background_work(proxy.clone(), stop.clone()));
+    tasks.push(serving);
+    tasks.push(tokio::spawn(background_work(proxy.clone(), stop.clone())));
     Ok(ProxyHandle {
         local_addr,
         stop,
-        tasks: vec![serving, background],
+        tasks,
         proxy,
     })
 }

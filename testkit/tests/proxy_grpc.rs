@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
-use stellmq_client::{AdminClient, ClientTlsConfig};
+use stellmq_client::AdminClient;
 use stellmq_proxy::config::ProxyConfig;
 use stellmq_proxy::pb::messaging_service_client::MessagingServiceClient;
 use stellmq_proxy::pb::*;
 use stellmq_proxy::server::{self, ProxyHandle};
+use stellmq_remoting::net::tls::{TlsConfig, TlsMode};
 use stellmq_remoting::protocol::body::TopicConfig;
 use stellmq_testkit::{eventually, Stack};
 use tokio::sync::mpsc;
@@ -31,7 +32,7 @@ async fn env() -> Env {
         bind_address: "127.0.0.1".into(),
         ..ProxyConfig::default()
     };
-    let proxy = server::start(config, &ClientTlsConfig::default())
+    let proxy = server::start(config, &TlsConfig::default())
         .await
         .expect("the proxy starts");
     let client = MessagingServiceClient::connect(format!("http://{}", proxy.local_addr()))
@@ -501,4 +502,86 @@ async fn careless_and_hostile_requests_get_rocketmq_codes() {
         .into_inner();
     assert_eq!(code(&route.status), Code::Ok);
     env.stop().await;
+}
+
+/// A proxy with `tls` on its gRPC port, in front of `stack`.
+async fn proxy_with_tls(stack: &Stack, tls: &TlsConfig) -> ProxyHandle {
+    let config = ProxyConfig {
+        namesrv_addr: stack.ns_addr().to_owned(),
+        grpc_server_port: 0,
+        bind_address: "127.0.0.1".into(),
+        ..ProxyConfig::default()
+    };
+    server::start(config, tls)
+        .await
+        .expect("the proxy starts with TLS")
+}
+
+async fn route_over(channel: Channel) -> Code {
+    let mut client = MessagingServiceClient::new(channel);
+    let answer = client
+        .query_route(req(
+            QueryRouteRequest {
+                topic: resource("TBW102x"),
+                endpoints: endpoints(1),
+            },
+            "tls-client",
+        ))
+        .await
+        .expect("an answer over the connection")
+        .into_inner();
+    code(&answer.status)
+}
+
+async fn tls_channel(
+    ca: &stellmq_testkit::tls::TestCa,
+    addr: std::net::SocketAddr,
+) -> Result<Channel, tonic::transport::Error> {
+    let pem = std::fs::read(ca.ca_path()).expect("the CA certificate");
+    let tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(pem))
+        .domain_name("localhost");
+    Channel::from_shared(format!("https://{addr}"))
+        .expect("a valid uri")
+        .tls_config(tls)?
+        .connect()
+        .await
+}
+
+#[tokio::test]
+async fn plaintext_and_tls_share_the_port_unless_tls_is_enforced() {
+    let stack = Stack::start().await;
+    let ca = stellmq_testkit::tls::TestCa::new("proxy-ca");
+
+    let permissive = proxy_with_tls(&stack, &ca.server_tls(TlsMode::Permissive)).await;
+    let addr = permissive.local_addr();
+    let plain = Channel::from_shared(format!("http://{addr}"))
+        .expect("a valid uri")
+        .connect()
+        .await
+        .expect("plaintext connects");
+    // Any answer (the topic does not exist) shows the request went through.
+    assert_eq!(route_over(plain).await, Code::TopicNotFound);
+    let secure = tls_channel(&ca, addr).await.expect("TLS connects");
+    assert_eq!(route_over(secure).await, Code::TopicNotFound);
+    permissive.shutdown().await;
+
+    let enforcing = proxy_with_tls(&stack, &ca.server_tls(TlsMode::Enforcing)).await;
+    let addr = enforcing.local_addr();
+    let secure = tls_channel(&ca, addr).await.expect("TLS connects");
+    assert_eq!(route_over(secure).await, Code::TopicNotFound);
+    let plain = Channel::from_shared(format!("http://{addr}"))
+        .expect("a valid uri")
+        .connect()
+        .await;
+    let refused = match plain {
+        Err(_) => true,
+        Ok(channel) => MessagingServiceClient::new(channel)
+            .query_route(req(QueryRouteRequest::default(), "plain"))
+            .await
+            .is_err(),
+    };
+    assert!(refused, "plaintext is refused when TLS is enforced");
+    enforcing.shutdown().await;
+    stack.stop().await;
 }

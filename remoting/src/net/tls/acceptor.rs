@@ -46,14 +46,14 @@ impl std::fmt::Debug for ServerTls {
 }
 
 /// A connection the server keeps.
-pub(crate) enum Accepted {
+pub enum Accepted {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
 }
 
 /// Why a connection was closed before it carried a request.
 #[derive(Debug, Error)]
-pub(crate) enum Refused {
+pub enum Refused {
     #[error("closed before sending anything")]
     ClosedEarly,
     #[error("sent nothing for {0:?}")]
@@ -70,7 +70,7 @@ pub(crate) enum Refused {
 
 impl Refused {
     /// Closed without a word (port probes, health checks): not worth a warning.
-    pub(crate) fn is_quiet(&self) -> bool {
+    pub fn is_quiet(&self) -> bool {
         matches!(self, Refused::ClosedEarly | Refused::Silent(_))
     }
 }
@@ -79,10 +79,17 @@ impl ServerTls {
     /// The server TLS `config` asks for, with its files read; `None` when the mode is
     /// disabled.
     pub fn from_config(config: &TlsConfig) -> Result<Option<Self>, TlsError> {
+        Self::with_alpn(config, Vec::new())
+    }
+
+    /// Like [`Self::from_config`], offering `alpn` protocols in the handshake (a gRPC server
+    /// offers `h2`).
+    pub fn with_alpn(config: &TlsConfig, alpn: Vec<Vec<u8>>) -> Result<Option<Self>, TlsError> {
         if config.server_mode == TlsMode::Disabled {
             return Ok(None);
         }
-        let files = ServerTlsFiles::from_config(config)?;
+        let mut files = ServerTlsFiles::from_config(config)?;
+        files.alpn = alpn;
         let loaded_from = Fingerprints::of(&files.paths());
         let acceptor = TlsAcceptor::from(files.build()?);
         tracing::info!(
@@ -114,7 +121,7 @@ impl ServerTls {
     /// Tells TLS from plaintext by the first byte (waiting up to `first_byte_timeout` for
     /// it), refuses plaintext when enforcing, and runs the handshake within the handshake
     /// timeout. Runs in the connection's own task.
-    pub(crate) async fn accept(
+    pub async fn accept(
         &self,
         stream: TcpStream,
         first_byte_timeout: Duration,

@@ -21,8 +21,7 @@ mod server_files;
 
 use std::sync::Arc;
 
-pub(crate) use acceptor::Accepted;
-pub use acceptor::ServerTls;
+pub use acceptor::{Accepted, Refused, ServerTls};
 pub use config::{ClientAuth, TlsConfig, TlsMode};
 pub use connector::{ClientTls, ClientTlsConfig};
 pub use error::TlsError;

@@ -36,7 +36,7 @@ impl Fingerprints {
 
 impl ServerTls {
     /// Polls the files until `stop`, rebuilding the configuration when they change.
-    pub(crate) fn spawn_reloader(&self, stop: CancellationToken) -> JoinHandle<()> {
+    pub fn spawn_reloader(&self, stop: CancellationToken) -> JoinHandle<()> {
         let tls = self.clone();
         tokio::spawn(async move {
             let mut seen = tls.inner.loaded_from.clone();

@@ -18,6 +18,8 @@ pub(crate) struct ServerTlsFiles {
     pub key: PathBuf,
     pub trust: Option<PathBuf>,
     pub client_auth: ClientAuth,
+    /// Protocols offered in the handshake (ALPN), e.g. `h2` for gRPC; empty for remoting.
+    pub alpn: Vec<Vec<u8>>,
 }
 
 const BECAUSE_TLS_ON: &str = "tls.server.mode is permissive or enforcing";
@@ -45,6 +47,7 @@ impl ServerTlsFiles {
             key,
             trust,
             client_auth: config.server_need_client_auth,
+            alpn: Vec::new(),
         })
     }
 
@@ -79,12 +82,14 @@ impl ServerTlsFiles {
             }
             _ => builder.with_no_client_auth(),
         };
-        let config = builder
-            .with_single_cert(certs, key)
-            .map_err(|source| TlsError::Rustls {
-                what: "the certificate and key do not make a usable pair",
-                source,
-            })?;
+        let mut config =
+            builder
+                .with_single_cert(certs, key)
+                .map_err(|source| TlsError::Rustls {
+                    what: "the certificate and key do not make a usable pair",
+                    source,
+                })?;
+        config.alpn_protocols = self.alpn.clone();
         Ok(Arc::new(config))
     }
 }
