@@ -52,6 +52,14 @@ properties_config! {
         /// Auto-renew what push consumers receive (they ask for it); off = they get their own
         /// invisible time only.
         enable_proxy_auto_renew: bool = "enableProxyAutoRenew" => true,
+        /// Renew a held message's invisible time when it ends within this (ms).
+        renew_ahead_time_millis: u64 = "renewAheadTimeMillis" => 10_000,
+        /// How often held messages are looked at for renewal (ms).
+        renew_schedule_period_millis: u64 = "renewSchedulePeriodMillis" => 5_000,
+        /// Renewal stops this long (ms) after a message was received.
+        renew_max_time_millis: u64 = "renewMaxTimeMillis" => 3 * 3600 * 1000,
+        /// Most messages renewed at once; beyond it messages are not renewed. (StellMQ key.)
+        renew_max_num: usize = "renewMaxNum" => 1_000_000,
         /// Shortest long-polling time of a receive (ms).
         grpc_client_consumer_min_long_polling_timeout_millis: u64 = "grpcClientConsumerMinLongPollingTimeoutMillis" => 5_000,
         /// Longest long-polling time of a receive (ms).

@@ -119,9 +119,13 @@ pub async fn start(config: ProxyConfig, tls: &TlsConfig) -> Result<ProxyHandle, 
 async fn background_work(proxy: Arc<Proxy>, stop: CancellationToken) {
     let mut sweep = tokio::time::interval(SWEEP_INTERVAL);
     let mut heartbeat = tokio::time::interval(TRANSACTION_HEARTBEAT_INTERVAL);
+    let mut renew = tokio::time::interval(Duration::from_millis(
+        proxy.config.renew_schedule_period_millis.max(10),
+    ));
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
+            _ = renew.tick() => proxy.renewals.renew_due(&proxy.cluster).await,
             _ = sweep.tick() => {
                 let gone = proxy.clients.sweep();
                 if gone > 0 {

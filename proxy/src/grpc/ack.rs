@@ -48,7 +48,7 @@ pub fn parse_handle(text: &str) -> Result<(ExtraInfo, Option<i64>), Refusal> {
 
 pub async fn ack_message(
     proxy: &Proxy,
-    _caller: Caller,
+    caller: Caller,
     request: AckMessageRequest,
 ) -> Result<AckMessageResponse, Refusal> {
     let topic = topic_name(request.topic.as_ref())?;
@@ -61,7 +61,10 @@ pub async fn ack_message(
     }
     let mut entries = Vec::with_capacity(request.entries.len());
     for entry in &request.entries {
-        let outcome = match parse_handle(&entry.receipt_handle) {
+        let current = proxy
+            .renewals
+            .take(&caller.client_id, &group, &entry.receipt_handle);
+        let outcome = match parse_handle(&current) {
             Ok((handle, _)) => proxy
                 .cluster
                 .ack(&group, &topic, &handle)
@@ -92,7 +95,7 @@ pub async fn ack_message(
 
 pub async fn change_invisible_duration(
     proxy: &Proxy,
-    _caller: Caller,
+    caller: Caller,
     request: ChangeInvisibleDurationRequest,
 ) -> Result<ChangeInvisibleDurationResponse, Refusal> {
     let topic = topic_name(request.topic.as_ref())?;
@@ -109,7 +112,10 @@ pub async fn change_invisible_duration(
             format!("the invisible time must be within 0 and {max} ms, not {invisible}"),
         ));
     }
-    let (handle, commit_log_offset) = match parse_handle(&request.receipt_handle) {
+    let current = proxy
+        .renewals
+        .take(&caller.client_id, &group, &request.receipt_handle);
+    let (handle, commit_log_offset) = match parse_handle(&current) {
         Ok(parsed) => parsed,
         Err(refusal) => {
             // Clients keep whatever handle comes back: give theirs back with the refusal.
@@ -143,12 +149,15 @@ pub async fn change_invisible_duration(
 
 pub async fn forward_to_dead_letter_queue(
     proxy: &Proxy,
-    _caller: Caller,
+    caller: Caller,
     request: ForwardMessageToDeadLetterQueueRequest,
 ) -> Result<ForwardMessageToDeadLetterQueueResponse, Refusal> {
     let topic = topic_name(request.topic.as_ref())?;
     let group = group_name(request.group.as_ref())?;
-    let (handle, commit_log_offset) = parse_handle(&request.receipt_handle)?;
+    let current = proxy
+        .renewals
+        .take(&caller.client_id, &group, &request.receipt_handle);
+    let (handle, commit_log_offset) = parse_handle(&current)?;
     let commit_log_offset = commit_log_offset.ok_or_else(|| {
         Refusal::new(
             Code::InvalidReceiptHandle,

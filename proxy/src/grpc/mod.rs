@@ -7,6 +7,7 @@ mod clients;
 mod context;
 pub mod message;
 mod receive;
+mod renew;
 mod route;
 mod send;
 mod settings;
@@ -27,6 +28,7 @@ use tonic::{Request, Response};
 
 pub use clients::Clients;
 pub use context::Caller;
+pub use renew::Renewals;
 use status::Refusal;
 pub use transactions::Transactions;
 
@@ -44,6 +46,7 @@ pub struct Proxy {
     pub cluster: Cluster,
     pub clients: Arc<Clients>,
     pub transactions: Arc<Transactions>,
+    pub renewals: Renewals,
     /// The gRPC port as bound (what routes advertise).
     grpc_port: AtomicU16,
     stream_ids: AtomicU64,
@@ -69,7 +72,13 @@ impl Proxy {
         ));
         let checks = telemetry::transaction_check_relay(clients.clone(), transactions.clone());
         let cluster = Cluster::new(&config, tls, checks)?;
+        let renewals = Renewals::new(
+            config.renew_max_num,
+            Duration::from_millis(config.renew_ahead_time_millis),
+            Duration::from_millis(config.renew_max_time_millis),
+        );
         Ok(Arc::new(Self {
+            renewals,
             grpc_port: AtomicU16::new(config.grpc_server_port),
             config,
             cluster,

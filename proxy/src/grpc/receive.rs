@@ -35,21 +35,27 @@ pub fn receive_message(
     let request = request.into_inner();
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
-        let answers = match caller {
-            Ok(caller) => receive(&proxy, &caller, &request).await,
-            Err(refusal) => Err(refusal),
+        let caller = match caller {
+            Ok(caller) => caller,
+            Err(refusal) => return finish(&tx, refusal.status()).await,
         };
-        match answers {
+        match receive(&proxy, &caller, &request).await {
             Ok(Received::Messages(topic, group, popped)) => {
+                let renew = request.auto_renew && proxy.config.enable_proxy_auto_renew;
+                let qualified_topic = super::qualified(&topic);
                 let messages = popped
                     .iter()
                     .map(|p| {
-                        to_grpc(
-                            &p.record,
-                            topic.clone(),
-                            Some(receipt_handle(p)),
-                            p.reconsume_times,
-                        )
+                        let handle = receipt_handle(p);
+                        if renew {
+                            proxy.renewals.track(
+                                &caller.client_id,
+                                &group,
+                                &qualified_topic,
+                                &handle,
+                            );
+                        }
+                        to_grpc(&p.record, topic.clone(), Some(handle), p.reconsume_times)
                     })
                     .collect();
                 deliver(&tx, messages, &proxy, &group, &topic, popped).await;

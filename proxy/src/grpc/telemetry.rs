@@ -138,6 +138,10 @@ pub async fn notify_client_termination(
 ) -> Result<NotifyClientTerminationResponse, Refusal> {
     known_settings(proxy, &caller)?;
     proxy.clients.remove(&caller.client_id);
+    proxy
+        .renewals
+        .release_client(&proxy.cluster, &caller.client_id)
+        .await;
     Ok(NotifyClientTerminationResponse { status: Some(ok()) })
 }
 
