@@ -312,11 +312,12 @@ impl PopClient {
         for info in extra_infos {
             let extra = parse(info)?;
             let offset = queue_offset(&extra)?;
-            let index = usize::try_from(offset - extra.ck_queue_offset).map_err(|_| {
-                ClientError::Invalid(format!(
-                    "receipt handle {info}: offset before its batch start"
-                ))
-            })?;
+            let index =
+                usize::try_from(offset.saturating_sub(extra.ck_queue_offset)).map_err(|_| {
+                    ClientError::Invalid(format!(
+                        "receipt handle {info}: offset before its batch start"
+                    ))
+                })?;
             broker_name.get_or_insert_with(|| extra.broker_name.clone());
             batches
                 .entry((

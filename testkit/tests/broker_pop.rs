@@ -684,3 +684,101 @@ async fn hostile_pop_requests_get_clear_errors() {
     );
     stack.stop().await;
 }
+
+#[tokio::test]
+async fn sql92_filters_and_peek() {
+    let stack = Stack::start_with(|c| {
+        c.broker.revive_interval = 100;
+        c.broker.enable_property_filter = true;
+    })
+    .await;
+    let client = PopClient::new(Default::default());
+    for (i, region) in ["eu", "us", "eu"].iter().enumerate() {
+        let r = stack
+            .send("PopSql", 0, &format!("m{i}"), &[("region", region)])
+            .await;
+        assert_eq!(r.code, 0);
+    }
+    assert!(stack.broker().store().wait_dispatched(T));
+    // PEEK reads without popping.
+    let peek = stack
+        .call(request(
+            RequestCode::PEEK_MESSAGE,
+            &[
+                ("consumerGroup", "g"),
+                ("topic", "PopSql"),
+                ("queueId", "0"),
+                ("maxMsgNums", "32"),
+            ],
+        ))
+        .await;
+    assert_eq!(peek.code, 0, "{}", peek.remark_str());
+    let peeked =
+        stellmq_remoting::protocol::message::MessageRecord::decode_all(peek.body.clone(), false)
+            .expect("records");
+    assert_eq!(peeked.len(), 3);
+    let req = pop_req("g", "PopSql").expression(ExpressionType::Sql92, "region = 'eu'");
+    assert_eq!(bodies(&pop(&client, &stack, &req).await), ["m0", "m2"]);
+    let bad = pop_req("g2", "PopSql").expression(ExpressionType::Sql92, "region = = 'eu'");
+    let e = client
+        .pop(stack.addr(), &bad, T)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::SUBSCRIPTION_PARSE_FAILED.as_i32()),
+        "{e}"
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn held_pops_are_bounded() {
+    let stack = Stack::start_with(|c| {
+        c.broker.revive_interval = 100;
+        c.broker.max_pop_polling_size = 1;
+    })
+    .await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopFull", 1, "a").await;
+    let req = pop_req("g", "PopFull");
+    let got = pop(&client, &stack, &req).await;
+    client
+        .ack(stack.addr(), "g", "PopFull", &got.messages[0].extra_info, T)
+        .await
+        .expect("ack");
+    let held = {
+        let addr = stack.addr().to_owned();
+        let req = req.clone().poll_time_ms(1_500);
+        tokio::spawn(async move {
+            let client = PopClient::new(Default::default());
+            client.pop(&addr, &req, T).await.expect("answered").status
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = pop(&client, &stack, &req.clone().poll_time_ms(1_500)).await;
+    assert_eq!(second.status, PopStatus::PollingFull);
+    assert_eq!(held.await.expect("task"), PopStatus::NoNewMessage);
+    // Extreme born and poll times are answered, not overflowed.
+    let r = stack
+        .call(request(
+            RequestCode::POP_MESSAGE,
+            &[
+                ("consumerGroup", "g"),
+                ("topic", "PopFull"),
+                ("queueId", "-1"),
+                ("maxMsgNums", "1"),
+                ("invisibleTime", "1000"),
+                ("pollTime", "9223372036854775807"),
+                ("bornTime", "-9223372036854775808"),
+            ],
+        ))
+        .await;
+    assert_eq!(
+        r.code,
+        ResponseCode::POLLING_TIMEOUT.as_i32(),
+        "{}",
+        r.remark_str()
+    );
+    stack.stop().await;
+}
