@@ -782,3 +782,63 @@ async fn held_pops_are_bounded() {
     );
     stack.stop().await;
 }
+
+#[tokio::test]
+async fn pop_under_acl_needs_sub_on_the_topic_and_group() {
+    let home = tempfile::tempdir().expect("home");
+    std::fs::create_dir_all(home.path().join("conf")).expect("conf dir");
+    std::fs::write(
+        home.path().join("conf/plain_acl.yml"),
+        "accounts:\n  - accessKey: popper01\n    secretKey: 12345678\n    admin: false\n    \
+         defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n    topicPerms:\n      - PopAcl=PUB|SUB\n",
+    )
+    .expect("acl file");
+    let path = home.path().display().to_string();
+    let stack = Stack::start_with(move |c| {
+        c.broker.revive_interval = 100;
+        c.broker.acl_enable = true;
+        c.broker.rocketmq_home = path;
+    })
+    .await;
+    let credentials = stellmq_client::SessionCredentials::new("popper01", "12345678");
+    let config = stellmq_remoting::net::ClientConfig {
+        credentials: Some(credentials.clone()),
+        ..Default::default()
+    };
+    let mut send = stellmq_testkit::send_request("PopAcl", 0, b"m0", &[]);
+    stellmq_remoting::protocol::signature::sign(&mut send, &credentials);
+    assert_eq!(stack.call(send).await.code, 0);
+    assert!(stack.broker().store().wait_dispatched(T));
+    let client = PopClient::new(config);
+    let req = pop_req("g", "PopAcl").invisible_time_ms(500);
+    assert_eq!(bodies(&pop(&client, &stack, &req).await), ["m0"]);
+    // Not acked: it comes back from %RETRY%g_PopAcl, and its ack (naming that topic) passes.
+    let back = pop_until_found(&client, &stack, &req, Duration::from_secs(5)).await;
+    assert_eq!(bodies(&back), ["m0"]);
+    let acked = client
+        .ack(stack.addr(), "g", "PopAcl", &back.messages[0].extra_info, T)
+        .await
+        .expect("ack");
+    assert_eq!(acked, AckStatus::Ok);
+    // Unsigned, or another topic: NO_PERMISSION.
+    let unsigned = PopClient::new(Default::default());
+    let e = unsigned
+        .pop(stack.addr(), &req, T)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::NO_PERMISSION.as_i32()),
+        "{e}"
+    );
+    let e = client
+        .pop(stack.addr(), &pop_req("g", "Other"), T)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::NO_PERMISSION.as_i32()),
+        "{e}"
+    );
+    stack.stop().await;
+}

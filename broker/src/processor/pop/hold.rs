@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use stellmq_remoting::net::RequestContext;
-use stellmq_remoting::protocol::headers::{CommandHeader, NotificationResponseHeader};
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, NotificationResponseHeader, PopMessageResponseHeader,
+};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageArrivingListener;
 use tokio_util::sync::CancellationToken;
@@ -267,13 +269,27 @@ fn full(request: &RemotingCommand, notification: bool) -> RemotingCommand {
             .response_to(ResponseCode::SUCCESS, None)
             .with_ext_fields(NotificationResponseHeader { has_msg: false }.to_ext_fields());
     }
-    request.response_to(
-        ResponseCode::POLLING_FULL,
-        Some(
-            "[POLLING_FULL] too many POP requests are waiting on this broker; try again later"
-                .to_owned(),
-        ),
-    )
+    // RocketMQ's clients read the POP response header of a POLLING_FULL answer too.
+    let invisible_time = request
+        .ext_fields
+        .get("invisibleTime")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let fields = PopMessageResponseHeader {
+        pop_time: now_ms(),
+        invisible_time,
+        ..Default::default()
+    }
+    .to_ext_fields();
+    request
+        .response_to(
+            ResponseCode::POLLING_FULL,
+            Some(
+                "[POLLING_FULL] too many POP requests are waiting on this broker; try again later"
+                    .to_owned(),
+            ),
+        )
+        .with_ext_fields(fields)
 }
 
 /// The store's arrival listener for both long-polling tables: pulls and POPs.
