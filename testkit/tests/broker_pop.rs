@@ -842,3 +842,79 @@ async fn pop_under_acl_needs_sub_on_the_topic_and_group() {
     );
     stack.stop().await;
 }
+
+/// The revive log is replicated: when the master is gone and its slave is started as the
+/// master, batches in flight are rebuilt there, acked messages stay acked and unacked ones
+/// come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_messages_survive_a_slave_taking_over() {
+    use stellmq_testkit::{wait_for, NameServer, RawClient, Role, TestBroker};
+    let ns = NameServer::start().await;
+    let master = TestBroker::start(ns.addr(), |c| {
+        c.broker.revive_interval = 100;
+        Role::SyncMaster.apply(c);
+    })
+    .await;
+    let mut slave = master
+        .start_slave(1, |c| c.broker.revive_interval = 100)
+        .await;
+    stellmq_testkit::eventually("the slave is connected", async || {
+        master.ha_master().is_some_and(|ha| ha.has_slaves())
+    })
+    .await;
+    let raw = RawClient::new(master.addr());
+    for i in 0..3 {
+        let r = raw.send("PopSwitch", 0, &format!("m{i}"), &[]).await;
+        assert_eq!(r.code, 0, "{}", r.remark_str());
+    }
+    let on_slave = RawClient::new(slave.addr());
+    stellmq_testkit::eventually("the slave has the topic", async || {
+        let r = on_slave
+            .call(request(RequestCode::GET_ALL_TOPIC_CONFIG, &[]))
+            .await;
+        String::from_utf8_lossy(&r.body).contains("PopSwitch")
+    })
+    .await;
+    assert!(master.store().wait_dispatched(T));
+    let client = PopClient::new(Default::default());
+    let req = pop_req("g", "PopSwitch").invisible_time_ms(3_000);
+    let got = client.pop(master.addr(), &req, T).await.expect("pop");
+    assert_eq!(bodies(&got), ["m0", "m1", "m2"]);
+    let m0 = got
+        .messages
+        .iter()
+        .find(|m| &m.message.body[..] == b"m0")
+        .expect("m0");
+    let acked = client
+        .ack(master.addr(), "g", "PopSwitch", &m0.extra_info, T)
+        .await
+        .expect("ack");
+    assert_eq!(acked, AckStatus::Ok);
+    let end = master.store().commit_log_max_offset();
+    wait_for("the slave has every record", T, || {
+        slave.store().commit_log_max_offset() == end
+    })
+    .await;
+    raw.shutdown().await;
+    master.shutdown().await;
+    slave.restart(|c| Role::AsyncMaster.apply(c)).await;
+    let addr = slave.addr().to_owned();
+    let r = client.pop(&addr, &req, T).await.expect("pop");
+    assert_eq!(r.status, PopStatus::NoNewMessage, "{:?}", bodies(&r));
+    let start = Instant::now();
+    let mut back = Vec::new();
+    while back.len() < 2 && start.elapsed() < Duration::from_secs(8) {
+        let r = client.pop(&addr, &req, T).await.expect("pop");
+        back.extend(bodies(&r));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    back.sort();
+    assert_eq!(
+        back,
+        ["m1", "m2"],
+        "the unacked come back on the new master"
+    );
+    on_slave.shutdown().await;
+    slave.shutdown().await;
+    ns.shutdown().await;
+}

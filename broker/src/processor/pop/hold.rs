@@ -24,6 +24,9 @@ use super::message::Popped;
 use super::PopCore;
 use crate::context::now_ms;
 
+/// How long after parking a POP that may have missed a message is run again.
+const RECHECK_DELAY: Duration = Duration::from_millis(20);
+
 /// Where a POP waits: its topic (one queue or any) and its retry topic.
 #[derive(Debug, Clone)]
 pub struct Parking {
@@ -157,10 +160,16 @@ impl PopHoldService {
                 parking,
             });
         }
-        // A message may have arrived between the read and the parking.
+        // A message may have arrived between the read and the parking. The re-run comes a
+        // little later, so that a queue another POP holds (skipped, but with messages) is
+        // not re-run in a tight loop.
         let order = order.then_some(attempt.as_deref());
         if super::peek::has_new(core, &group, &topic, queue_id, order) {
-            self.wake(&topic, queue_id);
+            let hold = self.clone();
+            self.runtime.spawn(async move {
+                tokio::time::sleep(RECHECK_DELAY).await;
+                hold.wake(&topic, queue_id);
+            });
         }
         None
     }
