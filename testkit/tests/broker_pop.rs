@@ -918,3 +918,29 @@ async fn in_flight_messages_survive_a_slave_taking_over() {
     slave.shutdown().await;
     ns.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_orderly_batch_in_flight_survives_a_restart() {
+    let mut stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopFifoRestart", 2, "a").await;
+    let req = pop_req("g", "PopFifoRestart")
+        .queue_id(0)
+        .order(true)
+        .invisible_time_ms(2_500);
+    assert_eq!(bodies(&pop(&client, &stack, &req).await), ["m0", "m1"]);
+    stack.restart_broker(|_| {}).await;
+    // consumerOrderInfo.json kept the batch: still held after the restart...
+    assert_eq!(
+        pop(&client, &stack, &req).await.status,
+        PopStatus::NoNewMessage
+    );
+    // ...until its invisible time passed; then the same messages, counted.
+    let again = pop_until_found(&client, &stack, &req, Duration::from_secs(5)).await;
+    assert_eq!(bodies(&again), ["m0", "m1"]);
+    assert!(again
+        .messages
+        .iter()
+        .all(|m| m.message.reconsume_times() == 1));
+    stack.stop().await;
+}
