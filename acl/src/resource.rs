@@ -6,6 +6,7 @@
 use stellmq_remoting::protocol::body::pop::BatchAckMessageRequestBody;
 use stellmq_remoting::protocol::body::{fastjson, HeartbeatData};
 use stellmq_remoting::protocol::names::RETRY_PREFIX;
+use stellmq_remoting::protocol::pop::parse_normal_topic;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 
 use crate::error::AccessDenied;
@@ -105,15 +106,22 @@ pub fn requirement(request: &RemotingCommand) -> Result<Requirement, AccessDenie
         C::PULL_MESSAGE
         | C::LITE_PULL_MESSAGE
         | C::UPDATE_CONSUMER_OFFSET
-        | C::QUERY_CONSUMER_OFFSET
-        | C::POP_MESSAGE
+        | C::QUERY_CONSUMER_OFFSET => {
+            need_topic(&mut needs, field("topic"), Perm::SUB);
+            need_group(&mut needs, field("consumerGroup"));
+        }
+        C::POP_MESSAGE
         | C::PEEK_MESSAGE
         | C::ACK_MESSAGE
         | C::CHANGE_MESSAGE_INVISIBLETIME
         | C::NOTIFICATION
         | C::POLLING_INFO => {
-            need_topic(&mut needs, field("topic"), Perm::SUB);
-            need_group(&mut needs, field("consumerGroup"));
+            // Acks of retried messages name the group's POP retry topic
+            // `%RETRY%<group>_<topic>`: that is the topic's business.
+            let group = field("consumerGroup");
+            let topic = field("topic").map(|t| parse_normal_topic(t, group.unwrap_or_default()));
+            need_topic(&mut needs, topic, Perm::SUB);
+            need_group(&mut needs, group);
         }
         C::QUERY_MESSAGE => need_topic(&mut needs, field("topic"), Perm::SUB),
         C::UNREGISTER_CLIENT | C::GET_CONSUMER_LIST_BY_GROUP => {
@@ -240,6 +248,18 @@ mod tests {
         let needs = requirement(&batch).expect("decodes");
         assert_eq!(
             needs.resources,
+            [
+                (Resource::Topic("T".into()), Perm::SUB),
+                (Resource::Group("G".into()), Perm::SUB)
+            ]
+        );
+        let ack = requirement(&request(
+            RequestCode::ACK_MESSAGE,
+            &[("consumerGroup", "G"), ("topic", "%RETRY%G_T")],
+        ))
+        .expect("ok");
+        assert_eq!(
+            ack.resources,
             [
                 (Resource::Topic("T".into()), Perm::SUB),
                 (Resource::Group("G".into()), Perm::SUB)

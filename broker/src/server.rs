@@ -123,10 +123,11 @@ impl BrokerHandle {
         self.registrar.unregister_all().await;
         self.server.shutdown().await;
         let s = self.state;
-        let (offsets, schedule, topics, groups, store) =
-            (s.offsets, s.schedule, s.topics, s.groups, s.store);
+        let (offsets, schedule, topics, groups, store, pop) =
+            (s.offsets, s.schedule, s.topics, s.groups, s.store, s.pop);
         let _ = tokio::task::spawn_blocking(move || {
             offsets.persist();
+            pop.persist_orders();
             schedule.persist();
             topics.persist();
             groups.persist();
@@ -219,6 +220,11 @@ fn spawn_services(
         tokio::spawn(s.traffic.clone().run(stop.clone())),
         tokio::spawn(s.hold.clone().run(stop.clone())),
         tokio::spawn(s.pop_hold.clone().run(stop.clone())),
+        tokio::spawn(persist_orders(
+            s.pop.clone(),
+            Duration::from_millis(bc.flush_consumer_offset_interval.max(100)),
+            stop.clone(),
+        )),
         tokio::spawn(persist_offsets(
             s.offsets.clone(),
             Duration::from_millis(bc.flush_consumer_offset_interval.max(100)),
@@ -289,12 +295,17 @@ fn spawn_services(
 async fn restore_pop(state: &BrokerState) -> Result<(), BrokerError> {
     let pop = state.pop.clone();
     pop.ensure_revive_topic();
-    let replayed = tokio::task::spawn_blocking(move || revive::replay(&pop))
-        .await
-        .map_err(|e| BrokerError::Io {
-            what: "the revive log".to_owned(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
+    let replayed =
+        tokio::task::spawn_blocking(move || pop.load_orders().map(|()| revive::replay(&pop)))
+            .await
+            .map_err(|e| BrokerError::Io {
+                what: "the revive log".to_owned(),
+                source: std::io::Error::other(e.to_string()),
+            })?
+            .map_err(|source| BrokerError::Io {
+                what: "consumerOrderInfo.json".to_owned(),
+                source,
+            })?;
     tracing::info!(
         event = "POP_RESTORED",
         records = replayed.records,
@@ -332,6 +343,28 @@ async fn persist_offsets(
         }
         let offsets = offsets.clone();
         let _ = tokio::task::spawn_blocking(move || offsets.persist()).await;
+    }
+}
+
+async fn persist_orders(
+    pop: Arc<crate::processor::pop::PopCore>,
+    every: Duration,
+    stop: CancellationToken,
+) {
+    // Written while there are orderly batches, and once more when the last is gone.
+    let mut had_batches = false;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let has_batches = !pop.orders.is_empty();
+        if !has_batches && !had_batches {
+            continue;
+        }
+        had_batches = has_batches;
+        let pop = pop.clone();
+        let _ = tokio::task::spawn_blocking(move || pop.persist_orders()).await;
     }
 }
 

@@ -312,11 +312,12 @@ impl PopClient {
         for info in extra_infos {
             let extra = parse(info)?;
             let offset = queue_offset(&extra)?;
-            let index = usize::try_from(offset - extra.ck_queue_offset).map_err(|_| {
-                ClientError::Invalid(format!(
-                    "receipt handle {info}: offset before its batch start"
-                ))
-            })?;
+            let index =
+                usize::try_from(offset.saturating_sub(extra.ck_queue_offset)).map_err(|_| {
+                    ClientError::Invalid(format!(
+                        "receipt handle {info}: offset before its batch start"
+                    ))
+                })?;
             broker_name.get_or_insert_with(|| extra.broker_name.clone());
             batches
                 .entry((
@@ -488,4 +489,83 @@ fn popped_messages(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+    use stellmq_remoting::protocol::message::{MessageVersion, Properties, RecordHead};
+
+    fn record(
+        topic: &str,
+        queue_id: i32,
+        queue_offset: i64,
+        props: &[(&str, &str)],
+    ) -> MessageRecord {
+        let host: SocketAddr = ([127, 0, 0, 1], 10911).into();
+        let mut properties = Properties::new();
+        for (k, v) in props {
+            properties.insert(*k, *v);
+        }
+        MessageRecord {
+            head: RecordHead {
+                body_crc: 0,
+                queue_id,
+                flag: 0,
+                queue_offset,
+                physical_offset: 0,
+                sys_flag: 0,
+                born_timestamp: 1,
+                born_host: host,
+                store_timestamp: 2,
+                store_host: host,
+                reconsume_times: 0,
+                prepared_transaction_offset: 0,
+            },
+            version: MessageVersion::V1,
+            body: bytes::Bytes::from_static(b"x"),
+            topic: topic.to_owned(),
+            properties,
+        }
+    }
+
+    #[test]
+    fn handles_are_built_from_the_summaries_as_rocketmq_does() {
+        let req = PopRequest::new("broker-a", "g", "T").order(true);
+        let h = PopMessageResponseHeader {
+            pop_time: 1_700_000_000_000,
+            invisible_time: 30_000,
+            revive_qid: 999,
+            rest_num: 0,
+            start_offset_info: Some("0 1 5;1 0 2".into()),
+            msg_offset_info: Some("0 1 5,7;1 0 2".into()),
+            order_count_info: Some("0 qo1%7 2;0 1 0".into()),
+        };
+        let retry_ck = "2 1700000000000 30000 999 1 broker-a 0 2";
+        let records = vec![
+            record("T", 1, 5, &[]),
+            record("T", 1, 7, &[]),
+            record("T", 0, 2, &[(property::POP_CK, retry_ck)]),
+        ];
+        let popped = popped_messages(&req, &h, records).expect("handles");
+        assert_eq!(
+            popped[0].extra_info,
+            "5 1700000000000 30000 999 0 broker-a 1 5"
+        );
+        assert_eq!(
+            popped[1].extra_info,
+            "5 1700000000000 30000 999 0 broker-a 1 7"
+        );
+        assert_eq!(popped[1].message.reconsume_times(), 2, "orderCountInfo");
+        assert_eq!(popped[0].message.reconsume_times(), 0);
+        assert_eq!(popped[2].extra_info, retry_ck);
+        assert_eq!(popped[2].message.queue.topic, "%RETRY%g_T");
+        for p in &popped {
+            let props = &p.message.record.properties;
+            assert_eq!(props.get(property::POP_CK), Some(p.extra_info.as_str()));
+            assert_eq!(props.get(property::FIRST_POP_TIME), Some("1700000000000"));
+            assert_eq!(p.message.topic(), "T");
+        }
+    }
 }

@@ -684,3 +684,263 @@ async fn hostile_pop_requests_get_clear_errors() {
     );
     stack.stop().await;
 }
+
+#[tokio::test]
+async fn sql92_filters_and_peek() {
+    let stack = Stack::start_with(|c| {
+        c.broker.revive_interval = 100;
+        c.broker.enable_property_filter = true;
+    })
+    .await;
+    let client = PopClient::new(Default::default());
+    for (i, region) in ["eu", "us", "eu"].iter().enumerate() {
+        let r = stack
+            .send("PopSql", 0, &format!("m{i}"), &[("region", region)])
+            .await;
+        assert_eq!(r.code, 0);
+    }
+    assert!(stack.broker().store().wait_dispatched(T));
+    // PEEK reads without popping.
+    let peek = stack
+        .call(request(
+            RequestCode::PEEK_MESSAGE,
+            &[
+                ("consumerGroup", "g"),
+                ("topic", "PopSql"),
+                ("queueId", "0"),
+                ("maxMsgNums", "32"),
+            ],
+        ))
+        .await;
+    assert_eq!(peek.code, 0, "{}", peek.remark_str());
+    let peeked =
+        stellmq_remoting::protocol::message::MessageRecord::decode_all(peek.body.clone(), false)
+            .expect("records");
+    assert_eq!(peeked.len(), 3);
+    let req = pop_req("g", "PopSql").expression(ExpressionType::Sql92, "region = 'eu'");
+    assert_eq!(bodies(&pop(&client, &stack, &req).await), ["m0", "m2"]);
+    let bad = pop_req("g2", "PopSql").expression(ExpressionType::Sql92, "region = = 'eu'");
+    let e = client
+        .pop(stack.addr(), &bad, T)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::SUBSCRIPTION_PARSE_FAILED.as_i32()),
+        "{e}"
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn held_pops_are_bounded() {
+    let stack = Stack::start_with(|c| {
+        c.broker.revive_interval = 100;
+        c.broker.max_pop_polling_size = 1;
+    })
+    .await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopFull", 1, "a").await;
+    let req = pop_req("g", "PopFull");
+    let got = pop(&client, &stack, &req).await;
+    client
+        .ack(stack.addr(), "g", "PopFull", &got.messages[0].extra_info, T)
+        .await
+        .expect("ack");
+    let held = {
+        let addr = stack.addr().to_owned();
+        let req = req.clone().poll_time_ms(1_500);
+        tokio::spawn(async move {
+            let client = PopClient::new(Default::default());
+            client.pop(&addr, &req, T).await.expect("answered").status
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = pop(&client, &stack, &req.clone().poll_time_ms(1_500)).await;
+    assert_eq!(second.status, PopStatus::PollingFull);
+    assert_eq!(held.await.expect("task"), PopStatus::NoNewMessage);
+    // Extreme born and poll times are answered, not overflowed.
+    let r = stack
+        .call(request(
+            RequestCode::POP_MESSAGE,
+            &[
+                ("consumerGroup", "g"),
+                ("topic", "PopFull"),
+                ("queueId", "-1"),
+                ("maxMsgNums", "1"),
+                ("invisibleTime", "1000"),
+                ("pollTime", "9223372036854775807"),
+                ("bornTime", "-9223372036854775808"),
+            ],
+        ))
+        .await;
+    assert_eq!(
+        r.code,
+        ResponseCode::POLLING_TIMEOUT.as_i32(),
+        "{}",
+        r.remark_str()
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn pop_under_acl_needs_sub_on_the_topic_and_group() {
+    let home = tempfile::tempdir().expect("home");
+    std::fs::create_dir_all(home.path().join("conf")).expect("conf dir");
+    std::fs::write(
+        home.path().join("conf/plain_acl.yml"),
+        "accounts:\n  - accessKey: popper01\n    secretKey: 12345678\n    admin: false\n    \
+         defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n    topicPerms:\n      - PopAcl=PUB|SUB\n",
+    )
+    .expect("acl file");
+    let path = home.path().display().to_string();
+    let stack = Stack::start_with(move |c| {
+        c.broker.revive_interval = 100;
+        c.broker.acl_enable = true;
+        c.broker.rocketmq_home = path;
+    })
+    .await;
+    let credentials = stellmq_client::SessionCredentials::new("popper01", "12345678");
+    let config = stellmq_remoting::net::ClientConfig {
+        credentials: Some(credentials.clone()),
+        ..Default::default()
+    };
+    let mut send = stellmq_testkit::send_request("PopAcl", 0, b"m0", &[]);
+    stellmq_remoting::protocol::signature::sign(&mut send, &credentials);
+    assert_eq!(stack.call(send).await.code, 0);
+    assert!(stack.broker().store().wait_dispatched(T));
+    let client = PopClient::new(config);
+    let req = pop_req("g", "PopAcl").invisible_time_ms(500);
+    assert_eq!(bodies(&pop(&client, &stack, &req).await), ["m0"]);
+    // Not acked: it comes back from %RETRY%g_PopAcl, and its ack (naming that topic) passes.
+    let back = pop_until_found(&client, &stack, &req, Duration::from_secs(5)).await;
+    assert_eq!(bodies(&back), ["m0"]);
+    let acked = client
+        .ack(stack.addr(), "g", "PopAcl", &back.messages[0].extra_info, T)
+        .await
+        .expect("ack");
+    assert_eq!(acked, AckStatus::Ok);
+    // Unsigned, or another topic: NO_PERMISSION.
+    let unsigned = PopClient::new(Default::default());
+    let e = unsigned
+        .pop(stack.addr(), &req, T)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::NO_PERMISSION.as_i32()),
+        "{e}"
+    );
+    let e = client
+        .pop(stack.addr(), &pop_req("g", "Other"), T)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        e.remote_code(),
+        Some(ResponseCode::NO_PERMISSION.as_i32()),
+        "{e}"
+    );
+    stack.stop().await;
+}
+
+/// The revive log is replicated: when the master is gone and its slave is started as the
+/// master, batches in flight are rebuilt there, acked messages stay acked and unacked ones
+/// come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_messages_survive_a_slave_taking_over() {
+    use stellmq_testkit::{wait_for, NameServer, RawClient, Role, TestBroker};
+    let ns = NameServer::start().await;
+    let master = TestBroker::start(ns.addr(), |c| {
+        c.broker.revive_interval = 100;
+        Role::SyncMaster.apply(c);
+    })
+    .await;
+    let mut slave = master
+        .start_slave(1, |c| c.broker.revive_interval = 100)
+        .await;
+    stellmq_testkit::eventually("the slave is connected", async || {
+        master.ha_master().is_some_and(|ha| ha.has_slaves())
+    })
+    .await;
+    let raw = RawClient::new(master.addr());
+    for i in 0..3 {
+        let r = raw.send("PopSwitch", 0, &format!("m{i}"), &[]).await;
+        assert_eq!(r.code, 0, "{}", r.remark_str());
+    }
+    let on_slave = RawClient::new(slave.addr());
+    stellmq_testkit::eventually("the slave has the topic", async || {
+        let r = on_slave
+            .call(request(RequestCode::GET_ALL_TOPIC_CONFIG, &[]))
+            .await;
+        String::from_utf8_lossy(&r.body).contains("PopSwitch")
+    })
+    .await;
+    assert!(master.store().wait_dispatched(T));
+    let client = PopClient::new(Default::default());
+    let req = pop_req("g", "PopSwitch").invisible_time_ms(3_000);
+    let got = client.pop(master.addr(), &req, T).await.expect("pop");
+    assert_eq!(bodies(&got), ["m0", "m1", "m2"]);
+    let m0 = got
+        .messages
+        .iter()
+        .find(|m| &m.message.body[..] == b"m0")
+        .expect("m0");
+    let acked = client
+        .ack(master.addr(), "g", "PopSwitch", &m0.extra_info, T)
+        .await
+        .expect("ack");
+    assert_eq!(acked, AckStatus::Ok);
+    let end = master.store().commit_log_max_offset();
+    wait_for("the slave has every record", T, || {
+        slave.store().commit_log_max_offset() == end
+    })
+    .await;
+    raw.shutdown().await;
+    master.shutdown().await;
+    slave.restart(|c| Role::AsyncMaster.apply(c)).await;
+    let addr = slave.addr().to_owned();
+    let r = client.pop(&addr, &req, T).await.expect("pop");
+    assert_eq!(r.status, PopStatus::NoNewMessage, "{:?}", bodies(&r));
+    let start = Instant::now();
+    let mut back = Vec::new();
+    while back.len() < 2 && start.elapsed() < Duration::from_secs(8) {
+        let r = client.pop(&addr, &req, T).await.expect("pop");
+        back.extend(bodies(&r));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    back.sort();
+    assert_eq!(
+        back,
+        ["m1", "m2"],
+        "the unacked come back on the new master"
+    );
+    on_slave.shutdown().await;
+    slave.shutdown().await;
+    ns.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_orderly_batch_in_flight_survives_a_restart() {
+    let mut stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopFifoRestart", 2, "a").await;
+    let req = pop_req("g", "PopFifoRestart")
+        .queue_id(0)
+        .order(true)
+        .invisible_time_ms(2_500);
+    assert_eq!(bodies(&pop(&client, &stack, &req).await), ["m0", "m1"]);
+    stack.restart_broker(|_| {}).await;
+    // consumerOrderInfo.json kept the batch: still held after the restart...
+    assert_eq!(
+        pop(&client, &stack, &req).await.status,
+        PopStatus::NoNewMessage
+    );
+    // ...until its invisible time passed; then the same messages, counted.
+    let again = pop_until_found(&client, &stack, &req, Duration::from_secs(5)).await;
+    assert_eq!(bodies(&again), ["m0", "m1"]);
+    assert!(again
+        .messages
+        .iter()
+        .all(|m| m.message.reconsume_times() == 1));
+    stack.stop().await;
+}

@@ -28,6 +28,8 @@ use stellmq_remoting::protocol::names::NameKind;
 
 /// Acks one BATCH_ACK_MESSAGE may carry.
 const MAX_BATCH_ACKS: usize = 1024;
+/// Acked messages one BATCH_ACK_MESSAGE may name, in all its bit sets.
+const MAX_BATCH_ACKED: usize = 32 * 1024;
 
 pub struct AckProcessor {
     pub core: Arc<PopCore>,
@@ -170,9 +172,16 @@ impl AckProcessor {
                 body.acks.len()
             )));
         }
+        let mut named = 0usize;
         for ack in &body.acks {
             guard::check_name(NameKind::Group, &ack.consumer_group)?;
             guard::check_name(NameKind::Topic, &ack.topic)?;
+            named += ack.bit_set.indexes().count();
+        }
+        if named > MAX_BATCH_ACKED {
+            return Err(ProcessorError::system(format!(
+                "a batch ack names at most {MAX_BATCH_ACKED} messages, not {named}"
+            )));
         }
         let (mut refused, mut first_refusal) = (0usize, None);
         let mut total = 0usize;

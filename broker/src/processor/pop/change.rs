@@ -111,7 +111,7 @@ impl ChangeInvisibleProcessor {
             .orders
             .change_invisible(&key, h.offset, extra.pop_time, now, visible_at)
         {
-            OrderAck::Next(_) => Ok((extra.pop_time, visible_at - extra.pop_time)),
+            OrderAck::Next(_) => Ok((extra.pop_time, visible_at.saturating_sub(extra.pop_time))),
             OrderAck::Expired => Err(expired(&h.extra_info)),
             OrderAck::Stale => Err(unknown_handle(&h.extra_info)),
         }

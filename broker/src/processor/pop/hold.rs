@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use stellmq_remoting::net::RequestContext;
-use stellmq_remoting::protocol::headers::{CommandHeader, NotificationResponseHeader};
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, NotificationResponseHeader, PopMessageResponseHeader,
+};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageArrivingListener;
 use tokio_util::sync::CancellationToken;
@@ -21,6 +23,9 @@ use tokio_util::sync::CancellationToken;
 use super::message::Popped;
 use super::PopCore;
 use crate::context::now_ms;
+
+/// How long after parking a POP that may have missed a message is run again.
+const RECHECK_DELAY: Duration = Duration::from_millis(20);
 
 /// Where a POP waits: its topic (one queue or any) and its retry topic.
 #[derive(Debug, Clone)]
@@ -155,10 +160,16 @@ impl PopHoldService {
                 parking,
             });
         }
-        // A message may have arrived between the read and the parking.
+        // A message may have arrived between the read and the parking. The re-run comes a
+        // little later, so that a queue another POP holds (skipped, but with messages) is
+        // not re-run in a tight loop.
         let order = order.then_some(attempt.as_deref());
         if super::peek::has_new(core, &group, &topic, queue_id, order) {
-            self.wake(&topic, queue_id);
+            let hold = self.clone();
+            self.runtime.spawn(async move {
+                tokio::time::sleep(RECHECK_DELAY).await;
+                hold.wake(&topic, queue_id);
+            });
         }
         None
     }
@@ -267,13 +278,27 @@ fn full(request: &RemotingCommand, notification: bool) -> RemotingCommand {
             .response_to(ResponseCode::SUCCESS, None)
             .with_ext_fields(NotificationResponseHeader { has_msg: false }.to_ext_fields());
     }
-    request.response_to(
-        ResponseCode::POLLING_FULL,
-        Some(
-            "[POLLING_FULL] too many POP requests are waiting on this broker; try again later"
-                .to_owned(),
-        ),
-    )
+    // RocketMQ's clients read the POP response header of a POLLING_FULL answer too.
+    let invisible_time = request
+        .ext_fields
+        .get("invisibleTime")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let fields = PopMessageResponseHeader {
+        pop_time: now_ms(),
+        invisible_time,
+        ..Default::default()
+    }
+    .to_ext_fields();
+    request
+        .response_to(
+            ResponseCode::POLLING_FULL,
+            Some(
+                "[POLLING_FULL] too many POP requests are waiting on this broker; try again later"
+                    .to_owned(),
+            ),
+        )
+        .with_ext_fields(fields)
 }
 
 /// The store's arrival listener for both long-polling tables: pulls and POPs.

@@ -111,7 +111,7 @@ pub(super) async fn run(
     let h: PopMessageRequestHeader = header(request)?;
     let now = now_ms();
     let born = h.born_time.unwrap_or(now);
-    if now - born - h.poll_time > TIMEOUT_TOO_MUCH_MS {
+    if now.saturating_sub(born).saturating_sub(h.poll_time) > TIMEOUT_TOO_MUCH_MS {
         return Err(ProcessorError::new(
             ResponseCode::POLLING_TIMEOUT,
             format!(

@@ -80,6 +80,8 @@ pub struct PopCore {
     pub revive_topic: String,
     pub revive_queue_num: i32,
     ck_counter: AtomicU64,
+    /// `config/consumerOrderInfo.json`: the orderly batches, saved.
+    order_file: std::path::PathBuf,
 }
 
 impl PopCore {
@@ -94,6 +96,7 @@ impl PopCore {
         writer: Arc<MessageWriter>,
         traffic: Arc<BrokerStats>,
     ) -> Self {
+        let order_file = crate::persist::config_path(store.root_dir(), "consumerOrderInfo.json");
         let (revive_topic, revive_queue_num, max) = {
             let c = config.read();
             (
@@ -118,6 +121,22 @@ impl PopCore {
             revive_topic,
             revive_queue_num,
             ck_counter: AtomicU64::new(0),
+            order_file,
+        }
+    }
+
+    /// Loads the saved orderly batches (blocking; at start).
+    pub fn load_orders(&self) -> std::io::Result<()> {
+        if let Some(saved) = crate::persist::load(&self.order_file)? {
+            self.orders.restore(saved);
+        }
+        Ok(())
+    }
+
+    /// Saves the orderly batches (blocking).
+    pub fn persist_orders(&self) {
+        if let Err(e) = crate::persist::store(&self.order_file, &self.orders.snapshot()) {
+            tracing::error!(file = %self.order_file.display(), error = %e, "cannot persist consumerOrderInfo.json");
         }
     }
 

@@ -5,11 +5,14 @@
 //! come back in order, each with its delivery count.
 //!
 //! The group's offset only moves when acks complete a prefix of the batch. The table lives
-//! in memory: after a restart the unacked batch is simply read again from the offset.
+//! in memory and is saved to `config/consumerOrderInfo.json` (as RocketMQ saves its own,
+//! periodically and at shutdown): after a kill -9 an unacked batch may be delivered again
+//! before its invisible time, in order.
 
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OrderKey {
@@ -18,16 +21,59 @@ pub struct OrderKey {
     pub queue_id: i32,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Batch {
     offsets: Vec<i64>,
     acked: u64,
     pop_time: i64,
     /// When each unacked message becomes visible again.
+    #[serde(with = "pairs")]
     visible_at: HashMap<i64, i64>,
     attempt_id: Option<String>,
     /// Deliveries before this one, per offset (only offsets delivered before).
+    #[serde(with = "pairs")]
     counts: HashMap<i64, i32>,
+}
+
+/// Integer-keyed maps as lists of pairs in the saved file.
+mod pairs {
+    use std::collections::HashMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<V: Serialize + Copy, S: Serializer>(
+        map: &HashMap<i64, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut pairs: Vec<(i64, V)> = map.iter().map(|(k, v)| (*k, *v)).collect();
+        pairs.sort_by_key(|(k, _)| *k);
+        pairs.serialize(s)
+    }
+
+    pub fn deserialize<'de, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<HashMap<i64, V>, D::Error> {
+        Ok(Vec::<(i64, V)>::deserialize(d)?.into_iter().collect())
+    }
+}
+
+/// The saved table (`consumerOrderInfo.json`, StellMQ's layout).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SavedOrders {
+    #[serde(default)]
+    batches: Vec<SavedBatch>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SavedBatch {
+    topic: String,
+    group: String,
+    queue_id: i32,
+    #[serde(flatten)]
+    batch: Batch,
 }
 
 impl Batch {
@@ -211,6 +257,39 @@ impl OrderTable {
         }
     }
 
+    /// What to save.
+    pub fn snapshot(&self) -> SavedOrders {
+        SavedOrders {
+            batches: self
+                .inner
+                .lock()
+                .iter()
+                .map(|(k, b)| SavedBatch {
+                    topic: k.topic.clone(),
+                    group: k.group.clone(),
+                    queue_id: k.queue_id,
+                    batch: b.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Takes back what was saved (at start, within the bound).
+    pub fn restore(&self, saved: SavedOrders) {
+        let mut inner = self.inner.lock();
+        for s in saved.batches.into_iter().take(self.max) {
+            if s.batch.offsets.is_empty() || s.batch.offsets.len() > 64 {
+                continue;
+            }
+            let key = OrderKey {
+                topic: s.topic,
+                group: s.group,
+                queue_id: s.queue_id,
+            };
+            inner.insert(key, s.batch);
+        }
+    }
+
     /// Drops the queue's batch (an offset reset).
     pub fn clear(&self, key: &OrderKey) {
         self.inner.lock().remove(key);
@@ -254,6 +333,20 @@ mod tests {
         assert_eq!(t.ack(&key(), 1, 160, 170), OrderAck::Next(2));
         assert_eq!(t.ack(&key(), 2, 160, 170), OrderAck::Next(3));
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn saved_and_restored() {
+        let t = OrderTable::new(10);
+        t.update(key(), Some("a"), 100, 50, &[4, 5]);
+        t.ack(&key(), 4, 100, 110);
+        let text = stellmq_remoting::protocol::body::fastjson::encode(&t.snapshot());
+        let saved: SavedOrders =
+            stellmq_remoting::protocol::body::fastjson::decode(&text).expect("decodes");
+        let back = OrderTable::new(10);
+        back.restore(saved);
+        assert!(back.blocked(&key(), None, 120));
+        assert_eq!(back.ack(&key(), 5, 100, 120), OrderAck::Next(6));
     }
 
     #[test]

@@ -146,8 +146,8 @@ impl ReviveService {
             match self.revive(&key, &ck).await {
                 Ok(n) => revived += n,
                 Err(e) => {
+                    // The store refused a write: the batch stays, and is retried next pass.
                     tracing::warn!(group = %key.group, topic = %key.topic, error = %e, "revive failed; retried next pass");
-                    break;
                 }
             }
         }
@@ -175,10 +175,23 @@ impl ReviveService {
                     continue;
                 }
             };
-            let (record, _) = MessageRecord::decode(raw, false).map_err(|e| e.to_string())?;
-            let msg = self.put_back(key, ck, &record, max_times)?;
+            // A message that cannot be put back (unreadable, or its group's retry or DLQ
+            // topic cannot exist) never could be: it is dropped with an error, not retried.
+            let msg = match MessageRecord::decode(raw, false)
+                .map_err(|e| e.to_string())
+                .and_then(|(record, _)| self.put_back(key, &record, max_times))
+            {
+                Ok(msg) => msg,
+                Err(e) => {
+                    tracing::error!(group = %key.group, topic = %key.topic, offset, error = %e, "popped message cannot be revived; dropped");
+                    revived.push(*offset);
+                    continue;
+                }
+            };
             let result = core.writer.put(vec![msg]).await;
             if !result.status.is_stored() {
+                // What was put back already is not put back again next pass.
+                core.checkpoints.replay_ack(key, &revived);
                 return Err(format!("retry message not stored: {:?}", result.status));
             }
             revived.push(*offset);
@@ -220,12 +233,10 @@ impl ReviveService {
     fn put_back(
         &self,
         key: &CkKey,
-        ck: &Checkpoint,
         record: &MessageRecord,
         max_times: i32,
     ) -> Result<PutMessage, String> {
         let core = &self.core;
-        let _ = ck;
         let normal = parse_normal_topic(&key.topic, &key.group).to_owned();
         let reconsume = record.head.reconsume_times;
         let to_dlq = reconsume >= max_times;
