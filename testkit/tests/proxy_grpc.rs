@@ -25,13 +25,18 @@ struct Env {
 }
 
 async fn env() -> Env {
+    env_with(|_| {}).await
+}
+
+async fn env_with(tweak: impl FnOnce(&mut ProxyConfig)) -> Env {
     let stack = Stack::start().await;
-    let config = ProxyConfig {
+    let mut config = ProxyConfig {
         namesrv_addr: stack.ns_addr().to_owned(),
         grpc_server_port: 0,
         bind_address: "127.0.0.1".into(),
         ..ProxyConfig::default()
     };
+    tweak(&mut config);
     let proxy = server::start(config, &TlsConfig::default())
         .await
         .expect("the proxy starts");
@@ -584,4 +589,113 @@ async fn plaintext_and_tls_share_the_port_unless_tls_is_enforced() {
     assert!(refused, "plaintext is refused when TLS is enforced");
     enforcing.shutdown().await;
     stack.stop().await;
+}
+
+/// Receives once; the status code and the messages.
+async fn receive_once(
+    client: &mut Client,
+    client_id: &str,
+    request: ReceiveMessageRequest,
+) -> (Code, Vec<Message>) {
+    use receive_message_response::Content;
+    let mut stream = client
+        .receive_message(req(request, client_id))
+        .await
+        .expect("a receive stream")
+        .into_inner();
+    let mut status = Code::Unspecified;
+    let mut messages = Vec::new();
+    while let Some(answer) = stream.message().await.expect("stream answers") {
+        match answer.content {
+            Some(Content::Status(s)) => status = Code::try_from(s.code).expect("a known code"),
+            Some(Content::Message(m)) => messages.push(m),
+            _ => {}
+        }
+    }
+    (status, messages)
+}
+
+#[tokio::test]
+async fn held_messages_are_renewed_until_acked_with_the_first_handle() {
+    let mut env = env_with(|c| {
+        c.default_invisible_time_mills = 2_000;
+        c.renew_ahead_time_millis = 1_500;
+        c.renew_schedule_period_millis = 100;
+        c.grpc_client_consumer_min_long_polling_timeout_millis = 500;
+    })
+    .await;
+    env.topic("ProxyRenew", "NORMAL").await;
+    let (_keep, _) = telemetry(
+        &mut env.client,
+        "push-1",
+        consumer_settings("RenewGroup", "ProxyRenew"),
+    )
+    .await;
+    let sent = env
+        .client
+        .send_message(req(
+            SendMessageRequest {
+                messages: vec![message("ProxyRenew", "01RENEW", b"held")],
+            },
+            "producer-1",
+        ))
+        .await
+        .expect("send answered")
+        .into_inner();
+    assert_eq!(code(&sent.status), Code::Ok);
+    let receive = ReceiveMessageRequest {
+        group: resource("RenewGroup"),
+        message_queue: Some(MessageQueue {
+            topic: resource("ProxyRenew"),
+            id: -1,
+            ..Default::default()
+        }),
+        batch_size: 32,
+        auto_renew: true,
+        long_polling_timeout: Some(prost_types::Duration {
+            seconds: 1,
+            nanos: 0,
+        }),
+        ..Default::default()
+    };
+    let (status, got) = receive_once(&mut env.client, "push-1", receive.clone()).await;
+    assert_eq!(status, Code::Ok);
+    assert_eq!(got.len(), 1);
+    let first_handle = got[0]
+        .system_properties
+        .as_ref()
+        .and_then(|s| s.receipt_handle.clone())
+        .expect("a receipt handle");
+    // Well past the 2 s invisible time: renewed, so nobody else gets it.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (status, again) = receive_once(&mut env.client, "push-2", receive.clone()).await;
+    assert_eq!(
+        status,
+        Code::MessageNotFound,
+        "renewed, still invisible: {again:?}"
+    );
+    // Acked with the handle the client was given, although the broker's is newer.
+    let acked = env
+        .client
+        .ack_message(req(
+            AckMessageRequest {
+                group: resource("RenewGroup"),
+                topic: resource("ProxyRenew"),
+                entries: vec![AckMessageEntry {
+                    message_id: "01RENEW".into(),
+                    receipt_handle: first_handle,
+                    lite_topic: None,
+                }],
+            },
+            "push-1",
+        ))
+        .await
+        .expect("ack answered")
+        .into_inner();
+    assert_eq!(code(&acked.status), Code::Ok, "{:?}", acked.status);
+    assert!(env.proxy.proxy.renewals.is_empty(), "no longer renewed");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (status, _) = receive_once(&mut env.client, "push-2", receive).await;
+    assert_eq!(status, Code::MessageNotFound, "acked: never back");
+    env.stop().await;
 }

@@ -83,6 +83,8 @@ fn remoting_code(e: &RemotingError) -> Code {
             Some(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST) => Code::ConsumerGroupNotFound,
             Some(ResponseCode::TOPIC_NOT_EXIST) => Code::TopicNotFound,
             Some(ResponseCode::NO_PERMISSION) => Code::Forbidden,
+            // An ack or invisible-time change whose handle the broker no longer holds.
+            Some(ResponseCode::NO_MESSAGE) => Code::InvalidReceiptHandle,
             _ => Code::InternalServerError,
         },
         _ => Code::InternalServerError,

@@ -106,7 +106,7 @@ pub fn parse_normal_topic<'a>(topic: &'a str, group: &str) -> &'a str {
 /// Why a receipt handle or an offset summary does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ExtraInfoError {
-    #[error("the receipt handle (extraInfo) '{shown}' has {found} fields; RocketMQ's has 7 or 8 separated by single spaces")]
+    #[error("the receipt handle (extraInfo) '{shown}' has {found} fields; RocketMQ's has 7 to 9 separated by single spaces")]
     FieldCount { shown: String, found: usize },
     #[error("field '{field}' of the receipt handle (extraInfo) is not a valid number: '{value}'")]
     Number { field: &'static str, value: String },
@@ -158,7 +158,9 @@ impl ExtraInfo {
     /// Parses a handle as `ExtraInfoUtil.split` and its getters read it.
     pub fn parse(text: &str) -> Result<Self, ExtraInfoError> {
         let fields: Vec<&str> = text.split(' ').collect();
-        if !(7..=8).contains(&fields.len()) {
+        // RocketMQ's proxy appends the CommitLog offset as a ninth field and sends the whole
+        // handle back; brokers read the first eight.
+        if !(7..=9).contains(&fields.len()) {
             return Err(ExtraInfoError::FieldCount {
                 shown: shown(text),
                 found: fields.len(),
