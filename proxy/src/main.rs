@@ -17,10 +17,10 @@ struct Args {
     /// Name servers, `ip:port;ip:port` (overrides namesrvAddr of the config file).
     #[arg(short = 'n', long = "namesrvAddr")]
     namesrv_addr: Option<String>,
-    /// The proxy's JSON config file (RocketMQ's rmq-proxy.json keys).
+    /// The proxy's JSON config file (RocketMQ's rmq-proxy.json keys); also `-pc`.
     #[arg(long = "pc", alias = "proxyConfigPath")]
     config_file: Option<PathBuf>,
-    /// Proxy mode: only `cluster` (brokers run apart) is offered.
+    /// Proxy mode: only `cluster` (brokers run apart) is offered; also `-pm`.
     #[arg(long = "pm", alias = "proxyMode")]
     proxy_mode: Option<String>,
     /// Print all config items and exit.
@@ -47,8 +47,20 @@ fn load(args: &Args) -> Result<(ProxyConfig, TlsConfig), ConfigError> {
     Ok((proxy, tls))
 }
 
+/// RocketMQ's proxy takes `-pc FILE` and `-pm MODE` (two-letter short options); clap's short
+/// options are one letter, so those are read as their long forms.
+fn rocketmq_style_args() -> Vec<std::ffi::OsString> {
+    std::env::args_os()
+        .map(|arg| match arg.to_str() {
+            Some("-pc") => "--pc".into(),
+            Some("-pm") => "--pm".into(),
+            _ => arg,
+        })
+        .collect()
+}
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(rocketmq_style_args());
     let (config, tls) = match load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {

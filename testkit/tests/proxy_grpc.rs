@@ -699,3 +699,80 @@ async fn held_messages_are_renewed_until_acked_with_the_first_handle() {
     assert_eq!(status, Code::MessageNotFound, "acked: never back");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_message_forwarded_to_the_dead_letter_queue_lands_there_and_is_gone() {
+    let mut env = env().await;
+    env.topic("ProxyDlq", "NORMAL").await;
+    let (_keep, _) = telemetry(
+        &mut env.client,
+        "dlq-consumer",
+        consumer_settings("DlqGroup", "ProxyDlq"),
+    )
+    .await;
+    let sent = env
+        .client
+        .send_message(req(
+            SendMessageRequest {
+                messages: vec![message("ProxyDlq", "01DEAD", b"poison")],
+            },
+            "producer-1",
+        ))
+        .await
+        .expect("send answered")
+        .into_inner();
+    assert_eq!(code(&sent.status), Code::Ok);
+    let receive = ReceiveMessageRequest {
+        group: resource("DlqGroup"),
+        message_queue: Some(MessageQueue {
+            topic: resource("ProxyDlq"),
+            id: -1,
+            ..Default::default()
+        }),
+        batch_size: 32,
+        invisible_duration: Some(prost_types::Duration {
+            seconds: 10,
+            nanos: 0,
+        }),
+        long_polling_timeout: Some(prost_types::Duration {
+            seconds: 5,
+            nanos: 0,
+        }),
+        ..Default::default()
+    };
+    let (status, got) = receive_once(&mut env.client, "dlq-consumer", receive.clone()).await;
+    assert_eq!(status, Code::Ok);
+    let handle = got[0]
+        .system_properties
+        .as_ref()
+        .and_then(|s| s.receipt_handle.clone())
+        .expect("a receipt handle");
+    let forwarded = env
+        .client
+        .forward_message_to_dead_letter_queue(req(
+            ForwardMessageToDeadLetterQueueRequest {
+                group: resource("DlqGroup"),
+                topic: resource("ProxyDlq"),
+                receipt_handle: handle,
+                message_id: "01DEAD".into(),
+                delivery_attempt: 1,
+                max_delivery_attempts: 16,
+                lite_topic: None,
+            },
+            "dlq-consumer",
+        ))
+        .await
+        .expect("forward answered")
+        .into_inner();
+    assert_eq!(code(&forwarded.status), Code::Ok, "{:?}", forwarded.status);
+    let store = env.stack.broker().store();
+    assert!(
+        store.wait_dispatched(Duration::from_secs(10)),
+        "the DLQ message reaches its queue"
+    );
+    assert_eq!(store.max_offset_in_queue("%DLQ%DlqGroup", 0), 1, "one message in the DLQ");
+    // Acked after the move: it never comes back to the group.
+    let (status, _) = receive_once(&mut env.client, "dlq-consumer", receive).await;
+    assert_eq!(status, Code::MessageNotFound);
+    env.stop().await;
+}
