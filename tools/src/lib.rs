@@ -1,10 +1,13 @@
 //! StellMQ's tools: `mqadmin` (RocketMQ's admin commands), `storebench` (store benchmark),
-//! `mqbench` (producer and consumer benchmarks), `storeinspect`.
+//! `mqbench` (producer and consumer benchmarks, over remoting and through mqproxy's gRPC),
+//! `storeinspect`.
 
 pub mod admin;
 pub mod bench_acl;
 pub mod bench_consumer;
+pub mod bench_grpc;
 pub mod credentials;
+pub mod send_stats;
 pub mod stats;
 pub mod tls_args;
 

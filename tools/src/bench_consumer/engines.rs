@@ -195,11 +195,22 @@ fn listen(stats: &ConsumeStats, fail_rate: f64, messages: &[ReceivedMessage]) ->
 /// Prints a report line every interval until `--duration` has passed or `-q` messages
 /// have arrived.
 async fn watch(a: &ConsumerArgs, stats: &ConsumeStats) {
+    watch_until(a.quantity, a.duration, a.report_every_ms(), stats).await;
+}
+
+/// Prints a report line every `every_ms` until `duration_secs` have passed (0 = no limit) or
+/// `quantity` messages have arrived (0 = no limit); also for `mqbench grpc-consumer`.
+pub(crate) async fn watch_until(
+    quantity: u64,
+    duration_secs: u64,
+    every_ms: u64,
+    stats: &ConsumeStats,
+) {
     let started = Instant::now();
-    let deadline = (a.duration > 0).then(|| started + Duration::from_secs(a.duration));
-    let every = Duration::from_millis(a.report_every_ms());
+    let deadline = (duration_secs > 0).then(|| started + Duration::from_secs(duration_secs));
+    let every = Duration::from_millis(every_ms);
     let (mut next_report, mut prev) = (started + every, stats.snapshot());
-    while !finished(a.quantity, deadline, stats.received()) {
+    while !finished(quantity, deadline, stats.received()) {
         if Instant::now() >= next_report {
             let cur = stats.snapshot();
             crate::outln!("{}", stats.report_line(now_ms(), &prev, &cur));

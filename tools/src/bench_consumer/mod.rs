@@ -20,6 +20,7 @@ use crate::bench_acl::BenchAclArgs;
 use crate::tls_args::TlsArgs;
 
 pub use engines::run;
+pub(crate) use engines::watch_until;
 pub use stats::{ConsumeStats, Snapshot};
 
 /// RocketMQ benchmark Consumer's default consume threads.

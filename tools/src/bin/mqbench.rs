@@ -1,20 +1,21 @@
 //! `mqbench`: RocketMQ-style producer and consumer benchmarks against any RocketMQ-compatible
-//! broker. Prints RocketMQ's line every 10 s (`--report-interval`) plus latency percentiles,
-//! and a final summary.
+//! broker, over remoting or (`grpc-producer`, `grpc-consumer`) through mqproxy's gRPC port.
+//! Prints RocketMQ's line every 10 s (`--report-interval`) plus latency percentiles, and a
+//! final summary.
 #![allow(clippy::print_stdout)]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::{Parser, Subcommand};
-use parking_lot::Mutex;
 use stellmq_client::admin::now_ms;
 use stellmq_client::{ClientError, Message, Producer, ProducerConfig};
 use stellmq_tools::bench_acl::{expand_two_letter_options, BenchAclArgs};
 use stellmq_tools::bench_consumer::{run as run_consumer, ConsumerArgs};
-use stellmq_tools::stats::Latency;
+use stellmq_tools::bench_grpc::{self, GrpcConsumerArgs, GrpcProducerArgs};
+use stellmq_tools::send_stats::SendStats;
 use stellmq_tools::tls_args::TlsArgs;
 
 #[derive(Parser, Debug)]
@@ -34,6 +35,11 @@ enum Bench {
     /// Consume a topic (from its end, or its backlog with --consumeFromWhere first) and
     /// report TPS and born-to-received latency.
     Consumer(ConsumerArgs),
+    /// Send through mqproxy's gRPC port (RocketMQ 5's SendMessage), as fast as the workers go.
+    GrpcProducer(GrpcProducerArgs),
+    /// Receive and ack through mqproxy's gRPC port as a SimpleConsumer and report TPS and
+    /// born-to-received latency.
+    GrpcConsumer(GrpcConsumerArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -74,26 +80,6 @@ struct ProducerArgs {
     acl: BenchAclArgs,
 }
 
-#[derive(Default)]
-struct Counters {
-    ok: AtomicU64,
-    send_failed: AtomicU64,
-    response_failed: AtomicU64,
-    max_rt_us: AtomicU64,
-    total_rt_us: AtomicU64,
-    latency: Mutex<Latency>,
-}
-
-impl Counters {
-    fn record(&self, rt: Duration, messages: u64) {
-        let us = rt.as_micros() as u64;
-        self.ok.fetch_add(messages, Ordering::Relaxed);
-        self.max_rt_us.fetch_max(us, Ordering::Relaxed);
-        self.total_rt_us.fetch_add(us, Ordering::Relaxed);
-        self.latency.lock().record(rt);
-    }
-}
-
 async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
     stellmq_tools::outln!(
         "topic: {} threadCount: {} messageSize: {} keyEnable: {} batchSize: {} aclEnable: {} asyncEnable: {} messageQuantity: {} duration: {}s",
@@ -109,7 +95,7 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
     };
     let producer = Producer::start(config).await?;
     let body = Bytes::from(vec![b'x'; a.size]);
-    let counters = Arc::new(Counters::default());
+    let counters = Arc::new(SendStats::default());
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let deadline = (a.duration > 0).then(|| started + Duration::from_secs(a.duration));
@@ -160,9 +146,9 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
                     }
                     Err(e) => {
                         if e.to_string().contains("answered") {
-                            counters.response_failed.fetch_add(1, Ordering::Relaxed);
+                            counters.response_failed();
                         } else {
-                            counters.send_failed.fetch_add(1, Ordering::Relaxed);
+                            counters.send_failed();
                         }
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
@@ -170,52 +156,16 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
             }
         });
     }
-    let reporter = {
-        let (counters, stop) = (counters.clone(), stop.clone());
-        let every = Duration::from_millis(
-            a.report_interval_ms
-                .unwrap_or(a.report_interval.saturating_mul(1000))
-                .max(100),
-        );
-        tokio::spawn(async move {
-            let (mut last_ok, mut last_rt, mut last_at) = (0u64, 0u64, Instant::now());
-            while !stop.load(Ordering::Relaxed) {
-                tokio::time::sleep(every).await;
-                let ok = counters.ok.load(Ordering::Relaxed);
-                let rt = counters.total_rt_us.load(Ordering::Relaxed);
-                let secs = last_at.elapsed().as_secs_f64();
-                let latency = counters.latency.lock().summary();
-                let calls = (ok - last_ok).max(1) as f64;
-                stellmq_tools::outln!(
-                    "Current Time: {} Send TPS: {:.0} Max RT(ms): {:.3} Average RT(ms): {:.3} Send Failed: {} Response Failed: {} | {latency}",
-                    now_ms(),
-                    (ok - last_ok) as f64 / secs,
-                    counters.max_rt_us.load(Ordering::Relaxed) as f64 / 1000.0,
-                    (rt - last_rt) as f64 / 1000.0 / calls,
-                    counters.send_failed.load(Ordering::Relaxed),
-                    counters.response_failed.load(Ordering::Relaxed)
-                );
-                (last_ok, last_rt, last_at) = (ok, rt, Instant::now());
-            }
-        })
-    };
+    let every = Duration::from_millis(
+        a.report_interval_ms
+            .unwrap_or(a.report_interval.saturating_mul(1000))
+            .max(100),
+    );
+    let reporter = counters.spawn_reporter(every, stop.clone());
     while tasks.join_next().await.is_some() {}
     stop.store(true, Ordering::Relaxed);
     reporter.abort();
-    let elapsed = started.elapsed().as_secs_f64();
-    let ok = counters.ok.load(Ordering::Relaxed);
-    let (mean, summary) = {
-        let latency = counters.latency.lock();
-        (latency.mean_us(), latency.summary())
-    };
-    stellmq_tools::outln!(
-        "[Complete] Send Total: {ok} Send TPS: {:.0} Max RT(ms): {:.3} Average RT(ms): {:.3} Send Failed: {} Response Failed: {} | {summary}",
-        ok as f64 / elapsed,
-        counters.max_rt_us.load(Ordering::Relaxed) as f64 / 1000.0,
-        mean / 1000.0,
-        counters.send_failed.load(Ordering::Relaxed),
-        counters.response_failed.load(Ordering::Relaxed),
-    );
+    stellmq_tools::outln!("{}", counters.complete_line(started.elapsed()));
     producer.shutdown().await;
     Ok(())
 }
@@ -231,8 +181,10 @@ fn main() {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Bench::Producer(a) => run_producer(a).await,
-            Bench::Consumer(a) => run_consumer(a).await,
+            Bench::Producer(a) => run_producer(a).await.map_err(|e| e.to_string()),
+            Bench::Consumer(a) => run_consumer(a).await.map_err(|e| e.to_string()),
+            Bench::GrpcProducer(a) => bench_grpc::run_producer(a).await.map_err(|e| e.to_string()),
+            Bench::GrpcConsumer(a) => bench_grpc::run_consumer(a).await.map_err(|e| e.to_string()),
         }
     });
     if let Err(e) = result {

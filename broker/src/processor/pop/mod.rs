@@ -284,10 +284,11 @@ impl QueueLocks {
     }
 
     pub fn try_lock(&self, key: String) -> Option<QueueLockGuard<'_>> {
-        self.0
-            .lock()
-            .insert(key.clone())
-            .then_some(QueueLockGuard { locks: self, key })
+        // The set's guard must be gone before a guard is made: a guard made for a busy key
+        // (as `then_some` would make it) is dropped at once, and its drop takes the set's
+        // lock again (a self-deadlock under parking_lot) and frees the holder's key.
+        let inserted = self.0.lock().insert(key.clone());
+        inserted.then(|| QueueLockGuard { locks: self, key })
     }
 
     /// Waits (yielding) until the lock is free; for acks, which must not be skipped.
@@ -330,4 +331,22 @@ fn unknown_handle(extra_info: &str) -> ProcessorError {
 /// A malformed receipt handle.
 fn bad_handle(e: stellmq_remoting::protocol::pop::ExtraInfoError) -> ProcessorError {
     ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, e.to_string())
+}
+
+#[cfg(test)]
+mod queue_lock_tests {
+    use super::QueueLocks;
+
+    #[test]
+    fn a_busy_queue_is_skipped_and_its_holder_keeps_it() {
+        let locks = QueueLocks::default();
+        let key = QueueLocks::key("T", "G", 0);
+        let held = locks.try_lock(key.clone()).expect("free");
+        // Contended: refused, without deadlocking or freeing the holder's key.
+        assert!(locks.try_lock(key.clone()).is_none());
+        assert!(locks.try_lock(key.clone()).is_none());
+        assert!(locks.try_lock(QueueLocks::key("T", "G", 1)).is_some());
+        drop(held);
+        assert!(locks.try_lock(key).is_some());
+    }
 }
