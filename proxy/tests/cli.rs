@@ -20,7 +20,11 @@ fn reads_rocketmq_options_and_json_keys() {
     let file = config_file(r#"{"rocketMQClusterName": "C9", "grpcServerPort": 18081}"#);
     let path = file.path().to_str().expect("a utf-8 path");
     let out = mqproxy(&["-pc", path, "-pm", "cluster", "-n", "10.0.0.1:9876", "-p"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(printed.contains("rocketMQClusterName=C9"), "{printed}");
     assert!(printed.contains("grpcServerPort=18081"), "{printed}");

@@ -770,7 +770,11 @@ async fn a_message_forwarded_to_the_dead_letter_queue_lands_there_and_is_gone() 
         store.wait_dispatched(Duration::from_secs(10)),
         "the DLQ message reaches its queue"
     );
-    assert_eq!(store.max_offset_in_queue("%DLQ%DlqGroup", 0), 1, "one message in the DLQ");
+    assert_eq!(
+        store.max_offset_in_queue("%DLQ%DlqGroup", 0),
+        1,
+        "one message in the DLQ"
+    );
     // Acked after the move: it never comes back to the group.
     let (status, _) = receive_once(&mut env.client, "dlq-consumer", receive).await;
     assert_eq!(status, Code::MessageNotFound);
