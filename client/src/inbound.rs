@@ -9,8 +9,10 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 use stellmq_remoting::net::{Channel, InboundHandler};
+use stellmq_remoting::protocol::body::{fastjson, MessageQueue, ResetOffsetBody};
 use stellmq_remoting::protocol::headers::{
     CheckTransactionStateRequestHeader, CommandHeader, ReplyMessageRequestHeader,
+    ResetOffsetRequestHeader,
 };
 use stellmq_remoting::protocol::message::{property, MessageRecord};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -29,12 +31,26 @@ pub(crate) type TransactionCheck =
 /// The transaction check of each transactional producer group running on one instance.
 pub(crate) type Checkers = Arc<Mutex<HashMap<String, Arc<TransactionCheck>>>>;
 
+/// The broker moved a consumer group's offsets (RESET_CONSUMER_CLIENT_OFFSET, after
+/// `mqadmin resetOffsetByTime`): each queue's new offset.
+#[derive(Debug, Clone)]
+pub(crate) struct OffsetResetNotice {
+    pub offsets: Vec<(MessageQueue, i64)>,
+}
+
+/// Applies offset resets to one consumer group running on the instance.
+pub(crate) type OffsetReset = dyn Fn(OffsetResetNotice) + Send + Sync;
+
+/// The offset-reset hook of each consumer group running on one instance.
+pub(crate) type OffsetResets = Arc<Mutex<HashMap<String, Arc<OffsetReset>>>>;
+
 /// Requests waiting for their reply, by correlation id.
 pub(crate) type PendingReplies = Arc<Mutex<HashMap<String, oneshot::Sender<ReceivedMessage>>>>;
 
 /// Answers the broker's calls to this client.
 pub(crate) struct ClientCalls {
     pub consumers: Consumers,
+    pub resets: OffsetResets,
     pub checkers: Checkers,
     pub replies: PendingReplies,
 }
@@ -52,6 +68,9 @@ impl InboundHandler for ClientCalls {
                     }
                 }
             }
+            Some(RequestCode::RESET_CONSUMER_CLIENT_OFFSET) => {
+                reset_offsets(&request, &self.resets);
+            }
             Some(RequestCode::CHECK_TRANSACTION_STATE) => {
                 check_transaction(channel, &request, &self.checkers);
             }
@@ -67,6 +86,33 @@ impl InboundHandler for ClientCalls {
             _ => {}
         }
     }
+}
+
+/// RESET_CONSUMER_CLIENT_OFFSET: hands the new offsets to the group's consumer, if it runs
+/// here.
+fn reset_offsets(request: &RemotingCommand, resets: &OffsetResets) {
+    let Ok(header) = ResetOffsetRequestHeader::from_ext_fields(&request.ext_fields) else {
+        tracing::warn!("offset reset without a usable header");
+        return;
+    };
+    let Some(reset) = resets.lock().get(&header.group).cloned() else {
+        return;
+    };
+    let body: ResetOffsetBody = match fastjson::decode(&request.body) {
+        Ok(body) => body,
+        Err(e) => {
+            tracing::warn!(group = %header.group, error = %e, "offset reset with an unreadable body");
+            return;
+        }
+    };
+    let offsets = body
+        .offset_table
+        .0
+        .into_iter()
+        .filter(|(mq, _)| mq.topic == header.topic)
+        .collect();
+    tracing::info!(group = %header.group, topic = %header.topic, timestamp = header.timestamp, "the broker reset the group's offsets");
+    reset(OffsetResetNotice { offsets });
 }
 
 /// CHECK_TRANSACTION_STATE: hands the half to the check of its producer group (PGROUP), which

@@ -20,7 +20,9 @@ use stellmq_remoting::protocol::RequestCode;
 use tokio::sync::Notify;
 
 use crate::error::ClientError;
-use crate::inbound::{Checkers, ClientCalls, Consumers, PendingReplies, TransactionCheck};
+use crate::inbound::{
+    Checkers, ClientCalls, Consumers, OffsetReset, OffsetResets, PendingReplies, TransactionCheck,
+};
 use crate::namesrv;
 use crate::request::{bare, request};
 
@@ -41,6 +43,7 @@ pub(crate) struct ClientInstance {
     pub local_ip: IpAddr,
     namesrv: Vec<String>,
     consumers: Consumers,
+    resets: OffsetResets,
     checkers: Checkers,
     replies: PendingReplies,
     correlation: AtomicUsize,
@@ -79,6 +82,7 @@ impl ClientInstance {
             return Ok(existing);
         }
         let consumers: Consumers = Arc::default();
+        let resets: OffsetResets = Arc::default();
         let checkers: Checkers = Arc::default();
         let replies: PendingReplies = Arc::default();
         let remoting = RemotingClient::with_handler(
@@ -89,6 +93,7 @@ impl ClientInstance {
             },
             Arc::new(ClientCalls {
                 consumers: consumers.clone(),
+                resets: resets.clone(),
                 checkers: checkers.clone(),
                 replies: replies.clone(),
             }),
@@ -105,6 +110,7 @@ impl ClientInstance {
             local_ip,
             namesrv,
             consumers,
+            resets,
             checkers,
             replies,
             correlation: AtomicUsize::new(0),
@@ -133,6 +139,12 @@ impl ClientInstance {
 
     pub fn unregister_consumer(&self, group: &str) {
         self.consumers.lock().remove(group);
+        self.resets.lock().remove(group);
+    }
+
+    /// Routes RESET_CONSUMER_CLIENT_OFFSET for `group` to `reset`.
+    pub fn register_offset_reset(&self, group: &str, reset: Arc<OffsetReset>) {
+        self.resets.lock().insert(group.to_owned(), reset);
     }
 
     /// Requests waiting for replies (request/reply).

@@ -36,7 +36,7 @@ async fn env() -> Env {
     .await;
     let admin = AdminClient::new(stack.ns_addr()).expect("admin");
     for topic in [
-        "Split", "Bcast", "Ordered", "Fail", "Resume", "Lite", "Shared",
+        "Split", "Bcast", "Ordered", "Fail", "Resume", "Lite", "Shared", "Reset",
     ] {
         admin
             .create_topic(stack.addr(), &TopicConfig::with_queues(topic, 8, 8, 6))
@@ -556,6 +556,66 @@ async fn producer_and_consumer_of_one_instance_share_a_connection() {
     .await;
     assert!(bodies(&seen).contains("before"));
     other.shutdown().await;
+    c.shutdown().await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_consumer_obeys_an_offset_reset() {
+    let env = env().await;
+    let p = producer(&env).await;
+    let before = stellmq_remoting::protocol::message::now_ms() - 1_000;
+    for i in 0..20 {
+        p.send(Message::new("Reset", format!("m-{i}")))
+            .await
+            .expect("send");
+    }
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let c = PushConsumer::start_concurrently(
+        consumer_config(&env, "resetter", "x1"),
+        &[("Reset", "*")],
+        recorder(&seen, "x1"),
+    )
+    .await
+    .expect("consumer");
+    wait_for("everything consumed once", Duration::from_secs(20), || {
+        seen.lock().len() >= 20
+    })
+    .await;
+    wait_consumed_all(
+        env.stack.raw(),
+        "resetter",
+        "Reset",
+        Duration::from_secs(30),
+    )
+    .await;
+    // mqadmin resetOffsetByTime: the broker moves the offsets and tells the running consumer.
+    let admin = AdminClient::new(&env.ns_addr()).expect("admin");
+    admin
+        .reset_offset_by_time(env.stack.addr(), "resetter", "Reset", before, true)
+        .await
+        .expect("reset");
+    // The consumer starts over from the reset offsets instead of overwriting them with its
+    // own (it would commit them within 5 s).
+    wait_for("everything consumed twice", Duration::from_secs(30), || {
+        seen.lock().len() >= 40
+    })
+    .await;
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, body) in seen.lock().iter() {
+        *counts.entry(body.clone()).or_default() += 1;
+    }
+    assert_eq!(counts.len(), 20);
+    assert!(counts.values().all(|n| *n >= 2), "{counts:?}");
+    wait_consumed_all(
+        env.stack.raw(),
+        "resetter",
+        "Reset",
+        Duration::from_secs(30),
+    )
+    .await;
+    admin.shutdown().await;
+    p.shutdown().await;
     c.shutdown().await;
     env.stop().await;
 }

@@ -99,7 +99,7 @@ impl ConsumerCore {
                     .join("offsets.json"),
             ),
         };
-        Ok(Arc::new(Self {
+        let core = Arc::new(Self {
             config,
             client_id,
             routes: ConsumerRoutes::new(instance.clone(), CALL_TIMEOUT),
@@ -112,7 +112,17 @@ impl ConsumerCore {
             queues: Mutex::new(HashMap::new()),
             sink,
             claim: Mutex::new(Some(claim)),
-        }))
+        });
+        let weak = Arc::downgrade(&core);
+        core.instance.register_offset_reset(
+            &core.config.group,
+            Arc::new(move |notice| {
+                if let Some(core) = weak.upgrade() {
+                    tokio::spawn(async move { core.reset_offsets(notice).await });
+                }
+            }),
+        );
+        Ok(core)
     }
 
     /// Subscribes `topic` (in the consumer's namespace), and in clustering mode the group's

@@ -149,7 +149,7 @@ impl LitePullConsumer {
             state.finish(*offset);
             self.core
                 .offsets
-                .update(&state.mq, state.consumed_offset(), false);
+                .record(&state.mq, state.consumed_offset(), &state.dropped);
         }
         if !done.is_empty() {
             self.core.persist_offsets().await;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use parking_lot::Mutex;
 use stellmq_remoting::protocol::body::{fastjson, MessageQueue, MqKeyMap};
+use tokio_util::sync::CancellationToken;
 
 /// Offsets of one group, kept in memory and persisted by the consumer.
 pub struct OffsetTable {
@@ -56,6 +57,20 @@ impl OffsetTable {
         let mut offsets = self.offsets.lock();
         let entry = offsets.entry(mq.clone()).or_insert(offset);
         if force || offset > *entry {
+            *entry = offset;
+        }
+    }
+
+    /// Records the progress of a queue's pull state, unless that state was dropped (the queue
+    /// given up, or its offset reset): checked under the table's lock, so progress of a
+    /// dropped state never lands after the offset that replaced it.
+    pub fn record(&self, mq: &MessageQueue, offset: i64, dropped: &CancellationToken) {
+        let mut offsets = self.offsets.lock();
+        if dropped.is_cancelled() {
+            return;
+        }
+        let entry = offsets.entry(mq.clone()).or_insert(offset);
+        if offset > *entry {
             *entry = offset;
         }
     }

@@ -118,7 +118,7 @@ impl ConsumerCore {
         let states: Vec<Arc<QueueState>> = self.queues.lock().values().cloned().collect();
         for state in &states {
             self.offsets
-                .update(&state.mq, state.consumed_offset(), false);
+                .record(&state.mq, state.consumed_offset(), &state.dropped);
         }
         if self.offsets.is_local() {
             if let Err(e) = self.offsets.persist_local() {

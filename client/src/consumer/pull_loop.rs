@@ -134,7 +134,8 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
                     .map(|r| ReceivedMessage::new(r, mq.clone()))
                     .collect();
                 if wanted.is_empty() {
-                    core.offsets.update(&mq, state.consumed_offset(), false);
+                    core.offsets
+                        .record(&mq, state.consumed_offset(), &state.dropped);
                 } else {
                     state.begin(wanted.iter().map(|m| (m.queue_offset(), m.body.len())));
                     core.sink.deliver(core.clone(), state.clone(), wanted).await;
@@ -142,7 +143,8 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
             }
             Some(ResponseCode::PULL_NOT_FOUND) | Some(ResponseCode::PULL_RETRY_IMMEDIATELY) => {
                 state.next_pull.store(next, Ordering::Release);
-                core.offsets.update(&mq, state.consumed_offset(), false);
+                core.offsets
+                    .record(&mq, state.consumed_offset(), &state.dropped);
             }
             Some(ResponseCode::PULL_OFFSET_MOVED) => {
                 tracing::warn!(queue = ?mq, from = offset, to = next, "offset moved by the broker");

@@ -79,7 +79,7 @@ impl MessageSink for Concurrent {
                         state.finish(msg.queue_offset());
                     }
                     core.offsets
-                        .update(&state.mq, state.consumed_offset(), false);
+                        .record(&state.mq, state.consumed_offset(), &state.dropped);
                 });
             }
         })
@@ -118,7 +118,7 @@ impl MessageSink for Orderly {
                     state.finish(msg.queue_offset());
                 }
                 core.offsets
-                    .update(&state.mq, state.consumed_offset(), false);
+                    .record(&state.mq, state.consumed_offset(), &state.dropped);
             }
         })
     }

@@ -16,6 +16,7 @@ use stellmq_remoting::protocol::RequestCode;
 use super::core::{ConsumerCore, CALL_TIMEOUT};
 use super::queue_state::QueueState;
 use crate::error::ClientError;
+use crate::inbound::OffsetResetNotice;
 use crate::request::request;
 
 impl ConsumerCore {
@@ -96,6 +97,23 @@ impl ConsumerCore {
             }
         }
         Vec::new()
+    }
+
+    /// RESET_CONSUMER_CLIENT_OFFSET: every queue of the notice this member owns restarts at
+    /// its new offset; what was pulled from it before is dropped, and its progress is no
+    /// longer recorded (so it cannot overwrite the reset). Queues owned by other members are
+    /// theirs to reset.
+    pub(crate) async fn reset_offsets(self: &Arc<Self>, notice: OffsetResetNotice) {
+        for (mq, offset) in notice.offsets {
+            let Some(state) = self.queues.lock().remove(&mq) else {
+                continue;
+            };
+            state.dropped.cancel();
+            self.offsets.update(&mq, offset, true);
+            self.persist_one(&mq).await;
+            tracing::info!(queue = ?mq, offset, "consumption restarts at the reset offset");
+            self.start_queue(mq, offset);
+        }
     }
 
     fn start_queue(self: &Arc<Self>, mq: MessageQueue, offset: i64) {
