@@ -251,10 +251,11 @@ async fn change_invisible_time_extends_and_shortens() {
         .await
         .expect("answered");
     assert!(matches!(old, AckStatus::NoExist { .. }), "{old:?}");
+    // Popped again for long, so only the extended one could come back below.
     let back = pop_until_found(
         &client,
         &stack,
-        &pop_req("g", "PopChange"),
+        &pop_req("g", "PopChange").invisible_time_ms(30_000),
         Duration::from_secs(3),
     )
     .await;
