@@ -1,6 +1,11 @@
 //! `mqbroker`: runs a StellMQ broker.
 #![allow(clippy::print_stdout)] // -p and -m print the configuration, as RocketMQ does.
 
+/// mimalloc: fewer cycles per small allocation than glibc's malloc on the request path,
+/// and no arena trimming (whose page releases shoot down TLBs on every core).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

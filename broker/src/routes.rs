@@ -49,7 +49,8 @@ struct Lanes {
 impl Lanes {
     fn new(bc: &BrokerConfig) -> Self {
         Self {
-            send: Lane::new(
+            // Sends start on their connection's task: most finish there (see Lane).
+            send: Lane::run_inline_first(
                 "send",
                 bc.send_message_thread_pool_nums,
                 bc.send_thread_pool_queue_capacity,

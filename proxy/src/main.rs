@@ -1,6 +1,11 @@
 //! `mqproxy`: StellMQ's gRPC proxy for RocketMQ 5 clients.
 #![allow(clippy::print_stdout)] // -p prints the configuration, as the other binaries do.
 
+/// mimalloc: fewer cycles per small allocation than glibc's malloc on the request path,
+/// and no arena trimming (whose page releases shoot down TLBs on every core).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -79,6 +79,15 @@ pub struct RequestContext {
 }
 
 impl RequestContext {
+    fn new(channel: Channel, received_at: Instant, worker: OwnedSemaphorePermit) -> Self {
+        Self {
+            channel,
+            received_at,
+            started_at: Instant::now(),
+            worker: Arc::new(Mutex::new(Some(worker))),
+        }
+    }
+
     /// Gives the lane worker back while the request only waits (for a disk flush, a
     /// replica): other requests of the lane run meanwhile. The request still counts
     /// against the lane's capacity and its connection's in-flight limit until answered.
@@ -156,19 +165,84 @@ pub fn answer<P: Send + Sync + 'static>(
 /// A bounded execution lane: at most `workers` requests run at once and at most `queue` more
 /// wait. A request arriving at a full lane is answered SYSTEM_BUSY at once, so one busy area
 /// (say, pulls) can never starve another (say, admin calls).
+///
+/// An [inline](Lane::run_inline_first) lane first runs a request on the connection's reader
+/// task, up to its first wait: most sends finish there (no task, no hand-off to another
+/// thread), and one that has to wait (a flush, a replica, a segment) moves to a task of its
+/// own at that point, still holding its lane worker until it gives it back.
 pub struct Lane {
     name: String,
     admitted: Arc<Semaphore>,
     running: Arc<Semaphore>,
+    inline_first: bool,
+}
+
+/// What a request holds while it runs in a lane.
+struct Admitted {
+    _admission: OwnedSemaphorePermit,
+    /// Released once the response is queued (or the request parked for later).
+    _in_flight: InFlight,
+}
+
+/// The parts of a request its answer needs after the request moved into its processor.
+struct Answering {
+    channel: Channel,
+    oneway: bool,
+    code: i32,
+    opaque: i32,
+    serialize_type: crate::protocol::SerializeType,
+}
+
+impl Answering {
+    fn of(channel: &Channel, request: &RemotingCommand) -> Self {
+        Self {
+            channel: channel.clone(),
+            oneway: request.is_oneway(),
+            code: request.code,
+            opaque: request.opaque,
+            serialize_type: request.serialize_type,
+        }
+    }
+
+    fn answer(self, result: ProcessResult) {
+        let response = match result {
+            Ok(response) => response,
+            Err(e) => {
+                tracing::debug!(code = self.code, error = %e, peer = %self.channel.peer(), "request failed");
+                Some(RemotingCommand::new_response(e.code, Some(e.remark)))
+            }
+        };
+        if let (Some(mut response), false) = (response, self.oneway) {
+            // Responses always echo the request's opaque and header encoding.
+            response.opaque = self.opaque;
+            response.serialize_type = self.serialize_type;
+            response.flag |= crate::protocol::command::FLAG_RESPONSE;
+            // Never waits: a peer that does not read is disconnected instead.
+            if !self.channel.try_send(response) {
+                tracing::debug!(code = self.code, peer = %self.channel.peer(), "response not queued: connection closed or not reading");
+            }
+        }
+    }
 }
 
 impl Lane {
     pub fn new(name: impl Into<String>, workers: usize, queue: usize) -> Arc<Self> {
+        Self::build(name.into(), workers, queue, false)
+    }
+
+    /// A lane whose requests start on the connection's reader task (see [`Lane`]). Only for
+    /// processors that never block a thread before their first `.await` that waits.
+    pub fn run_inline_first(name: impl Into<String>, workers: usize, queue: usize) -> Arc<Self> {
+        Self::build(name.into(), workers, queue, true)
+    }
+
+    fn build(name: String, workers: usize, queue: usize, inline_first: bool) -> Arc<Self> {
         let workers = workers.max(1);
         Arc::new(Self {
-            name: name.into(),
+            name,
             admitted: Arc::new(Semaphore::new(workers + queue)),
             running: Arc::new(Semaphore::new(workers)),
+            inline_first,
         })
     }
 
@@ -202,42 +276,38 @@ impl Lane {
             }
             return;
         };
+        let admitted = Admitted {
+            _admission: admission,
+            _in_flight: in_flight,
+        };
+        let answering = Answering::of(&channel, &request);
+        if self.inline_first {
+            if let Ok(worker) = self.running.clone().try_acquire_owned() {
+                let ctx = RequestContext::new(channel, received_at, worker);
+                let mut work = processor.process(ctx, request);
+                // One poll here; a request that has to wait finishes in a task of its own
+                // (every future re-registers its waker when polled again there).
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                match work.as_mut().poll(&mut cx) {
+                    std::task::Poll::Ready(result) => answering.answer(result),
+                    std::task::Poll::Pending => {
+                        tracker.spawn(async move {
+                            let _admitted = admitted;
+                            answering.answer(work.await);
+                        });
+                    }
+                }
+                return;
+            }
+        }
         let running = self.running.clone();
         tracker.spawn(async move {
-            let _admission = admission;
-            // Released once the response is queued (or the request parked for later).
-            let _in_flight = in_flight;
+            let _admitted = admitted;
             let Ok(worker) = running.acquire_owned().await else {
                 return;
             };
-            let ctx = RequestContext {
-                channel: channel.clone(),
-                received_at,
-                started_at: Instant::now(),
-                worker: Arc::new(Mutex::new(Some(worker))),
-            };
-            let oneway = request.is_oneway();
-            let code = request.code;
-            let opaque = request.opaque;
-            let serialize_type = request.serialize_type;
-            let result = processor.process(ctx, request).await;
-            let response = match result {
-                Ok(response) => response,
-                Err(e) => {
-                    tracing::debug!(code, error = %e, peer = %channel.peer(), "request failed");
-                    Some(RemotingCommand::new_response(e.code, Some(e.remark)))
-                }
-            };
-            if let (Some(mut response), false) = (response, oneway) {
-                // Responses always echo the request's opaque and header encoding.
-                response.opaque = opaque;
-                response.serialize_type = serialize_type;
-                response.flag |= crate::protocol::command::FLAG_RESPONSE;
-                // Never waits: a peer that does not read is disconnected instead.
-                if !channel.try_send(response) {
-                    tracing::debug!(code, peer = %channel.peer(), "response not queued: connection closed or not reading");
-                }
-            }
+            let ctx = RequestContext::new(channel, received_at, worker);
+            answering.answer(processor.process(ctx, request).await);
         });
     }
 }

@@ -3,23 +3,61 @@
 //! Requests are decoded leniently (protocol.md 1.3): values may arrive as strings, numbers, booleans or
 //! null; they are coerced to strings and nulls are dropped. Responses always carry strings.
 
-use std::collections::BTreeMap;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::ser::SerializeMap;
 use serde::Deserialize;
 
 /// The header fields of one command, ordered by key like fastjson writes them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExtFields(BTreeMap<String, String>);
+///
+/// Every key and value lives in one string, and a sorted table points into it: decoding a
+/// request's header makes two allocations however many fields it has (a map of owned
+/// strings made two per field plus its nodes, the largest cost of a send in profiles).
+#[derive(Clone, Default)]
+pub struct ExtFields {
+    /// Keys and values back to back; replaced values leave their old bytes behind.
+    text: String,
+    /// Sorted by key, keys unique.
+    entries: Vec<Entry>,
+}
+
+/// One field: its key at `text[key_start..value_start]`, its value up to `value_end`.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    key_start: u32,
+    value_start: u32,
+    value_end: u32,
+}
 
 impl ExtFields {
     pub fn new() -> Self {
         Self::default()
     }
 
+    fn key_of(&self, e: &Entry) -> &str {
+        &self.text[e.key_start as usize..e.value_start as usize]
+    }
+
+    fn value_of(&self, e: &Entry) -> &str {
+        &self.text[e.value_start as usize..e.value_end as usize]
+    }
+
+    /// The key's bytes: compared as bytes, which orders UTF-8 text as `str` does, without
+    /// the char-boundary checks of slicing a `str`.
+    fn key_bytes(&self, e: &Entry) -> &[u8] {
+        &self.text.as_bytes()[e.key_start as usize..e.value_start as usize]
+    }
+
+    fn find(&self, key: &str) -> Result<usize, usize> {
+        let key = key.as_bytes();
+        self.entries
+            .binary_search_by(|e| self.key_bytes(e).cmp(key))
+    }
+
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
+        let i = self.find(key).ok()?;
+        Some(self.value_of(&self.entries[i]))
     }
 
     /// A field that is present and not empty; CPP sends `""` for fields it does not use.
@@ -28,48 +66,127 @@ impl ExtFields {
     }
 
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        self.0.insert(key.into(), value.into());
+        let key = key.into();
+        let value = value.into();
+        self.insert_with(&key, |text| text.push_str(&value));
+    }
+
+    /// Inserts `key` with the value `write` appends to the text (replacing an earlier value).
+    fn insert_with(&mut self, key: &str, write: impl FnOnce(&mut String)) {
+        let slot = self.find(key);
+        let key_start = self.text.len();
+        self.text.push_str(key);
+        let value_start = self.text.len();
+        write(&mut self.text);
+        self.push_entry(slot, key_start, value_start);
+    }
+
+    /// Records the key and value just appended at `key_start..value_start..` as the field
+    /// at `slot` (from [`Self::find`]).
+    fn push_entry(&mut self, slot: Result<usize, usize>, key_start: usize, value_start: usize) {
+        let entry = Entry {
+            key_start: key_start as u32,
+            value_start: value_start as u32,
+            value_end: self.text.len() as u32,
+        };
+        match slot {
+            Ok(i) => self.entries[i] = entry,
+            Err(i) => self.entries.insert(i, entry),
+        }
+    }
+
+    /// Sorts fields pushed in arrival order by key; of equal keys the last one stays, and a
+    /// last one that was null (`value_end == u32::MAX`) drops the key.
+    fn sort_arrived(&mut self, nulls: bool) {
+        let text = self.text.as_bytes();
+        let key = |e: &Entry| &text[e.key_start as usize..e.value_start as usize];
+        // Stable: equal keys keep their arrival order, so the last of each run wins.
+        self.entries.sort_by(|a, b| key(a).cmp(key(b)));
+        self.entries.dedup_by(|later, kept| {
+            let same = key(later) == key(kept);
+            if same {
+                *kept = *later;
+            }
+            same
+        });
+        if nulls {
+            self.entries.retain(|e| e.value_end != u32::MAX);
+        }
     }
 
     pub fn remove(&mut self, key: &str) -> Option<String> {
-        self.0.remove(key)
+        let i = self.find(key).ok()?;
+        let entry = self.entries.remove(i);
+        Some(self.value_of(&entry).to_owned())
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
-        self.0.contains_key(key)
+        self.find(key).is_ok()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.entries.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.entries.len()
     }
 
+    /// The fields in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.entries
+            .iter()
+            .map(|e| (self.key_of(e), self.value_of(e)))
+    }
+}
+
+impl PartialEq for ExtFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for ExtFields {}
+
+impl fmt::Debug for ExtFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Self(
-            iter.into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        )
+        let mut fields = Self::new();
+        for (k, v) in iter {
+            fields.insert(k, v);
+        }
+        fields
     }
 }
 
 impl serde::Serialize for ExtFields {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
     }
 }
 
 /// One JSON scalar coerced to text; `None` for null.
 pub(crate) struct Lenient(pub(crate) Option<String>);
+
+impl Lenient {
+    /// Integral floats (e.g. 4.0 from a JS client) read as integers.
+    fn from_f64(v: f64) -> Self {
+        if v.fract() == 0.0 && v.abs() < 9.0e15 {
+            Lenient(Some(format!("{}", v as i64)))
+        } else {
+            Lenient(Some(v.to_string()))
+        }
+    }
+}
 
 impl<'de> Deserialize<'de> for Lenient {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -92,12 +209,7 @@ impl<'de> Deserialize<'de> for Lenient {
                 Ok(Lenient(Some(v.to_string())))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Lenient, E> {
-                // Integral floats (e.g. 4.0 from a JS client) read as integers.
-                if v.fract() == 0.0 && v.abs() < 9.0e15 {
-                    Ok(Lenient(Some(format!("{}", v as i64))))
-                } else {
-                    Ok(Lenient(Some(v.to_string())))
-                }
+                Ok(Lenient::from_f64(v))
             }
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<Lenient, E> {
                 Ok(Lenient(Some(v.to_string())))
@@ -132,19 +244,114 @@ impl<'de> Deserialize<'de> for ExtFields {
                 f.write_str("an extFields object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFields, A::Error> {
-                let mut fields = BTreeMap::new();
-                while let Some((key, Lenient(value))) = map.next_entry::<String, Lenient>()? {
-                    if let Some(value) = value {
-                        fields.insert(key, value);
+                // Fields in arrival order (a null value as an empty range to drop), then
+                // sorted once.
+                let mut fields = ExtFields::new();
+                let mut nulls = false;
+                loop {
+                    let key_start = fields.text.len();
+                    if map.next_key_seed(AppendText(&mut fields.text))?.is_none() {
+                        break;
                     }
+                    let value_start = fields.text.len();
+                    let present = map.next_value_seed(AppendScalar(&mut fields.text))?;
+                    nulls |= !present;
+                    fields.entries.push(Entry {
+                        key_start: key_start as u32,
+                        value_start: value_start as u32,
+                        value_end: if present {
+                            fields.text.len() as u32
+                        } else {
+                            u32::MAX
+                        },
+                    });
                 }
-                Ok(ExtFields(fields))
+                fields.sort_arrived(nulls);
+                Ok(fields)
             }
             fn visit_unit<E: de::Error>(self) -> Result<ExtFields, E> {
                 Ok(ExtFields::default())
             }
         }
         deserializer.deserialize_any(MapVisitor)
+    }
+}
+
+/// Appends a key to the fields' text.
+struct AppendText<'a>(&'a mut String);
+
+impl<'de> DeserializeSeed<'de> for AppendText<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for AppendText<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.push_str(v);
+        Ok(())
+    }
+}
+
+/// Appends a JSON scalar, coerced to text as [`Lenient`] does, to the fields' text;
+/// `false` for null (the field is dropped).
+struct AppendScalar<'a>(&'a mut String);
+
+impl<'de> DeserializeSeed<'de> for AppendScalar<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for AppendScalar<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON scalar")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        self.0.push_str(v);
+        Ok(true)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+        let _ = write!(self.0, "{v}");
+        Ok(true)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+        let _ = write!(self.0, "{v}");
+        Ok(true)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
+        let Lenient(text) = Lenient::from_f64(v);
+        self.0.push_str(text.as_deref().unwrap_or_default());
+        Ok(true)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(true)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        let value: serde_json::Value =
+            Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        self.0.push_str(&value.to_string());
+        Ok(true)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        let value: serde_json::Value =
+            Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        self.0.push_str(&value.to_string());
+        Ok(true)
     }
 }
 
@@ -162,6 +369,39 @@ mod tests {
         assert_eq!(fields.get("ratio"), Some("1.5"));
         assert_eq!(fields.get("n"), Some("4"));
         assert!(!fields.contains_key("remark"));
+    }
+
+    #[test]
+    fn keeps_one_sorted_value_per_key() {
+        let json = r#"{"z":"1","a":2,"m":"x","a":"3","gone":"y","gone":null}"#;
+        let mut fields: ExtFields = serde_json::from_str(json).expect("valid");
+        assert_eq!(
+            fields.iter().collect::<Vec<_>>(),
+            vec![("a", "3"), ("m", "x"), ("z", "1")],
+            "the last value of a key wins; null drops it"
+        );
+        fields.insert("m", "replaced");
+        fields.insert("b", "new");
+        assert_eq!(fields.remove("z").as_deref(), Some("1"));
+        assert_eq!(fields.remove("z"), None);
+        let expected: ExtFields = [("a", "3"), ("b", "new"), ("m", "replaced")]
+            .into_iter()
+            .collect();
+        assert_eq!(fields, expected, "equal whatever text was replaced");
+        assert_eq!(fields.len(), 3);
+        assert!(fields.contains_key("b") && !fields.contains_key("c"));
+        assert_eq!(
+            serde_json::to_string(&fields).expect("ok"),
+            r#"{"a":"3","b":"new","m":"replaced"}"#
+        );
+    }
+
+    #[test]
+    fn keeps_escaped_and_unicode_text() {
+        let json = r#"{"k\"ey":"v\u00e9\n","ü":"ß"}"#;
+        let fields: ExtFields = serde_json::from_str(json).expect("valid");
+        assert_eq!(fields.get("k\"ey"), Some("vé\n"));
+        assert_eq!(fields.get("ü"), Some("ß"));
     }
 
     #[test]

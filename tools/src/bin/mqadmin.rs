@@ -1,5 +1,10 @@
 //! `mqadmin`: RocketMQ's admin commands against StellMQ (or Apache RocketMQ).
 
+/// mimalloc: fewer cycles per small allocation than glibc's malloc on the request path,
+/// and no arena trimming (whose page releases shoot down TLBs on every core).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::process::ExitCode;
 
 use clap::Parser;
