@@ -587,7 +587,9 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
         admin(
             C::CLEAN_EXPIRED_CONSUMEQUEUE,
             NO_NAMES,
-            handler(&p.store_admin, |s, _, r| Box::pin(s.clean_expired_queues(r))),
+            handler(&p.store_admin, |s, _, r| {
+                Box::pin(s.clean_expired_queues(r))
+            }),
         ),
         admin(
             C::CLEAN_UNUSED_TOPIC,

@@ -25,8 +25,7 @@ use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use crate::message::ReceivedMessage;
 
 /// A listener's run on one message, as CONSUME_MESSAGE_DIRECTLY reports it.
-pub(crate) type DirectConsume =
-    Pin<Box<dyn Future<Output = ConsumeMessageDirectlyResult> + Send>>;
+pub(crate) type DirectConsume = Pin<Box<dyn Future<Output = ConsumeMessageDirectlyResult> + Send>>;
 
 /// What a consumer group running on the instance tells about itself.
 pub(crate) trait ConsumerProbe: Send + Sync {
@@ -60,8 +59,7 @@ fn bad_header(request: &RemotingCommand, e: impl std::fmt::Display) -> RemotingC
 
 /// GET_CONSUMER_RUNNING_INFO.
 pub(crate) fn running_info(channel: &Channel, request: &RemotingCommand, probes: &Probes) {
-    let response = match GetConsumerRunningInfoRequestHeader::from_ext_fields(&request.ext_fields)
-    {
+    let response = match GetConsumerRunningInfoRequestHeader::from_ext_fields(&request.ext_fields) {
         Err(e) => bad_header(request, e),
         Ok(h) => match probe_of(probes, &h.consumer_group) {
             Some(probe) => request
@@ -94,8 +92,7 @@ pub(crate) fn consumer_status(channel: &Channel, request: &RemotingCommand, prob
 /// CONSUME_MESSAGE_DIRECTLY: runs the group's listener on the message of the body and
 /// answers when it returns.
 pub(crate) fn consume_directly(channel: Channel, request: RemotingCommand, probes: &Probes) {
-    let h = match ConsumeMessageDirectlyResultRequestHeader::from_ext_fields(&request.ext_fields)
-    {
+    let h = match ConsumeMessageDirectlyResultRequestHeader::from_ext_fields(&request.ext_fields) {
         Ok(h) => h,
         Err(e) => {
             channel.try_send(bad_header(&request, e));

@@ -304,7 +304,10 @@ impl RouteInfoManager {
     /// registered; false then.
     pub fn register_topic(&self, topic: &str, queues: Vec<QueueData>) -> bool {
         let mut t = self.tables.write();
-        if let Some(unknown) = queues.iter().find(|q| !t.brokers.contains_key(&q.broker_name)) {
+        if let Some(unknown) = queues
+            .iter()
+            .find(|q| !t.brokers.contains_key(&q.broker_name))
+        {
             tracing::warn!(%topic, broker = %unknown.broker_name, "topic registration names an unknown broker; ignored");
             return false;
         }

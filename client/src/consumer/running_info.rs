@@ -33,7 +33,10 @@ impl ConsumerCore {
             c.consume_message_batch_max_size.to_string(),
         );
         put("pullBatchSize", c.pull_batch_size.to_string());
-        put("pullThresholdForQueue", c.pull_threshold_for_queue.to_string());
+        put(
+            "pullThresholdForQueue",
+            c.pull_threshold_for_queue.to_string(),
+        );
         put(
             "pullThresholdSizeForQueue",
             c.pull_threshold_size_for_queue.to_string(),
@@ -44,7 +47,10 @@ impl ConsumerCore {
         put("clientIP", self.instance.local_ip.to_string());
         put("namespace", c.namespace.clone().unwrap_or_default());
         put("unitMode", "false".to_owned());
-        put(running_prop::CONSUME_ORDERLY, self.sink.orderly().to_string());
+        put(
+            running_prop::CONSUME_ORDERLY,
+            self.sink.orderly().to_string(),
+        );
         put(
             running_prop::THREADPOOL_CORE_SIZE,
             c.consume_thread_count.to_string(),
@@ -63,7 +69,10 @@ impl ConsumerCore {
             .map(|a| format!("{a};"))
             .collect();
         put(running_prop::NAMESERVER_ADDR, ns);
-        put(running_prop::CLIENT_VERSION, CURRENT_VERSION_DESC.to_owned());
+        put(
+            running_prop::CLIENT_VERSION,
+            CURRENT_VERSION_DESC.to_owned(),
+        );
         p
     }
 }

@@ -55,9 +55,8 @@ impl ConsumerCallProcessor {
         let h: ConsumeMessageDirectlyResultRequestHeader = header(&request)?;
         let client_id = h.client_id.clone().unwrap_or_default();
         let msg_id = h.msg_id.clone().unwrap_or_default();
-        let (_, offset) = id::decode_offset_msg_id(&msg_id).map_err(|e| {
-            ProcessorError::system(format!("bad msgId {msg_id}: {e}"))
-        })?;
+        let (_, offset) = id::decode_offset_msg_id(&msg_id)
+            .map_err(|e| ProcessorError::system(format!("bad msgId {msg_id}: {e}")))?;
         let record = self.store.look_message_by_offset(offset).ok_or_else(|| {
             ProcessorError::system(format!("can not find message by the offset, {offset}"))
         })?;
@@ -119,7 +118,10 @@ impl ConsumerCallProcessor {
     /// INVOKE_BROKER_TO_GET_CONSUMER_STATUS: every client of the group (or `clientAddr`, a
     /// client id) is asked at once for its offsets of the topic; the answer holds each
     /// client's that answered.
-    pub(crate) async fn consumer_status(self: Arc<Self>, request: RemotingCommand) -> ProcessResult {
+    pub(crate) async fn consumer_status(
+        self: Arc<Self>,
+        request: RemotingCommand,
+    ) -> ProcessResult {
         let h: GetConsumerStatusRequestHeader = header(&request)?;
         tracing::info!(topic = %h.topic, group = %h.group, "get consumer status");
         let clients = self.consumers.channels(&h.group);
@@ -172,7 +174,9 @@ impl ConsumerCallProcessor {
                 }
             }
         }
-        Ok(Some(request.success_to().with_body(fastjson::encode(&body))))
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&body)),
+        ))
     }
 }
 

@@ -47,8 +47,8 @@ impl OffsetAdminProcessor {
                     _ => min_time,
                 };
                 // A group without an offset waits from the queue's first message.
-                let next = consumed
-                    .unwrap_or_else(|| store.min_offset_in_queue(&h.topic, queue_id));
+                let next =
+                    consumed.unwrap_or_else(|| store.min_offset_in_queue(&h.topic, queue_id));
                 let delay = match time(queue_id, next) {
                     stored if next < max && stored >= 0 => now_ms() - stored,
                     _ => 0,
@@ -64,7 +64,9 @@ impl OffsetAdminProcessor {
         let body = QueryConsumeTimeSpanBody {
             consume_time_span_set: spans,
         };
-        Ok(Some(request.success_to().with_body(fastjson::encode(&body))))
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&body)),
+        ))
     }
 
     /// QUERY_CORRECTION_OFFSET: per queue, the smallest offset any group (but
@@ -102,6 +104,8 @@ impl OffsetAdminProcessor {
         let body = QueryCorrectionOffsetBody {
             correction_offsets: lowest.into_iter().collect(),
         };
-        Ok(Some(request.success_to().with_body(fastjson::encode(&body))))
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&body)),
+        ))
     }
 }

@@ -251,6 +251,8 @@ impl StatsAdminProcessor {
     /// GET_ALL_PRODUCER_INFO: every producer connection by group.
     pub(crate) fn all_producers(&self, request: &RemotingCommand) -> ProcessResult {
         let table = self.producers.producer_table();
-        Ok(Some(request.success_to().with_body(fastjson::encode(&table))))
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&table)),
+        ))
     }
 }

@@ -157,8 +157,10 @@ mod tests {
             queue_id: 1,
         };
         let mut info = ConsumerRunningInfo::default();
-        info.properties
-            .insert(running_prop::CONSUME_TYPE.into(), "CONSUME_PASSIVELY".into());
+        info.properties.insert(
+            running_prop::CONSUME_TYPE.into(),
+            "CONSUME_PASSIVELY".into(),
+        );
         info.mq_table.0.insert(
             mq,
             ProcessQueueInfo {
