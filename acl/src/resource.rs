@@ -68,6 +68,8 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::CLONE_GROUP_OFFSET,
     RequestCode::DELETE_EXPIRED_COMMITLOG,
     RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE,
+    RequestCode::CLEAN_UNUSED_TOPIC,
+    RequestCode::RESUME_CHECK_HALF_MESSAGE,
     RequestCode::UPDATE_AND_CREATE_ACL_CONFIG,
     RequestCode::DELETE_ACL_CONFIG,
     RequestCode::GET_BROKER_CLUSTER_ACL_INFO,
@@ -78,6 +80,7 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::DELETE_KV_CONFIG,
     RequestCode::UPDATE_NAMESRV_CONFIG,
     RequestCode::DELETE_TOPIC_IN_NAMESRV,
+    RequestCode::REGISTER_TOPIC_IN_NAMESRV,
     RequestCode::WIPE_WRITE_PERM_OF_BROKER,
     RequestCode::ADD_WRITE_PERM_OF_BROKER,
 ];

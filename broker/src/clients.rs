@@ -6,9 +6,11 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 use stellmq_remoting::net::Channel;
 use stellmq_remoting::protocol::body::{
-    Connection, ConsumeFromWhere, ConsumeType, ConsumerConnection, MessageModel, SubscriptionData,
+    Connection, ConsumeFromWhere, ConsumeType, ConsumerConnection, MessageModel, ProducerInfo,
+    ProducerTableInfo, SubscriptionData,
 };
 use stellmq_remoting::protocol::headers::{CommandHeader, NotifyConsumerIdsChangedRequestHeader};
+use stellmq_remoting::protocol::message::now_ms;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 
 /// One client connection of a group.
@@ -288,6 +290,31 @@ impl ProducerManager {
         }
         let pick = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % n;
         channels.values().nth(pick).cloned()
+    }
+
+    /// Every producer connection by group (GET_ALL_PRODUCER_INFO).
+    pub fn producer_table(&self) -> ProducerTableInfo {
+        let now = now_ms();
+        let data = self
+            .groups
+            .read()
+            .iter()
+            .map(|(group, channels)| {
+                let mut infos: Vec<ProducerInfo> = channels
+                    .values()
+                    .map(|c| ProducerInfo {
+                        client_id: c.client_id.clone(),
+                        remote_ip: c.channel.peer().to_string(),
+                        language: c.language.clone(),
+                        version: c.version,
+                        last_update_timestamp: now - c.last_update.elapsed().as_millis() as i64,
+                    })
+                    .collect();
+                infos.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+                (group.clone(), infos)
+            })
+            .collect();
+        ProducerTableInfo { data }
     }
 
     pub fn connections(&self, group: &str) -> Option<Vec<Connection>> {

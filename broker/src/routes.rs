@@ -12,15 +12,16 @@ use stellmq_remoting::protocol::RequestCode;
 use crate::config::BrokerConfig;
 use crate::context::now_ms;
 use crate::processor::admin::{
-    acl::AclAdminProcessor, config::ConfigAdminProcessor, group::GroupAdminProcessor,
-    offset::OffsetAdminProcessor, stats::StatsAdminProcessor, store, topic::TopicAdminProcessor,
+    acl::AclAdminProcessor, config::ConfigAdminProcessor, consumer_call::ConsumerCallProcessor,
+    group::GroupAdminProcessor, half::HalfAdminProcessor, offset::OffsetAdminProcessor,
+    stats::StatsAdminProcessor, store::StoreAdminProcessor, topic::TopicAdminProcessor,
 };
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
 use crate::processor::end_transaction::EndTransactionProcessor;
 use crate::processor::guard::{
-    Guarded, NameFields, CLONE_OFFSET, GROUP, GROUP_AND_TOPIC, GROUP_FIELD, GROUP_NAME, NO_NAMES,
-    RESET_OFFSET, SEND_BACK, TOPIC, TOPIC_V2,
+    Guarded, NameFields, CLONE_OFFSET, CORRECTION_OFFSET, GROUP, GROUP_AND_TOPIC, GROUP_FIELD,
+    GROUP_FIELD_AND_TOPIC, GROUP_NAME, NO_NAMES, RESET_OFFSET, SEND_BACK, TOPIC, TOPIC_V2,
 };
 use crate::processor::pop::ack::AckProcessor;
 use crate::processor::pop::change::ChangeInvisibleProcessor;
@@ -96,7 +97,9 @@ struct Processors {
     offset_admin: Arc<OffsetAdminProcessor>,
     stats_admin: Arc<StatsAdminProcessor>,
     config_admin: Arc<ConfigAdminProcessor>,
-    store_admin: Arc<stellmq_store::MessageStore>,
+    store_admin: Arc<StoreAdminProcessor>,
+    consumer_call: Arc<ConsumerCallProcessor>,
+    half_admin: Arc<HalfAdminProcessor>,
     acl_admin: Arc<AclAdminProcessor>,
 }
 
@@ -195,7 +198,20 @@ impl Processors {
                 store: s.start.store.clone(),
                 topics: s.topics.clone(),
             }),
-            store_admin: s.store.clone(),
+            store_admin: Arc::new(StoreAdminProcessor {
+                store: s.store.clone(),
+                topics: s.topics.clone(),
+            }),
+            consumer_call: Arc::new(ConsumerCallProcessor {
+                identity: s.identity.clone(),
+                consumers: s.consumers.clone(),
+                topics: s.topics.clone(),
+                store: s.store.clone(),
+            }),
+            half_admin: Arc::new(HalfAdminProcessor {
+                identity: s.identity.clone(),
+                store: s.store.clone(),
+            }),
             acl_admin: Arc::new(AclAdminProcessor {
                 acl: s.acl.clone(),
                 identity: s.identity.clone(),
@@ -501,6 +517,16 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             GROUP_AND_TOPIC,
             answer(&p.offset_admin, |p, _, r| p.query_consume_queue(&r)),
         ),
+        admin(
+            C::QUERY_CONSUME_TIME_SPAN,
+            GROUP_FIELD_AND_TOPIC,
+            answer(&p.offset_admin, |p, _, r| p.consume_time_span(&r)),
+        ),
+        admin(
+            C::QUERY_CORRECTION_OFFSET,
+            CORRECTION_OFFSET,
+            answer(&p.offset_admin, |p, _, r| p.correction_offset(&r)),
+        ),
         // Runtime information and connections.
         admin(
             C::GET_BROKER_RUNTIME_INFO,
@@ -518,11 +544,25 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             answer(&p.stats_admin, |p, _, r| p.producer_connections(&r)),
         ),
         admin(
+            C::GET_ALL_PRODUCER_INFO,
+            NO_NAMES,
+            answer(&p.stats_admin, |p, _, r| p.all_producers(&r)),
+        ),
+        // Questions the broker relays to consumer clients.
+        admin(
             C::GET_CONSUMER_RUNNING_INFO,
             GROUP,
-            handler(&p.stats_admin, |p, _, r| {
-                Box::pin(StatsAdminProcessor::running_info(p.consumers.clone(), r))
-            }),
+            handler(&p.consumer_call, |p, _, r| Box::pin(p.running_info(r))),
+        ),
+        admin(
+            C::CONSUME_MESSAGE_DIRECTLY,
+            GROUP_AND_TOPIC,
+            handler(&p.consumer_call, |p, _, r| Box::pin(p.consume_directly(r))),
+        ),
+        admin(
+            C::INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+            GROUP_FIELD_AND_TOPIC,
+            handler(&p.consumer_call, |p, _, r| Box::pin(p.consumer_status(r))),
         ),
         admin(
             C::VIEW_BROKER_STATS_DATA,
@@ -543,9 +583,25 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
         admin(
             C::DELETE_EXPIRED_COMMITLOG,
             NO_NAMES,
+            handler(&p.store_admin, |s, _, r| Box::pin(s.delete_expired(r))),
+        ),
+        admin(
+            C::CLEAN_EXPIRED_CONSUMEQUEUE,
+            NO_NAMES,
             handler(&p.store_admin, |s, _, r| {
-                Box::pin(store::delete_expired(s, r))
+                Box::pin(s.clean_expired_queues(r))
             }),
+        ),
+        admin(
+            C::CLEAN_UNUSED_TOPIC,
+            NO_NAMES,
+            handler(&p.store_admin, |s, _, r| Box::pin(s.clean_unused_topics(r))),
+        ),
+        // Transactions.
+        admin(
+            C::RESUME_CHECK_HALF_MESSAGE,
+            NO_NAMES,
+            handler(&p.half_admin, |h, _, r| Box::pin(h.resume_check(r))),
         ),
         // The plain ACL (RocketMQ 4.x).
         admin(

@@ -1,7 +1,8 @@
 //! The broker's calls to this client, on any connection of a client instance: a consumer
-//! group's members changed (rebalance now), a transaction check for a producer group, a reply
-//! pushed to a waiting request, and the consumer running-info probe. Each goes to what the
-//! producers and consumers of the instance registered in the tables below.
+//! group's members changed (rebalance now), an offset reset, a transaction check for a
+//! producer group, a reply pushed to a waiting request, and the questions about a running
+//! consumer ([`crate::probe`]). Each goes to what the producers and consumers of the instance
+//! registered in the tables below.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -19,6 +20,7 @@ use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use tokio::sync::{oneshot, Notify};
 
 use crate::message::ReceivedMessage;
+use crate::probe::{self, Probes};
 
 /// Rebalance triggers of the consumer groups running on one instance.
 pub(crate) type Consumers = Arc<Mutex<HashMap<String, Weak<Notify>>>>;
@@ -51,6 +53,7 @@ pub(crate) type PendingReplies = Arc<Mutex<HashMap<String, oneshot::Sender<Recei
 pub(crate) struct ClientCalls {
     pub consumers: Consumers,
     pub resets: OffsetResets,
+    pub probes: Probes,
     pub checkers: Checkers,
     pub replies: PendingReplies,
 }
@@ -78,7 +81,13 @@ impl InboundHandler for ClientCalls {
                 deliver_reply(&channel, &request, &self.replies);
             }
             Some(RequestCode::GET_CONSUMER_RUNNING_INFO) => {
-                channel.try_send(request.success_to().with_body(&b"{\"properties\":{}}"[..]));
+                probe::running_info(&channel, &request, &self.probes);
+            }
+            Some(RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT) => {
+                probe::consumer_status(&channel, &request, &self.probes);
+            }
+            Some(RequestCode::CONSUME_MESSAGE_DIRECTLY) => {
+                probe::consume_directly(channel, request, &self.probes);
             }
             _ if !request.is_oneway() => {
                 channel.try_send(request.not_supported_to());

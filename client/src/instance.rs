@@ -24,6 +24,7 @@ use crate::inbound::{
     Checkers, ClientCalls, Consumers, OffsetReset, OffsetResets, PendingReplies, TransactionCheck,
 };
 use crate::namesrv;
+use crate::probe::{ConsumerProbe, Probes};
 use crate::request::{bare, request};
 
 /// Name servers, instance name, TLS settings and who signs: what makes two groups share an
@@ -44,6 +45,7 @@ pub(crate) struct ClientInstance {
     namesrv: Vec<String>,
     consumers: Consumers,
     resets: OffsetResets,
+    probes: Probes,
     checkers: Checkers,
     replies: PendingReplies,
     correlation: AtomicUsize,
@@ -83,6 +85,7 @@ impl ClientInstance {
         }
         let consumers: Consumers = Arc::default();
         let resets: OffsetResets = Arc::default();
+        let probes: Probes = Arc::default();
         let checkers: Checkers = Arc::default();
         let replies: PendingReplies = Arc::default();
         let remoting = RemotingClient::with_handler(
@@ -94,6 +97,7 @@ impl ClientInstance {
             Arc::new(ClientCalls {
                 consumers: consumers.clone(),
                 resets: resets.clone(),
+                probes: probes.clone(),
                 checkers: checkers.clone(),
                 replies: replies.clone(),
             }),
@@ -111,6 +115,7 @@ impl ClientInstance {
             namesrv,
             consumers,
             resets,
+            probes,
             checkers,
             replies,
             correlation: AtomicUsize::new(0),
@@ -140,6 +145,13 @@ impl ClientInstance {
     pub fn unregister_consumer(&self, group: &str) {
         self.consumers.lock().remove(group);
         self.resets.lock().remove(group);
+        self.probes.lock().remove(group);
+    }
+
+    /// Routes the broker's questions about `group` (running info, offsets, consuming a
+    /// message directly) to `probe`.
+    pub fn register_probe(&self, group: &str, probe: Weak<dyn ConsumerProbe>) {
+        self.probes.lock().insert(group.to_owned(), probe);
     }
 
     /// Routes RESET_CONSUMER_CLIENT_OFFSET for `group` to `reset`.

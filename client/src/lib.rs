@@ -13,8 +13,8 @@
 //!
 //! Layers, each importing only those below it:
 //! - `transaction`, `reply` (over the producer); `producer/`, `consumer/`, `admin/`
-//! - `instance` (one shared client instance: connections, routes, heartbeats) and `inbound`
-//!   (the broker's calls to it)
+//! - `instance` (one shared client instance: connections, routes, heartbeats), `inbound`
+//!   (the broker's calls to it) and `probe` (the broker's questions about a running consumer)
 //! - `namesrv` (name-server list, route lookup), `request` (typed requests, response codes
 //!   mapped to errors in one place)
 //! - `message`, `route`, `namespace`, `error`
@@ -28,6 +28,7 @@ pub mod message;
 pub mod namespace;
 mod namesrv;
 pub mod pop;
+mod probe;
 pub mod producer;
 pub mod reply;
 mod request;

@@ -172,6 +172,7 @@ pub async fn start_with_tls(
                 RequestCode::GET_UNIT_TOPIC_LIST,
                 RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST,
                 RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+                RequestCode::GET_BROKER_MEMBER_GROUP,
             ],
             Arc::new(RouteQueryProcessor::new(tables.clone())),
             default_lane.clone(),
@@ -179,6 +180,7 @@ pub async fn start_with_tls(
         .register(
             &[
                 RequestCode::DELETE_TOPIC_IN_NAMESRV,
+                RequestCode::REGISTER_TOPIC_IN_NAMESRV,
                 RequestCode::WIPE_WRITE_PERM_OF_BROKER,
                 RequestCode::ADD_WRITE_PERM_OF_BROKER,
             ],

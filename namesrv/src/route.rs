@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 use stellmq_remoting::protocol::body::{
-    perm, BrokerData, ClusterInfo, DataVersion, IntKeyMap, QueueData, TopicConfigSerializeWrapper,
-    TopicRouteData,
+    perm, BrokerData, BrokerMemberGroup, ClusterInfo, DataVersion, IntKeyMap, QueueData,
+    TopicConfigSerializeWrapper, TopicRouteData,
 };
 
 /// topicSysFlag bits.
@@ -297,6 +297,42 @@ impl RouteInfoManager {
             broker_datas,
             filter_server_table,
         })
+    }
+
+    /// REGISTER_TOPIC_IN_NAMESRV: adds (or replaces) the queues of `topic` on the named
+    /// brokers, as RocketMQ 5's `registerTopic`. Nothing changes when a broker name is not
+    /// registered; false then.
+    pub fn register_topic(&self, topic: &str, queues: Vec<QueueData>) -> bool {
+        let mut t = self.tables.write();
+        if let Some(unknown) = queues
+            .iter()
+            .find(|q| !t.brokers.contains_key(&q.broker_name))
+        {
+            tracing::warn!(%topic, broker = %unknown.broker_name, "topic registration names an unknown broker; ignored");
+            return false;
+        }
+        let by_broker = t.topic_queues.entry(topic.to_owned()).or_default();
+        for q in queues {
+            by_broker.insert(q.broker_name.clone(), q);
+        }
+        tracing::info!(event = "TOPIC_REGISTERED", %topic, brokers = by_broker.len(), "topic route registered");
+        true
+    }
+
+    /// GET_BROKER_MEMBER_GROUP: the addresses of `broker_name` (none when unknown).
+    pub fn broker_member_group(&self, cluster: &str, broker_name: &str) -> BrokerMemberGroup {
+        let broker_addrs = self
+            .tables
+            .read()
+            .brokers
+            .get(broker_name)
+            .map(|b| b.broker_addrs.clone())
+            .unwrap_or_default();
+        BrokerMemberGroup {
+            cluster: cluster.to_owned(),
+            broker_name: broker_name.to_owned(),
+            broker_addrs,
+        }
     }
 
     /// GET_BROKER_CLUSTER_INFO.

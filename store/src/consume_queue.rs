@@ -393,6 +393,30 @@ impl ConsumeQueueStore {
         self.queues.read().keys().cloned().collect()
     }
 
+    /// Removes one queue and its files (the topic's directory too when it was the last).
+    pub fn delete_queue(&self, topic: &str, queue_id: i32) -> Result<bool, StoreError> {
+        let removed = {
+            let mut queues = self.queues.write();
+            let Some(by_id) = queues.get_mut(topic) else {
+                return Ok(false);
+            };
+            let removed = by_id.remove(&queue_id);
+            if by_id.is_empty() {
+                queues.remove(topic);
+            }
+            removed
+        };
+        let Some(cq) = removed else {
+            return Ok(false);
+        };
+        cq.destroy()?;
+        let topic_dir = self.dir.join(topic);
+        let _ = std::fs::remove_dir_all(topic_dir.join(queue_id.to_string()));
+        // Only succeeds when no other queue of the topic is left.
+        let _ = std::fs::remove_dir(topic_dir);
+        Ok(true)
+    }
+
     /// Removes a topic's queues and files.
     pub fn delete_topic(&self, topic: &str) -> Result<Vec<i32>, StoreError> {
         if !names::is_safe_file_name(topic) {

@@ -19,6 +19,7 @@ pub mod error;
 pub mod get;
 pub mod index;
 mod inner;
+mod maintenance;
 pub mod mapped_file;
 pub mod message;
 mod pending;

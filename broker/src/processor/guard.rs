@@ -35,6 +35,10 @@ pub const GROUP_NAME: NameFields = &[("groupName", Group)];
 pub const GROUP_FIELD: NameFields = &[("group", Group)];
 pub const SEND_BACK: NameFields = &[("group", Group), ("originTopic", Topic)];
 pub const RESET_OFFSET: NameFields = &[("group", Group), ("topic", Topic)];
+/// QUERY_CONSUME_TIME_SPAN and INVOKE_BROKER_TO_GET_CONSUMER_STATUS.
+pub const GROUP_FIELD_AND_TOPIC: NameFields = &[("group", Group), ("topic", Topic)];
+/// QUERY_CORRECTION_OFFSET (its `filterGroups` is a comma-separated list).
+pub const CORRECTION_OFFSET: NameFields = &[("compareGroup", Group), ("topic", Topic)];
 pub const CLONE_OFFSET: NameFields = &[("srcGroup", Group), ("destGroup", Group), ("topic", Topic)];
 
 /// Checks one name as a request field.

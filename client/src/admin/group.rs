@@ -1,8 +1,9 @@
-//! Subscription groups: creating and deleting them, their consume progress and the producer
-//! and consumer connections of a group.
+//! Subscription groups: creating, reading and deleting them, their consume progress and the
+//! producer and consumer connections of a group (or of a whole broker).
 
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumeStats, ConsumerConnection, ProducerConnection, SubscriptionGroupConfig,
+    fastjson, ConsumeStats, ConsumerConnection, ProducerConnection, ProducerTableInfo,
+    SubscriptionGroupConfig, SubscriptionGroupWrapper,
 };
 use stellmq_remoting::protocol::headers::{
     DeleteSubscriptionGroupRequestHeader, GetConsumeStatsRequestHeader,
@@ -71,5 +72,24 @@ impl AdminClient {
         };
         let request = request(RequestCode::GET_PRODUCER_CONNECTION_LIST, &header);
         self.ask(To::Addr(broker), request, read::json).await
+    }
+
+    /// GET_ALL_PRODUCER_INFO: every producer connected to `broker`, by group.
+    pub async fn all_producer_info(&self, broker: &str) -> Result<ProducerTableInfo, ClientError> {
+        let request = bare(RequestCode::GET_ALL_PRODUCER_INFO);
+        self.ask(To::Addr(broker), request, read::json).await
+    }
+
+    /// `group`'s subscription group config on `broker`, from its whole table
+    /// (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, which every 4.x broker serves).
+    pub async fn subscription_group_config(
+        &self,
+        broker: &str,
+        group: &str,
+    ) -> Result<Option<SubscriptionGroupConfig>, ClientError> {
+        let request = bare(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG);
+        let mut all: SubscriptionGroupWrapper =
+            self.ask(To::Addr(broker), request, read::json).await?;
+        Ok(all.subscription_group_table.remove(group))
     }
 }

@@ -1,5 +1,6 @@
 //! The admin API: name server and broker admin requests with typed results, one file per
-//! area as in `mqadmin` (topics, groups, offsets, brokers, messages, name servers).
+//! area as in `mqadmin` (topics, groups, offsets, brokers, messages, name servers, questions
+//! to running consumers, store housekeeping).
 //!
 //! Every request goes through `AdminClient::ask`: a typed header in, the answer read by one
 //! of `request::read`'s readers, RocketMQ's response codes mapped in `request.rs`. A request
@@ -7,7 +8,9 @@
 
 mod acl;
 mod broker;
+mod consumer;
 mod group;
+mod maintenance;
 mod message;
 mod namesrv;
 mod offset;

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -18,6 +18,7 @@ use stellmq_remoting::protocol::body::{
     LockBatchResponseBody, MessageModel, MessageQueue,
 };
 use stellmq_remoting::protocol::headers::ConsumerSendMsgBackRequestHeader;
+use stellmq_remoting::protocol::message::now_ms;
 use stellmq_remoting::protocol::RequestCode;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -27,10 +28,12 @@ use super::offset_store::OffsetTable;
 use super::queue_state::QueueState;
 use super::registry::GroupClaim;
 use super::routes::{ConsumerRoutes, MASTER_ID};
+use super::stats::ConsumerStats;
 use super::subscription::Subscriptions;
 use crate::error::ClientError;
 use crate::instance::ClientInstance;
 use crate::message::ReceivedMessage;
+use crate::probe::{ConsumerProbe, DirectConsume};
 use crate::request::{bare, request};
 
 /// How long a consumer's calls to a broker or name server wait (pulls excepted).
@@ -49,6 +52,15 @@ pub(crate) trait MessageSink: Send + Sync + 'static {
     fn orderly(&self) -> bool {
         false
     }
+    /// Push consumers are passive (the listener is called), lite pull ones active.
+    fn consume_type(&self) -> ConsumeType {
+        ConsumeType::ConsumeActively
+    }
+    /// Runs the listener on one message outside the pull flow (CONSUME_MESSAGE_DIRECTLY);
+    /// `None` where there is no listener.
+    fn consume_directly(&self, _message: ReceivedMessage) -> Option<DirectConsume> {
+        None
+    }
 }
 
 pub(crate) struct ConsumerCore {
@@ -64,6 +76,9 @@ pub(crate) struct ConsumerCore {
     pub(super) queues: Mutex<HashMap<MessageQueue, Arc<QueueState>>>,
     pub(super) sink: Arc<dyn MessageSink>,
     pub(super) claim: Mutex<Option<GroupClaim>>,
+    pub(super) stats: ConsumerStats,
+    /// When the consumer started (ms since the epoch).
+    pub(super) started_ms: i64,
 }
 
 impl ConsumerCore {
@@ -112,6 +127,8 @@ impl ConsumerCore {
             queues: Mutex::new(HashMap::new()),
             sink,
             claim: Mutex::new(Some(claim)),
+            stats: ConsumerStats::default(),
+            started_ms: now_ms(),
         });
         let weak = Arc::downgrade(&core);
         core.instance.register_offset_reset(
@@ -122,6 +139,8 @@ impl ConsumerCore {
                 }
             }),
         );
+        let probe: Weak<dyn ConsumerProbe> = Arc::downgrade(&core) as Weak<dyn ConsumerProbe>;
+        core.instance.register_probe(&core.config.group, probe);
         Ok(core)
     }
 

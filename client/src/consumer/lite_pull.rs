@@ -174,6 +174,11 @@ impl LitePullConsumer {
         self.core.assigned()
     }
 
+    /// The id the brokers know this consumer by (`ip@instanceName`).
+    pub fn client_id(&self) -> &str {
+        &self.core.client_id
+    }
+
     pub async fn shutdown(self) {
         if self.auto_commit {
             self.commit().await;

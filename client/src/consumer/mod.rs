@@ -11,6 +11,7 @@
 //! | `pull_loop` | one long-polling loop per assigned queue |
 //! | `rebalance` | which queues this member owns; starting and stopping their loops |
 //! | `lifecycle` | subscribing, the background loop, shutdown |
+//! | `stats`, `running_info` | pull and consume rates; what the broker's probes are told (running info, offsets, consuming a message directly) |
 //! | `push`, `lite_pull` | the two consumers applications use |
 
 pub mod allocate;
@@ -26,6 +27,8 @@ mod queue_state;
 mod rebalance;
 mod registry;
 mod routes;
+mod running_info;
+mod stats;
 mod subscription;
 
 pub use crate::message::ReceivedMessage;

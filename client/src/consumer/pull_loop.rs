@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use stellmq_remoting::protocol::body::MessageModel;
 use stellmq_remoting::protocol::headers::PullMessageRequestHeader;
-use stellmq_remoting::protocol::message::{pull_sys_flag, MessageRecord};
+use stellmq_remoting::protocol::message::{now_ms, pull_sys_flag, MessageRecord};
 use stellmq_remoting::protocol::{RequestCode, ResponseCode};
 
 use super::core::ConsumerCore;
@@ -31,6 +31,9 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
         if state.locked.load(Ordering::Acquire) && locked_at.elapsed() >= Duration::from_secs(20) {
             let renewed = core.lock_call(RequestCode::LOCK_BATCH_MQ, &mq).await;
             state.locked.store(renewed, Ordering::Release);
+            if renewed {
+                state.last_lock_ms.store(now_ms(), Ordering::Release);
+            }
             locked_at = Instant::now();
         }
         if state.in_flight_count() >= core.config.pull_threshold_for_queue
@@ -45,6 +48,7 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
         {
             if core.lock_call(RequestCode::LOCK_BATCH_MQ, &mq).await {
                 state.locked.store(true, Ordering::Release);
+                state.last_lock_ms.store(now_ms(), Ordering::Release);
                 locked_at = Instant::now();
             } else {
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -85,6 +89,7 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
             max_msg_bytes: None,
         };
         let request = request(RequestCode::PULL_MESSAGE, &header);
+        let pull_started = Instant::now();
         let response = tokio::select! {
             _ = state.dropped.cancelled() => return,
             _ = state.repositioned.notified() => continue,
@@ -105,6 +110,7 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
                 continue;
             }
         };
+        state.last_pull_ms.store(now_ms(), Ordering::Release);
         if let Some(id) = response
             .ext_fields
             .get("suggestWhichBrokerId")
@@ -122,6 +128,8 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
                 let records =
                     MessageRecord::decode_all(response.body.clone(), false).unwrap_or_default();
                 state.next_pull.store(next, Ordering::Release);
+                let rt_ms = pull_started.elapsed().as_millis() as u64;
+                core.stats.pulled(&mq.topic, rt_ms, records.len());
                 // The broker filters by tag hash; collisions are removed here by the real tag.
                 let wanted: Vec<ReceivedMessage> = records
                     .into_iter()

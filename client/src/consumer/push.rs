@@ -3,15 +3,19 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use stellmq_remoting::protocol::body::{CmResult, ConsumeMessageDirectlyResult, ConsumeType};
+use stellmq_remoting::protocol::message::now_ms;
 use tokio::sync::Semaphore;
 
 use super::core::{ConsumerCore, MessageSink};
 use super::queue_state::QueueState;
 use crate::error::ClientError;
 use crate::message::ReceivedMessage;
+use crate::probe::DirectConsume;
 
 pub use super::config::{ConsumerConfig, ExpressionType};
 
@@ -54,10 +58,7 @@ impl MessageSink for Concurrent {
                 );
                 tokio::spawn(async move {
                     let _permit = permit;
-                    let (c, l) = (chunk.clone(), listener.clone());
-                    let result = tokio::task::spawn_blocking(move || l(&c))
-                        .await
-                        .unwrap_or(ConsumeResult::ReconsumeLater);
+                    let result = consume(&core, &state, &listener, chunk.clone()).await;
                     for msg in &chunk {
                         // A failed batch goes back message by message; one the broker will not
                         // take is retried here shortly.
@@ -67,12 +68,8 @@ impl MessageSink for Concurrent {
                                 return;
                             }
                             tokio::time::sleep(Duration::from_secs(5)).await;
-                            let (m, l) = (vec![msg.clone()], listener.clone());
-                            if tokio::task::spawn_blocking(move || l(&m))
-                                .await
-                                .unwrap_or(ConsumeResult::ReconsumeLater)
-                                == ConsumeResult::Success
-                            {
+                            let again = consume(&core, &state, &listener, vec![msg.clone()]).await;
+                            if again == ConsumeResult::Success {
                                 break;
                             }
                         }
@@ -84,6 +81,80 @@ impl MessageSink for Concurrent {
             }
         })
     }
+
+    fn consume_type(&self) -> ConsumeType {
+        ConsumeType::ConsumePassively
+    }
+
+    fn consume_directly(&self, message: ReceivedMessage) -> Option<DirectConsume> {
+        Some(consume_directly(self.listener.clone(), message, false))
+    }
+}
+
+/// Runs `listener` on `messages` on a blocking thread (listeners may block); a panic is
+/// `Err` with its message.
+async fn run_listener(
+    listener: &Listener,
+    messages: Vec<ReceivedMessage>,
+) -> Result<ConsumeResult, String> {
+    let l = listener.clone();
+    tokio::task::spawn_blocking(move || l(&messages))
+        .await
+        .map_err(|e| {
+            if !e.is_panic() {
+                return "the listener was cancelled".to_owned();
+            }
+            let panic = e.into_panic();
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            format!("the listener panicked: {text}")
+        })
+}
+
+/// One listener call of the pull flow: its time and outcome go to the consumer's stats and
+/// the queue's last-consume time; a listener that panics asks for the messages again.
+async fn consume(
+    core: &ConsumerCore,
+    state: &QueueState,
+    listener: &Listener,
+    messages: Vec<ReceivedMessage>,
+) -> ConsumeResult {
+    let count = messages.len();
+    let started = Instant::now();
+    let result = run_listener(listener, messages)
+        .await
+        .unwrap_or(ConsumeResult::ReconsumeLater);
+    let rt_ms = started.elapsed().as_millis() as u64;
+    let (ok, failed) = match result {
+        ConsumeResult::Success => (count, 0),
+        ConsumeResult::ReconsumeLater => (0, count),
+    };
+    core.stats.consumed(&state.mq.topic, rt_ms, ok, failed);
+    state.last_consume_ms.store(now_ms(), Ordering::Release);
+    result
+}
+
+/// CONSUME_MESSAGE_DIRECTLY: `listener` on `message` alone, reported as Java's consume
+/// services report it (nothing is acknowledged or sent back).
+fn consume_directly(listener: Listener, message: ReceivedMessage, order: bool) -> DirectConsume {
+    Box::pin(async move {
+        let started = Instant::now();
+        let (consume_result, remark) = match run_listener(&listener, vec![message]).await {
+            Ok(ConsumeResult::Success) => (CmResult::Success, None),
+            Ok(ConsumeResult::ReconsumeLater) => (CmResult::Later, None),
+            Err(panic) => (CmResult::ThrowException, Some(panic)),
+        };
+        ConsumeMessageDirectlyResult {
+            order,
+            auto_commit: true,
+            consume_result,
+            remark,
+            spent_time_mills: started.elapsed().as_millis() as i64,
+        }
+    })
 }
 
 /// Orderly consumption: one message at a time per queue, in queue order, on a locked queue.
@@ -105,10 +176,7 @@ impl MessageSink for Orderly {
                     if state.dropped.is_cancelled() {
                         return;
                     }
-                    let (c, l) = (chunk.to_vec(), listener.clone());
-                    let result = tokio::task::spawn_blocking(move || l(&c))
-                        .await
-                        .unwrap_or(ConsumeResult::ReconsumeLater);
+                    let result = consume(&core, &state, &listener, chunk.to_vec()).await;
                     if result == ConsumeResult::Success {
                         break;
                     }
@@ -125,6 +193,14 @@ impl MessageSink for Orderly {
 
     fn orderly(&self) -> bool {
         true
+    }
+
+    fn consume_type(&self) -> ConsumeType {
+        ConsumeType::ConsumePassively
+    }
+
+    fn consume_directly(&self, message: ReceivedMessage) -> Option<DirectConsume> {
+        Some(consume_directly(self.listener.clone(), message, true))
     }
 }
 

@@ -1,11 +1,12 @@
-//! Route and topic-list queries from clients, brokers and tools.
+//! Route and topic-list queries from clients, brokers and tools, and a broker name's members
+//! (GET_BROKER_MEMBER_GROUP).
 
 use stellmq_remoting::net::{
     ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
 };
-use stellmq_remoting::protocol::body::fastjson;
+use stellmq_remoting::protocol::body::{fastjson, GetBrokerMemberGroupResponseBody};
 use stellmq_remoting::protocol::headers::{
-    GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
+    GetBrokerMemberGroupRequestHeader, GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
 };
 use stellmq_remoting::protocol::version::V4_9_4;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -92,6 +93,15 @@ impl RequestProcessor for RouteQueryProcessor {
                 Some(RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST) => Ok(Some(
                     topic_list_response(&request, routes.has_unit_sub_ununit_topics(), None),
                 )),
+                Some(RequestCode::GET_BROKER_MEMBER_GROUP) => {
+                    header::<GetBrokerMemberGroupRequestHeader>(&request).map(|h| {
+                        let body = GetBrokerMemberGroupResponseBody {
+                            broker_member_group: routes
+                                .broker_member_group(&h.cluster_name, &h.broker_name),
+                        };
+                        Some(request.success_to().with_body(fastjson::encode(&body)))
+                    })
+                }
                 _ => Ok(Some(request.not_supported_to())),
             };
         Box::pin(std::future::ready(result))

@@ -74,6 +74,25 @@ pub struct QueryById {
     /// Topic, to look client-generated ids (UNIQ_KEY) up by unique key.
     #[arg(short = 't', long = "topic")]
     topic: Option<String>,
+    /// With -d: the consumer group whose client consumes the messages directly.
+    #[arg(short = 'g', long = "consumerGroup", requires = "client_id")]
+    pub(super) group: Option<String>,
+    /// With -g: the client id of the consumer to hand the messages to.
+    #[arg(short = 'd', long = "clientId", requires = "group")]
+    pub(super) client_id: Option<String>,
+    /// `true`: send the messages again, to their topics.
+    #[arg(short = 's', long = "sendMessage")]
+    pub(super) resend: Option<bool>,
+    /// Unit name of the resending producer (accepted; StellMQ has no units).
+    #[arg(short = 'u', long = "unitName")]
+    pub(super) unit_name: Option<String>,
+}
+
+impl QueryById {
+    /// The message ids given, trimmed, blanks dropped.
+    pub(super) fn id_list(&self) -> impl Iterator<Item = &str> {
+        self.ids.split(',').map(str::trim).filter(|s| !s.is_empty())
+    }
 }
 
 pub fn print_message(m: &MessageRecord) {
@@ -107,7 +126,22 @@ pub fn print_message(m: &MessageRecord) {
     crate::outln!("{:<20} {}", "Message Body:", String::from_utf8_lossy(&body));
 }
 
-pub async fn query_by_id(admin: &AdminClient, a: QueryById) -> Result<(), ClientError> {
+/// `queryMsgById`: prints the messages; with `-g -d` a consumer consumes them directly, with
+/// `-s true` they are sent again ([`super::msg_actions`]).
+pub async fn query_by_id(
+    admin: &AdminClient,
+    session: &super::session::Session,
+    a: QueryById,
+) -> Result<(), ClientError> {
+    if let (Some(group), Some(client_id)) = (&a.group, &a.client_id) {
+        return super::msg_actions::consume_directly(admin, group, client_id, &a).await;
+    }
+    if let Some(resend) = a.resend {
+        if resend {
+            super::msg_actions::resend(admin, session, &a).await?;
+        }
+        return Ok(());
+    }
     // Only dial brokers the name server knows: a client id decodes to an arbitrary address.
     let known: Vec<String> = admin
         .cluster_info()
@@ -116,7 +150,7 @@ pub async fn query_by_id(admin: &AdminClient, a: QueryById) -> Result<(), Client
         .values()
         .flat_map(|b| b.broker_addrs.0.values().cloned())
         .collect();
-    for msg_id in a.ids.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for msg_id in a.id_list() {
         let decoded = id::decode_offset_msg_id(msg_id)
             .ok()
             .filter(|(addr, _)| known.contains(&addr.to_string()));

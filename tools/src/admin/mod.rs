@@ -2,10 +2,20 @@
 //! [`stellmq_client::AdminClient`].
 
 mod acl;
+mod allocate;
 mod broker;
+mod consumer;
 mod group;
+mod housekeeping;
 mod message;
+mod msg_actions;
 mod namesrv;
+mod print_queue;
+mod producer;
+mod reset;
+mod running_info;
+mod send_check;
+mod session;
 mod stats;
 mod topic;
 
@@ -14,6 +24,8 @@ use stellmq_client::{AdminClient, ClientError};
 use stellmq_remoting::protocol::message::UtcTime;
 
 use crate::tls_args::TlsArgs;
+use housekeeping::{Housekeeping, HousekeepingTarget};
+pub use session::Session;
 
 /// `-b broker` or `-c cluster`: the brokers a command acts on.
 #[derive(clap::Args, Debug, Clone)]
@@ -155,7 +167,52 @@ pub enum Command {
         name = "resetOffsetByTime",
         about = "Reset consumer offsets by timestamp"
     )]
-    ResetOffsetByTime(group::ResetOffsetByTime),
+    ResetOffsetByTime(reset::ResetOffsetByTime),
+    #[command(
+        name = "skipAccumulatedMessage",
+        about = "Skip all messages that are accumulated (not consumed) currently"
+    )]
+    SkipAccumulatedMessage(reset::SkipAccumulatedMessage),
+    #[command(
+        name = "consumerStatus",
+        about = "Query consumer's internal data structure"
+    )]
+    ConsumerStatus(consumer::ConsumerStatus),
+    #[command(name = "getConsumerStatus", about = "Get consumer status from client")]
+    GetConsumerStatus(consumer::GetConsumerStatus),
+    #[command(
+        name = "getConsumerConfig",
+        about = "Get consumer config by subscription group name"
+    )]
+    GetConsumerConfig(consumer::GetConsumerConfig),
+    #[command(
+        name = "producer",
+        about = "Query producer's instances, connection, status, etc."
+    )]
+    Producer(producer::ProducerArgs),
+    #[command(name = "allocateMQ", about = "Allocate MQ")]
+    AllocateMQ(allocate::AllocateMq),
+    #[command(
+        name = "cleanExpiredCQ",
+        about = "Clean expired ConsumeQueue on broker"
+    )]
+    CleanExpiredCQ(HousekeepingTarget),
+    #[command(name = "cleanUnusedTopic", about = "Clean unused topic on broker")]
+    CleanUnusedTopic(HousekeepingTarget),
+    #[command(
+        name = "deleteExpiredCommitLog",
+        about = "Delete expired CommitLog files"
+    )]
+    DeleteExpiredCommitLog(HousekeepingTarget),
+    #[command(
+        name = "sendMsgStatus",
+        about = "Send messages to a broker and show each send"
+    )]
+    SendMsgStatus(send_check::SendMsgStatus),
+    #[command(name = "checkMsgSendRT", about = "Check message send response time")]
+    CheckMsgSendRT(send_check::CheckMsgSendRt),
+    #[command(name = "printMsgByQueue", about = "Print the messages of one queue")]
+    PrintMsgByQueue(print_queue::PrintMsgByQueue),
     #[command(name = "queryMsgByKey", about = "Query message by key")]
     QueryMsgByKey(message::QueryByKey),
     #[command(name = "queryMsgById", about = "Query message by offset message id")]
@@ -233,13 +290,22 @@ pub async fn run(cli: Cli) -> Result<(), ClientError> {
         cli.secret_key.as_deref(),
     )
     .map_err(|e| ClientError::Invalid(e.to_string()))?;
-    let admin = AdminClient::connect(&namesrv, &cli.tls.client_tls(), credentials)?;
-    let result = dispatch(&admin, cli.command).await;
+    let session = Session {
+        namesrv,
+        tls: cli.tls.client_tls(),
+        credentials,
+    };
+    let admin = AdminClient::connect(&session.namesrv, &session.tls, session.credentials.clone())?;
+    let result = dispatch(&admin, &session, cli.command).await;
     admin.shutdown().await;
     result
 }
 
-async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientError> {
+async fn dispatch(
+    admin: &AdminClient,
+    session: &Session,
+    command: Command,
+) -> Result<(), ClientError> {
     use Command::*;
     match command {
         UpdateTopic(a) => topic::update_topic(admin, a).await,
@@ -264,9 +330,25 @@ async fn dispatch(admin: &AdminClient, command: Command) -> Result<(), ClientErr
         ConsumerProgress(a) => group::consumer_progress(admin, a).await,
         ConsumerConnection(a) => group::consumer_connection(admin, a).await,
         ProducerConnection(a) => group::producer_connection(admin, a).await,
-        ResetOffsetByTime(a) => group::reset_offset_by_time(admin, a).await,
+        ResetOffsetByTime(a) => reset::reset_offset_by_time(admin, a).await,
+        SkipAccumulatedMessage(a) => reset::skip_accumulated_message(admin, a).await,
+        ConsumerStatus(a) => consumer::consumer_status(admin, a).await,
+        GetConsumerStatus(a) => consumer::get_consumer_status(admin, a).await,
+        GetConsumerConfig(a) => consumer::get_consumer_config(admin, a).await,
+        Producer(a) => producer::producer(admin, a).await,
+        AllocateMQ(a) => allocate::allocate_mq(admin, a).await,
+        CleanExpiredCQ(t) => {
+            housekeeping::run(admin, Housekeeping::CleanExpiredConsumeQueue, t).await
+        }
+        CleanUnusedTopic(t) => housekeeping::run(admin, Housekeeping::CleanUnusedTopic, t).await,
+        DeleteExpiredCommitLog(t) => {
+            housekeeping::run(admin, Housekeeping::DeleteExpiredCommitLog, t).await
+        }
+        SendMsgStatus(a) => send_check::send_msg_status(session, a).await,
+        CheckMsgSendRT(a) => send_check::check_msg_send_rt(admin, session, a).await,
+        PrintMsgByQueue(a) => print_queue::print_msg_by_queue(admin, a).await,
         QueryMsgByKey(a) => message::query_by_key(admin, a).await,
-        QueryMsgById(a) => message::query_by_id(admin, a).await,
+        QueryMsgById(a) => message::query_by_id(admin, session, a).await,
         QueryMsgByUniqueKey(a) => message::query_by_unique_key(admin, a).await,
         QueryMsgByOffset(a) => message::query_by_offset(admin, a).await,
         PrintMsg(a) => message::print_msg(admin, a).await,

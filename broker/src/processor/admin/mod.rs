@@ -2,8 +2,11 @@
 
 pub mod acl;
 pub mod config;
+pub mod consumer_call;
 pub mod group;
+pub mod half;
 pub mod offset;
+pub mod progress;
 pub mod stats;
 pub mod store;
 pub mod topic;

@@ -1,18 +1,18 @@
 //! GET_BROKER_RUNTIME_INFO, GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST and
-//! GET_CONSUMER_RUNNING_INFO (relayed to the client).
+//! GET_ALL_PRODUCER_INFO.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{fastjson, KvTable, ProducerConnection};
 use stellmq_remoting::protocol::headers::{
-    GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader,
-    GetProducerConnectionListRequestHeader, ViewBrokerStatsDataRequestHeader,
+    GetConsumerConnectionListRequestHeader, GetProducerConnectionListRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 };
 use stellmq_remoting::protocol::version::{CURRENT_VERSION, CURRENT_VERSION_DESC};
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageStore;
 
 use crate::clients::{ConsumerManager, ProducerManager};
@@ -200,40 +200,6 @@ impl StatsAdminProcessor {
             request.success_to().with_body(fastjson::encode(&data)),
         ))
     }
-
-    pub(crate) async fn running_info(
-        consumers: Arc<ConsumerManager>,
-        request: RemotingCommand,
-    ) -> ProcessResult {
-        let h: GetConsumerRunningInfoRequestHeader = header(&request)?;
-        let client = consumers
-            .channels(&h.consumer_group)
-            .into_iter()
-            .find(|c| c.client_id == h.client_id)
-            .ok_or_else(|| {
-                ProcessorError::system(format!(
-                    "The Consumer <{}> <{}> not online",
-                    h.consumer_group, h.client_id
-                ))
-            })?;
-        let mut relay = RemotingCommand::request(
-            RequestCode::GET_CONSUMER_RUNNING_INFO,
-            request.ext_fields.clone(),
-        );
-        relay.body = request.body.clone();
-        match client.channel.invoke(relay, Duration::from_secs(5)).await {
-            Ok(answer) => {
-                let mut response = request.success_to().with_body(answer.body);
-                response.code = answer.code;
-                response.remark = answer.remark;
-                Ok(Some(response))
-            }
-            Err(e) => Err(ProcessorError::new(
-                ResponseCode::CONSUME_MSG_TIMEOUT,
-                format!("consumer running info from {} failed: {e}", h.client_id),
-            )),
-        }
-    }
 }
 
 fn rustix_capacity(path: &std::path::Path) -> String {
@@ -280,5 +246,13 @@ impl StatsAdminProcessor {
         Ok(Some(request.success_to().with_body(fastjson::encode(
             &ProducerConnection { connection_set },
         ))))
+    }
+
+    /// GET_ALL_PRODUCER_INFO: every producer connection by group.
+    pub(crate) fn all_producers(&self, request: &RemotingCommand) -> ProcessResult {
+        let table = self.producers.producer_table();
+        Ok(Some(
+            request.success_to().with_body(fastjson::encode(&table)),
+        ))
     }
 }

@@ -61,6 +61,8 @@ macro_rules! lenient_enum {
     };
 }
 
+pub(crate) use lenient_enum;
+
 lenient_enum! {
     /// Push (passive) or pull (active) consumer.
     ConsumeType {

@@ -5,17 +5,23 @@
 
 pub mod acl;
 pub mod admin;
+pub mod consume_time;
+pub mod consumer_running;
 pub mod fastjson;
 pub mod heartbeat;
 pub mod pop;
+pub mod producer_table;
 pub mod register;
 pub mod route;
 pub mod topic;
 
 pub use acl::*;
 pub use admin::*;
+pub use consume_time::*;
+pub use consumer_running::*;
 pub use fastjson::{IntKeyMap, MqKeyMap};
 pub use heartbeat::*;
+pub use producer_table::*;
 pub use register::*;
 pub use route::*;
 pub use topic::*;
@@ -23,7 +29,7 @@ pub use topic::*;
 use serde::{Deserialize, Serialize};
 
 /// A queue of a topic on one broker group.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageQueue {
     // Alphabetical, as fastjson writes them: MessageQueue JSON is used as a map key.

@@ -1,4 +1,5 @@
-//! Route data: TopicRouteData, QueueData, BrokerData and ClusterInfo (protocol.md 3.1, 3.2).
+//! Route data: TopicRouteData, QueueData, BrokerData and ClusterInfo (protocol.md 3.1, 3.2),
+//! and a broker name's members (GET_BROKER_MEMBER_GROUP).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,6 +59,22 @@ pub struct ClusterInfo {
     pub broker_addr_table: BTreeMap<String, BrokerData>,
     #[serde(default)]
     pub cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The brokers of one broker name (`BrokerMemberGroup`): addresses by broker id.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BrokerMemberGroup {
+    pub cluster: String,
+    pub broker_name: String,
+    pub broker_addrs: IntKeyMap<String>,
+}
+
+/// Body of GET_BROKER_MEMBER_GROUP (901).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GetBrokerMemberGroupResponseBody {
+    pub broker_member_group: BrokerMemberGroup,
 }
 
 #[cfg(test)]

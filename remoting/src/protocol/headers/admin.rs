@@ -128,6 +128,9 @@ command_header! {
         optional msg_id: String = "msgId",
         optional broker_name: String = "brokerName",
         optional topic: String = "topic",
+        /// Added by the broker as it relays (5.x).
+        optional topic_sys_flag: i32 = "topicSysFlag",
+        optional group_sys_flag: i32 = "groupSysFlag",
     }
 }
 
@@ -172,5 +175,33 @@ command_header! {
     pub struct GetConsumeStatsInBrokerHeader {
         optional is_order: bool = "isOrder",
         optional timeout_millis: i64 = "timeoutMillis",
+    }
+}
+
+command_header! {
+    /// QUERY_CONSUME_TIME_SPAN (303).
+    pub struct QueryConsumeTimeSpanRequestHeader {
+        required topic: String = "topic",
+        required group: String = "group",
+    }
+}
+
+command_header! {
+    /// QUERY_CORRECTION_OFFSET (308).
+    pub struct QueryCorrectionOffsetHeader {
+        /// Comma-separated groups to leave out.
+        optional filter_groups: String = "filterGroups",
+        required compare_group: String = "compareGroup",
+        required topic: String = "topic",
+    }
+}
+
+command_header! {
+    /// RESUME_CHECK_HALF_MESSAGE (323).
+    pub struct ResumeCheckHalfMessageRequestHeader {
+        /// The half message's offset message id.
+        optional msg_id: String = "msgId",
+        /// 5.x.
+        optional topic: String = "topic",
     }
 }

@@ -142,3 +142,18 @@ command_header! {
         required cluster: String = "cluster",
     }
 }
+
+command_header! {
+    /// REGISTER_TOPIC_IN_NAMESRV (217, 5.x); the body is a TopicRouteData.
+    pub struct RegisterTopicRequestHeader {
+        required topic: String = "topic",
+    }
+}
+
+command_header! {
+    /// GET_BROKER_MEMBER_GROUP (901, 5.x).
+    pub struct GetBrokerMemberGroupRequestHeader {
+        required cluster_name: String = "clusterName",
+        required broker_name: String = "brokerName",
+    }
+}

@@ -36,6 +36,13 @@ impl UtcTime {
         }
     }
 
+    /// Milliseconds since the epoch of this time.
+    pub fn to_ms(&self) -> i64 {
+        days_from_civil(self.year, self.month, self.day) * 86_400_000
+            + ((self.hour * 60 + self.minute) * 60 + self.second) * 1000
+            + self.millis
+    }
+
     /// Milliseconds of the first instant of this time's month.
     pub fn start_of_month_ms(&self) -> i64 {
         days_from_civil(self.year, self.month, 1) * 86_400_000
@@ -79,6 +86,7 @@ mod tests {
             (2026, 12, 2, 14, 123)
         );
         assert_eq!(UtcTime::from_ms(t.start_of_month_ms()).day, 1);
+        assert_eq!(t.to_ms(), 1_796_220_000_123);
         for days in [-800_000, -1, 0, 59, 60, 11_000, 20_000, 3_000_000] {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days);
