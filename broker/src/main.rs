@@ -27,23 +27,25 @@ struct Args {
     print_important: bool,
 }
 
-fn load_config(args: &Args) -> Result<BrokerStartConfig, ConfigError> {
+/// The configuration, and the keys of the config file that no part of it knows.
+fn load_config(args: &Args) -> Result<(BrokerStartConfig, Vec<String>), ConfigError> {
     let mut config = BrokerStartConfig::default();
+    let mut unknown_keys = Vec::new();
     if let Some(path) = &args.config_file {
         let props = read_properties_file(path)?;
-        config.apply(&props)?;
+        unknown_keys = config.apply(&props)?;
     }
     if let Some(ns) = &args.namesrv_addr {
         config.broker.namesrv_addr = ns.clone();
     }
     config.normalize()?;
-    Ok(config)
+    Ok((config, unknown_keys))
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let config = match load_config(&args) {
-        Ok(config) => config,
+    let (config, unknown_keys) = match load_config(&args) {
+        Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("mqbroker: {e}");
             return ExitCode::from(2);
@@ -58,6 +60,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging();
+    for key in &unknown_keys {
+        tracing::warn!(key = %key, "config key not known to StellMQ: ignored");
+    }
     // Scripts wait for the boot line to know the server is up.
     run_until_terminated(
         "mqbroker",
