@@ -283,12 +283,17 @@ pub struct BrokerStartConfig {
 }
 
 impl BrokerStartConfig {
-    /// Applies a properties map to every part (unknown keys ignored, as Java does).
-    pub fn apply(&mut self, props: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    /// Applies a properties map to every part. Keys no part knows are skipped, as Java does
+    /// (a RocketMQ broker.conf may carry keys StellMQ does not implement), and returned so
+    /// that the caller can warn about them.
+    pub fn apply(&mut self, props: &BTreeMap<String, String>) -> Result<Vec<String>, ConfigError> {
+        let mut unknown = Vec::new();
         for (key, value) in props {
-            self.set(key, value)?;
+            if !self.set(key, value)? {
+                unknown.push(key.clone());
+            }
         }
-        Ok(())
+        Ok(unknown)
     }
 
     /// Sets one key; `Ok(false)` if no part knows it.

@@ -3,7 +3,8 @@
 //! [`stellmq_store`].
 //!
 //! [`start`] runs one (port 0 works) and returns a handle that shuts it down cleanly;
-//! `mqbroker` is a thin binary around it.
+//! `mqbroker` is a thin binary around it; [`with_namesrv`] runs a name server beside it
+//! (`mqbroker --with-namesrv`).
 
 pub mod clients;
 pub mod config;
@@ -26,6 +27,7 @@ pub mod stats;
 pub mod timer;
 pub mod topic;
 pub mod transaction;
+pub mod with_namesrv;
 pub mod writer;
 
 pub use config::{BrokerConfig, BrokerStartConfig};

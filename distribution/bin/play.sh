@@ -2,9 +2,9 @@
 # Quick start: a name server, a broker and the gRPC proxy on this machine with the default
 # configuration (name server on 9876, broker on 10911 advertising 127.0.0.1, store under
 # ~/store, proxy for RocketMQ 5 clients on 8081).
-# Builds the release binaries if needed; logs and pid files go to $STELLMQ_RUN_DIR
-# (default ~/stellmq). Stop with: distribution/bin/mqshutdown proxy; distribution/bin/mqshutdown broker;
-# distribution/bin/mqshutdown namesrv
+# In a checkout, builds the release binaries if needed (see common.sh for where binaries are
+# found); logs and pid files go to $STELLMQ_RUN_DIR (default ~/stellmq). Stop with:
+# mqshutdown proxy; mqshutdown broker; mqshutdown namesrv (beside this script)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -41,9 +41,13 @@ start() {
     exit 1
 }
 
-start namesrv "boot success" "$STELLMQ_BIN/mqnamesrv"
-start broker "boot success" "$STELLMQ_BIN/mqbroker" -n 127.0.0.1:9876
-start proxy "startup successfully" "$STELLMQ_BIN/mqproxy" -n 127.0.0.1:9876 --pc "$STELLMQ_HOME/conf/rmq-proxy.json"
+proxy_conf=()
+if [ -f "$STELLMQ_HOME/conf/rmq-proxy.json" ]; then
+    proxy_conf=(--pc "$STELLMQ_HOME/conf/rmq-proxy.json")
+fi
+start namesrv "boot success" "$(stellmq_exe mqnamesrv)"
+start broker "boot success" "$(stellmq_exe mqbroker)" -n 127.0.0.1:9876
+start proxy "startup successfully" "$(stellmq_exe mqproxy)" -n 127.0.0.1:9876 ${proxy_conf[@]+"${proxy_conf[@]}"}
 
 cat <<MSG
 
@@ -51,5 +55,5 @@ StellMQ is running: name server 127.0.0.1:9876, broker 127.0.0.1:10911, gRPC pro
 Point any RocketMQ 4 client at name server 127.0.0.1:9876 (e.g. Java: -Drocketmq.namesrv.addr=127.0.0.1:9876,
 C++/Python SDK: set_namesrv_addr('127.0.0.1:9876')), and any RocketMQ 5 (gRPC) client at endpoints 127.0.0.1:8081.
 Logs: $STELLMQ_RUN_DIR/logs
-Stop: $STELLMQ_HOME/distribution/bin/mqshutdown proxy && $STELLMQ_HOME/distribution/bin/mqshutdown broker && $STELLMQ_HOME/distribution/bin/mqshutdown namesrv
+Stop: $STELLMQ_SCRIPT_DIR/mqshutdown proxy && $STELLMQ_SCRIPT_DIR/mqshutdown broker && $STELLMQ_SCRIPT_DIR/mqshutdown namesrv
 MSG

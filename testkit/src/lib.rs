@@ -1,6 +1,18 @@
 //! StellMQ's test kit: everything an integration test needs to run StellMQ for real, and a
 //! small embedded cluster for applications' own tests.
 //!
+//! - [`EmbeddedStack`]: for an application's tests, a name server and a broker in one line,
+//!   stopped and removed when dropped (`docs/testkit.md`, `examples/embedded.rs`):
+//!
+//! ```
+//! # fn main() {
+//! let mq = stellmq_testkit::EmbeddedStack::start(); // 127.0.0.1, ephemeral ports, temp files
+//! let namesrv_addr = mq.namesrv_addr(); // give it to any RocketMQ client
+//! # assert!(std::net::TcpStream::connect(namesrv_addr).is_ok());
+//! drop(mq); // stops both and removes their files
+//! # }
+//! ```
+//!
 //! - [`Stack`]: a name server and a broker in process, on `127.0.0.1` ephemeral ports with
 //!   temporary files, and a [`RawClient`] aimed at the broker; [`NameServer`] and
 //!   [`TestBroker`] on their own, master/slave groups with [`Role`] and
@@ -32,6 +44,7 @@
 
 pub mod broker;
 pub mod consumers;
+pub mod embedded;
 pub mod namesrv;
 pub mod process;
 pub mod raw;
@@ -45,6 +58,7 @@ pub use broker::{broker_config, Role, TestBroker};
 pub use consumers::{
     consumer_config, group_consumed_all, recording_consumer, wait_consumed_all, Bodies,
 };
+pub use embedded::EmbeddedStack;
 pub use namesrv::{namesrv_config, NameServer};
 pub use process::{bin_path, Process};
 pub use raw::{heartbeat, request, send_header, send_request, Pull, RawClient};

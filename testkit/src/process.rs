@@ -25,7 +25,8 @@ const BOOT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Output lines kept per process, printed when a test fails.
 const KEPT_LINES: usize = 300;
 
-/// The path of the workspace binary `name` (`mqbroker`, `mqnamesrv`, `mqadmin`, ...): in
+/// The path of the workspace binary `name` (`mqbroker`, `mqnamesrv`, `mqadmin`, ...,
+/// `examples/<name>` for an example): in
 /// `$STELLMQ_BIN_DIR` if set, else in the cargo profile directory of the running test
 /// (`target/<profile>/`). Panics, naming the command that builds it, when it is missing.
 pub fn bin_path(name: &str) -> PathBuf {
@@ -36,9 +37,9 @@ pub fn bin_path(name: &str) -> PathBuf {
     let path = dir.join(name);
     assert!(
         path.is_file(),
-        "{name} is not built: no {}. Build the binaries with `cargo build --bins` (`cargo test \
-         --workspace --all-targets` builds them before its tests), or set {BIN_DIR_ENV} to \
-         the directory that holds them.",
+        "{name} is not built: no {}. Build the binaries with `cargo build --bins` (examples: \
+         `cargo build --examples`; `cargo test --workspace --all-targets` builds both before \
+         its tests), or set {BIN_DIR_ENV} to the directory that holds them.",
         path.display()
     );
     path

@@ -130,6 +130,13 @@ mod tests {
         let text = include_str!("../../conf/tools.yml");
         let parsed = parse_tools_yml(text).expect("valid");
         assert_eq!(keys(&parsed), Some(("rocketmq2", "12345678")));
+        // conf/plain_acl.yml makes that account an admin, as admin commands need.
+        let acl = include_str!("../../conf/plain_acl.yml");
+        let account = acl
+            .split("  - accessKey: ")
+            .find(|a| a.starts_with("rocketmq2\n    secretKey: 12345678\n"))
+            .expect("the tools' account in plain_acl.yml");
+        assert!(account.contains("\n    admin: true\n"), "{account}");
     }
 
     #[test]
