@@ -72,6 +72,8 @@ impl ConsumerCore {
         sink: Arc<dyn MessageSink>,
     ) -> Result<Arc<Self>, ClientError> {
         config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
+        config.allocate =
+            std::mem::take(&mut config.allocate).in_namespace(config.namespace.as_deref());
         let instance = ClientInstance::obtain(
             &config.namesrv_addr,
             &config.instance_name,

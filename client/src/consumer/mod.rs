@@ -4,7 +4,7 @@
 //!
 //! | module | holds |
 //! | --- | --- |
-//! | `config`, `allocate` | options; how queues are split among a group's members |
+//! | `config`, `allocate/` | options; how queues are split among a group's members (RocketMQ's six strategies) |
 //! | `queue_state`, `subscription`, `routes`, `offset_store`, `registry` | one queue's progress; subscriptions; cached routes and broker choice; offset tables; one consumer per group and client |
 //! | `core` | the shared state, where messages go, heartbeats, queue locks, send-back |
 //! | `progress` | where a queue starts; storing consumed offsets |
@@ -29,5 +29,6 @@ mod routes;
 mod subscription;
 
 pub use crate::message::ReceivedMessage;
+pub use allocate::{AllocateError, AllocateStrategy, MachineRoomResolver};
 pub use lite_pull::LitePullConsumer;
 pub use push::{ConsumeResult, ConsumerConfig, ExpressionType, PushConsumer};
