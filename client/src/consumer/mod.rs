@@ -11,12 +11,14 @@
 //! | `pull_loop` | one long-polling loop per assigned queue |
 //! | `rebalance` | which queues this member owns; starting and stopping their loops |
 //! | `lifecycle` | subscribing, the background loop, shutdown |
+//! | `listener` | a push consumer's listener, plain or async |
 //! | `push`, `lite_pull` | the two consumers applications use |
 
 pub mod allocate;
 mod config;
 mod core;
 mod lifecycle;
+mod listener;
 pub mod lite_pull;
 pub mod offset_store;
 mod progress;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::core::{ConsumerCore, MessageSink};
+use super::listener::Listener;
 use super::queue_state::QueueState;
 use crate::error::ClientError;
 use crate::message::ReceivedMessage;
@@ -23,8 +24,6 @@ pub enum ConsumeResult {
     /// the DLQ); orderly ones are retried in place after a second.
     ReconsumeLater,
 }
-
-type Listener = Arc<dyn Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync>;
 
 /// Concurrent consumption: each message in its own task, at most `consume_thread_count` at once.
 struct Concurrent {
@@ -54,10 +53,7 @@ impl MessageSink for Concurrent {
                 );
                 tokio::spawn(async move {
                     let _permit = permit;
-                    let (c, l) = (chunk.clone(), listener.clone());
-                    let result = tokio::task::spawn_blocking(move || l(&c))
-                        .await
-                        .unwrap_or(ConsumeResult::ReconsumeLater);
+                    let result = listener.consume(chunk.clone()).await;
                     for msg in &chunk {
                         // A failed batch goes back message by message; one the broker will not
                         // take is retried here shortly.
@@ -67,12 +63,7 @@ impl MessageSink for Concurrent {
                                 return;
                             }
                             tokio::time::sleep(Duration::from_secs(5)).await;
-                            let (m, l) = (vec![msg.clone()], listener.clone());
-                            if tokio::task::spawn_blocking(move || l(&m))
-                                .await
-                                .unwrap_or(ConsumeResult::ReconsumeLater)
-                                == ConsumeResult::Success
-                            {
+                            if listener.consume(vec![msg.clone()]).await == ConsumeResult::Success {
                                 break;
                             }
                         }
@@ -105,11 +96,7 @@ impl MessageSink for Orderly {
                     if state.dropped.is_cancelled() {
                         return;
                     }
-                    let (c, l) = (chunk.to_vec(), listener.clone());
-                    let result = tokio::task::spawn_blocking(move || l(&c))
-                        .await
-                        .unwrap_or(ConsumeResult::ReconsumeLater);
-                    if result == ConsumeResult::Success {
+                    if listener.consume(chunk.to_vec()).await == ConsumeResult::Success {
                         break;
                     }
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -134,38 +121,68 @@ pub struct PushConsumer {
 }
 
 impl PushConsumer {
-    /// Starts consuming `subscriptions` (topic, tag expression) with a concurrent listener.
+    /// Starts consuming `subscriptions` (topic, tag expression) with a concurrent listener,
+    /// a plain function run on tokio's blocking pool (so it may block).
     pub async fn start_concurrently(
         config: ConsumerConfig,
         subscriptions: &[(&str, &str)],
         listener: impl Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync + 'static,
     ) -> Result<Self, ClientError> {
-        let permits = Arc::new(Semaphore::new(config.consume_thread_count.max(1)));
-        Self::start(
-            config,
-            subscriptions,
-            Arc::new(Concurrent {
-                listener: Arc::new(listener),
-                permits,
-            }),
-        )
-        .await
+        Self::start_concurrent(config, subscriptions, Listener::blocking(listener)).await
     }
 
-    /// Starts consuming with an orderly listener (queues locked on the broker).
+    /// Starts consuming `subscriptions` with a concurrent async listener: each batch is a
+    /// task of its own, at most `consume_thread_count` at once.
+    pub async fn start_concurrently_async<F, Fut>(
+        config: ConsumerConfig,
+        subscriptions: &[(&str, &str)],
+        listener: F,
+    ) -> Result<Self, ClientError>
+    where
+        F: Fn(Vec<ReceivedMessage>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ConsumeResult> + Send + 'static,
+    {
+        Self::start_concurrent(config, subscriptions, Listener::from_async(listener)).await
+    }
+
+    /// Starts consuming with an orderly listener (queues locked on the broker), a plain
+    /// function run on tokio's blocking pool.
     pub async fn start_orderly(
         config: ConsumerConfig,
         subscriptions: &[(&str, &str)],
         listener: impl Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync + 'static,
     ) -> Result<Self, ClientError> {
-        Self::start(
-            config,
-            subscriptions,
-            Arc::new(Orderly {
-                listener: Arc::new(listener),
-            }),
-        )
-        .await
+        let sink = Orderly {
+            listener: Listener::blocking(listener),
+        };
+        Self::start(config, subscriptions, Arc::new(sink)).await
+    }
+
+    /// Starts consuming with an orderly async listener: one batch of a queue at a time, the
+    /// next once the listener's future has finished.
+    pub async fn start_orderly_async<F, Fut>(
+        config: ConsumerConfig,
+        subscriptions: &[(&str, &str)],
+        listener: F,
+    ) -> Result<Self, ClientError>
+    where
+        F: Fn(Vec<ReceivedMessage>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ConsumeResult> + Send + 'static,
+    {
+        let sink = Orderly {
+            listener: Listener::from_async(listener),
+        };
+        Self::start(config, subscriptions, Arc::new(sink)).await
+    }
+
+    async fn start_concurrent(
+        config: ConsumerConfig,
+        subscriptions: &[(&str, &str)],
+        listener: Listener,
+    ) -> Result<Self, ClientError> {
+        let permits = Arc::new(Semaphore::new(config.consume_thread_count.max(1)));
+        let sink = Concurrent { listener, permits };
+        Self::start(config, subscriptions, Arc::new(sink)).await
     }
 
     async fn start(
