@@ -220,7 +220,7 @@ impl ConsumerCore {
             group: self.config.group.clone(),
             delay_level: 0,
             origin_msg_id: Some(msg.msg_id()),
-            origin_topic: Some(msg.topic().to_owned()),
+            origin_topic: Some(msg.origin_topic().to_owned()),
             unit_mode: Some(false),
             max_reconsume_times: Some(self.config.max_reconsume_times),
         };
