@@ -49,6 +49,11 @@ pub(crate) trait MessageSink: Send + Sync + 'static {
     fn orderly(&self) -> bool {
         false
     }
+    /// How the consumer reports itself in heartbeats: pushed to (the default), or pulling
+    /// on the application's call (the classic pull consumer).
+    fn consume_type(&self) -> ConsumeType {
+        ConsumeType::ConsumePassively
+    }
 }
 
 pub(crate) struct ConsumerCore {
@@ -166,7 +171,7 @@ impl ConsumerCore {
             producer_data_set: Vec::new(),
             consumer_data_set: vec![ConsumerData {
                 group_name: self.config.group.clone(),
-                consume_type: ConsumeType::ConsumePassively,
+                consume_type: self.sink.consume_type(),
                 message_model: self.config.message_model,
                 consume_from_where: self.config.consume_from_where,
                 subscription_data_set: self.subscriptions.all(),

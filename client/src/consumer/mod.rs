@@ -1,6 +1,8 @@
 //! Consumers: [`PushConsumer`] (listener driven, clustering or broadcasting, concurrent or
-//! orderly) and [`LitePullConsumer`] (poll driven). Both rest on `core::ConsumerCore`, the
-//! state they share, and on what acts on it, from the bottom up:
+//! orderly, with a plain or an async listener), [`LitePullConsumer`] (poll driven) and
+//! [`PullConsumer`] (the classic pull consumer: the application picks queues and offsets).
+//! All rest on `core::ConsumerCore`, the state they share, and on what acts on it, from the
+//! bottom up:
 //!
 //! | module | holds |
 //! | --- | --- |
@@ -12,7 +14,8 @@
 //! | `rebalance` | which queues this member owns; starting and stopping their loops |
 //! | `lifecycle` | subscribing, the background loop, shutdown |
 //! | `listener` | a push consumer's listener, plain or async |
-//! | `push`, `lite_pull` | the two consumers applications use |
+//! | `pull_result` | one pull's outcome, read from the broker's answer |
+//! | `push`, `lite_pull`, `pull` (with `pull_offsets`) | the three consumers applications use |
 
 pub mod allocate;
 mod config;
@@ -22,7 +25,10 @@ mod listener;
 pub mod lite_pull;
 pub mod offset_store;
 mod progress;
+pub mod pull;
 mod pull_loop;
+mod pull_offsets;
+mod pull_result;
 pub mod push;
 mod queue_state;
 mod rebalance;
@@ -33,4 +39,6 @@ mod subscription;
 pub use crate::message::ReceivedMessage;
 pub use allocate::{AllocateError, AllocateStrategy, MachineRoomResolver};
 pub use lite_pull::LitePullConsumer;
+pub use pull::PullConsumer;
+pub use pull_result::{PullResult, PullStatus};
 pub use push::{ConsumeResult, ConsumerConfig, ExpressionType, PushConsumer};
