@@ -61,6 +61,8 @@ pub(super) struct PullShared {
     pub namespace: Option<Arc<str>>,
     /// Queues (broker-side names) whose offsets changed since they were last stored.
     pub dirty: Mutex<BTreeSet<MessageQueue>>,
+    /// Held while offsets are stored: shutdown waits for a background store under way.
+    pub storing: tokio::sync::Mutex<()>,
     /// The broker id each queue's last pull suggested (broker-side names).
     suggested: Mutex<HashMap<MessageQueue, i64>>,
 }
@@ -85,6 +87,7 @@ impl PullConsumer {
             core,
             namespace,
             dirty: Mutex::new(BTreeSet::new()),
+            storing: tokio::sync::Mutex::new(()),
             suggested: Mutex::new(HashMap::new()),
         });
         tokio::spawn(shared.clone().run_background());

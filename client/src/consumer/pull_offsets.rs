@@ -114,6 +114,7 @@ impl PullShared {
     /// Stores every offset recorded since it was last stored; one that cannot be stored now
     /// is tried again next time.
     pub async fn persist_dirty(&self) {
+        let _storing = self.storing.lock().await;
         let dirty: Vec<MessageQueue> = std::mem::take(&mut *self.dirty.lock())
             .into_iter()
             .collect();
