@@ -4,8 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use stellmq_client::{ClientError, ConsumerConfig, LitePullConsumer};
-use stellmq_remoting::protocol::body::ConsumeFromWhere;
+use stellmq_client::{ClientError, ConsumeFromWhere, ConsumerConfig, LitePullConsumer};
 
 #[tokio::main]
 async fn main() -> Result<(), ClientError> {

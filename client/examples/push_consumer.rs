@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use stellmq_client::{ClientError, ConsumeResult, ConsumerConfig, PushConsumer};
-use stellmq_remoting::protocol::body::ConsumeFromWhere;
+use stellmq_client::{ClientError, ConsumeFromWhere, ConsumeResult, ConsumerConfig, PushConsumer};
 
 #[tokio::main]
 async fn main() -> Result<(), ClientError> {

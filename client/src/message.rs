@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use stellmq_remoting::protocol::body::MessageQueue;
@@ -115,14 +116,19 @@ pub struct SendResult {
     pub queue_offset: i64,
 }
 
-/// A message as consumers see it: the body inflated and a retried message's original topic
-/// restored.
+/// A message as consumers see it: the body inflated, a retried message's original topic
+/// restored and, for a consumer with a namespace, the topic without it.
 #[derive(Debug, Clone)]
 pub struct ReceivedMessage {
+    /// The stored record as the broker sent it (broker-side names).
     pub record: MessageRecord,
     pub body: Bytes,
-    /// The queue it was pulled from (a `%RETRY%` queue for retries).
+    /// The queue it was pulled from (a `%RETRY%` queue for retries). Push and lite pull
+    /// consumers name it as the broker does (`<namespace>%<topic>` in a namespace), the pull
+    /// consumer as the application passed it to `pull`.
     pub queue: MessageQueue,
+    /// The consumer's namespace, taken off [`ReceivedMessage::topic`].
+    namespace: Option<Arc<str>>,
 }
 
 impl ReceivedMessage {
@@ -134,7 +140,14 @@ impl ReceivedMessage {
             record,
             body,
             queue,
+            namespace: None,
         }
+    }
+
+    /// The message as a consumer in `namespace` sees it.
+    pub(crate) fn in_namespace(mut self, namespace: Option<&Arc<str>>) -> Self {
+        self.namespace = namespace.cloned();
+        self
     }
 
     /// A message the broker pushed to this client (a transaction check's half, a reply): its
@@ -175,8 +188,14 @@ impl ReceivedMessage {
         })
     }
 
-    /// The topic the producer sent to (for retries, the original one).
+    /// The topic the producer sent to (for retries, the original one), without the
+    /// consumer's namespace.
     pub fn topic(&self) -> &str {
+        crate::namespace::unwrap(self.namespace.as_deref(), self.origin_topic())
+    }
+
+    /// The topic the producer sent to (for retries, the original one) as the broker names it.
+    pub(crate) fn origin_topic(&self) -> &str {
         self.record
             .properties
             .get(property::RETRY_TOPIC)

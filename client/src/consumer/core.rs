@@ -52,7 +52,8 @@ pub(crate) trait MessageSink: Send + Sync + 'static {
     fn orderly(&self) -> bool {
         false
     }
-    /// Push consumers are passive (the listener is called), lite pull ones active.
+    /// How the consumer reports itself in heartbeats and running info: push consumers
+    /// are passive (the listener is called), lite pull and classic pull ones active.
     fn consume_type(&self) -> ConsumeType {
         ConsumeType::ConsumeActively
     }
@@ -87,6 +88,8 @@ impl ConsumerCore {
         sink: Arc<dyn MessageSink>,
     ) -> Result<Arc<Self>, ClientError> {
         config.group = crate::namespace::wrap(config.namespace.as_deref(), &config.group);
+        config.allocate =
+            std::mem::take(&mut config.allocate).in_namespace(config.namespace.as_deref());
         let instance = ClientInstance::obtain(
             &config.namesrv_addr,
             &config.instance_name,
@@ -183,7 +186,7 @@ impl ConsumerCore {
             producer_data_set: Vec::new(),
             consumer_data_set: vec![ConsumerData {
                 group_name: self.config.group.clone(),
-                consume_type: ConsumeType::ConsumePassively,
+                consume_type: self.sink.consume_type(),
                 message_model: self.config.message_model,
                 consume_from_where: self.config.consume_from_where,
                 subscription_data_set: self.subscriptions.all(),
@@ -237,7 +240,7 @@ impl ConsumerCore {
             group: self.config.group.clone(),
             delay_level: 0,
             origin_msg_id: Some(msg.msg_id()),
-            origin_topic: Some(msg.topic().to_owned()),
+            origin_topic: Some(msg.origin_topic().to_owned()),
             unit_mode: Some(false),
             max_reconsume_times: Some(self.config.max_reconsume_times),
         };

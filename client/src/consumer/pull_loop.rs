@@ -22,6 +22,7 @@ const PULL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Long-polls one queue until it is dropped, handing messages to the sink.
 pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
     let mq = state.mq.clone();
+    let namespace: Option<Arc<str>> = core.config.namespace.as_deref().map(Arc::from);
     let mut locked_at = Instant::now();
     loop {
         if state.dropped.is_cancelled() {
@@ -139,7 +140,7 @@ pub(crate) async fn run(core: Arc<ConsumerCore>, state: Arc<QueueState>) {
                                 .tags()
                                 .is_some_and(|t| sub.tags_set.contains(t))
                     })
-                    .map(|r| ReceivedMessage::new(r, mq.clone()))
+                    .map(|r| ReceivedMessage::new(r, mq.clone()).in_namespace(namespace.as_ref()))
                     .collect();
                 if wanted.is_empty() {
                     core.offsets

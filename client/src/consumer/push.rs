@@ -12,6 +12,7 @@ use stellmq_remoting::protocol::message::now_ms;
 use tokio::sync::Semaphore;
 
 use super::core::{ConsumerCore, MessageSink};
+use super::listener::Listener;
 use super::queue_state::QueueState;
 use crate::error::ClientError;
 use crate::message::ReceivedMessage;
@@ -27,8 +28,6 @@ pub enum ConsumeResult {
     /// the DLQ); orderly ones are retried in place after a second.
     ReconsumeLater,
 }
-
-type Listener = Arc<dyn Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync>;
 
 /// Concurrent consumption: each message in its own task, at most `consume_thread_count` at once.
 struct Concurrent {
@@ -91,27 +90,12 @@ impl MessageSink for Concurrent {
     }
 }
 
-/// Runs `listener` on `messages` on a blocking thread (listeners may block); a panic is
-/// `Err` with its message.
+/// Runs `listener` on `messages`; a panic is `Err` with its message.
 async fn run_listener(
     listener: &Listener,
     messages: Vec<ReceivedMessage>,
 ) -> Result<ConsumeResult, String> {
-    let l = listener.clone();
-    tokio::task::spawn_blocking(move || l(&messages))
-        .await
-        .map_err(|e| {
-            if !e.is_panic() {
-                return "the listener was cancelled".to_owned();
-            }
-            let panic = e.into_panic();
-            let text = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            format!("the listener panicked: {text}")
-        })
+    listener.try_consume(messages).await
 }
 
 /// One listener call of the pull flow: its time and outcome go to the consumer's stats and
@@ -210,38 +194,68 @@ pub struct PushConsumer {
 }
 
 impl PushConsumer {
-    /// Starts consuming `subscriptions` (topic, tag expression) with a concurrent listener.
+    /// Starts consuming `subscriptions` (topic, tag expression) with a concurrent listener,
+    /// a plain function run on tokio's blocking pool (so it may block).
     pub async fn start_concurrently(
         config: ConsumerConfig,
         subscriptions: &[(&str, &str)],
         listener: impl Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync + 'static,
     ) -> Result<Self, ClientError> {
-        let permits = Arc::new(Semaphore::new(config.consume_thread_count.max(1)));
-        Self::start(
-            config,
-            subscriptions,
-            Arc::new(Concurrent {
-                listener: Arc::new(listener),
-                permits,
-            }),
-        )
-        .await
+        Self::start_concurrent(config, subscriptions, Listener::blocking(listener)).await
     }
 
-    /// Starts consuming with an orderly listener (queues locked on the broker).
+    /// Starts consuming `subscriptions` with a concurrent async listener: each batch is a
+    /// task of its own, at most `consume_thread_count` at once.
+    pub async fn start_concurrently_async<F, Fut>(
+        config: ConsumerConfig,
+        subscriptions: &[(&str, &str)],
+        listener: F,
+    ) -> Result<Self, ClientError>
+    where
+        F: Fn(Vec<ReceivedMessage>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ConsumeResult> + Send + 'static,
+    {
+        Self::start_concurrent(config, subscriptions, Listener::from_async(listener)).await
+    }
+
+    /// Starts consuming with an orderly listener (queues locked on the broker), a plain
+    /// function run on tokio's blocking pool.
     pub async fn start_orderly(
         config: ConsumerConfig,
         subscriptions: &[(&str, &str)],
         listener: impl Fn(&[ReceivedMessage]) -> ConsumeResult + Send + Sync + 'static,
     ) -> Result<Self, ClientError> {
-        Self::start(
-            config,
-            subscriptions,
-            Arc::new(Orderly {
-                listener: Arc::new(listener),
-            }),
-        )
-        .await
+        let sink = Orderly {
+            listener: Listener::blocking(listener),
+        };
+        Self::start(config, subscriptions, Arc::new(sink)).await
+    }
+
+    /// Starts consuming with an orderly async listener: one batch of a queue at a time, the
+    /// next once the listener's future has finished.
+    pub async fn start_orderly_async<F, Fut>(
+        config: ConsumerConfig,
+        subscriptions: &[(&str, &str)],
+        listener: F,
+    ) -> Result<Self, ClientError>
+    where
+        F: Fn(Vec<ReceivedMessage>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ConsumeResult> + Send + 'static,
+    {
+        let sink = Orderly {
+            listener: Listener::from_async(listener),
+        };
+        Self::start(config, subscriptions, Arc::new(sink)).await
+    }
+
+    async fn start_concurrent(
+        config: ConsumerConfig,
+        subscriptions: &[(&str, &str)],
+        listener: Listener,
+    ) -> Result<Self, ClientError> {
+        let permits = Arc::new(Semaphore::new(config.consume_thread_count.max(1)));
+        let sink = Concurrent { listener, permits };
+        Self::start(config, subscriptions, Arc::new(sink)).await
     }
 
     async fn start(

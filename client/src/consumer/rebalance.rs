@@ -39,9 +39,17 @@ impl ConsumerCore {
                     if members.is_empty() {
                         continue;
                     }
-                    self.config
+                    match self
+                        .config
                         .allocate
                         .allocate(&self.client_id, &queues, &members)
+                    {
+                        Ok(mine) => mine,
+                        Err(e) => {
+                            tracing::warn!(%topic, error = %e, strategy = %self.config.allocate.name(), "cannot allocate queues, keeping the current ones");
+                            self.owned_of(&topic)
+                        }
+                    }
                 }
             };
             wanted.extend(mine);
@@ -56,6 +64,16 @@ impl ConsumerCore {
                 Err(e) => tracing::warn!(queue = ?new, error = %e, "cannot find a start offset"),
             }
         }
+    }
+
+    /// The queues of `topic` this member owns now (kept when the strategy cannot split).
+    fn owned_of(&self, topic: &str) -> Vec<MessageQueue> {
+        self.queues
+            .lock()
+            .keys()
+            .filter(|q| q.topic == topic)
+            .cloned()
+            .collect()
     }
 
     /// Takes queues without a group rebalance (lite pull `assign`).

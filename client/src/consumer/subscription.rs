@@ -56,7 +56,7 @@ impl Subscriptions {
 
 /// `expression` of `topic` as the broker reads it: an SQL92 selector as written, or tags
 /// (`TagA || TagB`, blank = `*`) with the hash code of each.
-fn build(topic: &str, expression: &str, kind: ExpressionType) -> SubscriptionData {
+pub(crate) fn build(topic: &str, expression: &str, kind: ExpressionType) -> SubscriptionData {
     let expression = expression.trim();
     if kind == ExpressionType::Sql92 {
         return SubscriptionData {

@@ -41,10 +41,12 @@ pub async fn allocate_mq(admin: &AdminClient, a: AllocateMq) -> Result<(), Clien
     let result = ips
         .iter()
         .map(|ip| {
-            let mine = AllocateStrategy::Averagely.allocate(ip, &queues, &ips);
-            (ip.clone(), mine)
+            let mine = AllocateStrategy::Averagely
+                .allocate(ip, &queues, &ips)
+                .map_err(|e| ClientError::Invalid(e.to_string()))?;
+            Ok((ip.clone(), mine))
         })
-        .collect();
+        .collect::<Result<_, ClientError>>()?;
     let text = String::from_utf8_lossy(&fastjson::encode(&RebalanceResult { result })).into_owned();
     crate::outln!("{text}");
     Ok(())
