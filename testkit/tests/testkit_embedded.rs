@@ -57,6 +57,21 @@ async fn one_line_in_a_tokio_test_with_clients_through_the_name_server() {
 
 #[test]
 fn the_example_runs() {
+    // `cargo test --all-targets` builds examples only as tests under hashed names: build
+    // the runnable one (a link step once the test build has compiled everything).
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let built = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "stellmq-testkit",
+            "--example",
+            "embedded",
+        ])
+        .status()
+        .expect("cargo runs");
+    assert!(built.success(), "cargo build --example embedded failed");
     let example = bin_path("examples/embedded");
     let out = Command::new(&example).output().expect("the example runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
