@@ -113,7 +113,15 @@ def serve_send_consume_and_stop(home, env, work):
                             "-t", "PackageTopic")
     assert "SEND_OK" in run(home, env, "bin/mqadmin", "sendMessage", "-n", ns, "-t", "PackageTopic",
                             "-p", "from the package")
-    assert "from the package" in run(home, env, "bin/mqadmin", "consumeMessage", "-n", ns, "-t", "PackageTopic")
+    # The broker indexes a message for pulls a moment after acknowledging it (as RocketMQ's
+    # reput does), and consumeMessage pulls without waiting: ask again for a while.
+    deadline = time.monotonic() + 10
+    consumed = ""
+    while "from the package" not in consumed and time.monotonic() < deadline:
+        consumed = run(home, env, "bin/mqadmin", "consumeMessage", "-n", ns, "-t", "PackageTopic")
+        if "from the package" not in consumed:
+            time.sleep(0.2)
+    assert "from the package" in consumed, consumed
 
     stopped = run(home, env, "bin/mqshutdown", "broker")
     assert "Send shutdown request to mqbroker(%d)" % broker.pid in stopped, stopped
