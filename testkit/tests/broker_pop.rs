@@ -283,6 +283,36 @@ async fn change_invisible_time_extends_and_shortens() {
 }
 
 #[tokio::test]
+async fn handles_from_changes_in_one_millisecond_stay_valid() {
+    let stack = stack().await;
+    let client = PopClient::new(Default::default());
+    send_n(&stack, "PopChain", 1, "a").await;
+    let got = pop(
+        &client,
+        &stack,
+        &pop_req("g", "PopChain").invisible_time_ms(30_000),
+    )
+    .await;
+    // Back-to-back changes: several land in one millisecond, where the new checkpoint takes
+    // the next free one; every handle returned must name the checkpoint made.
+    let mut handle = got.messages[0].extra_info.clone();
+    for _ in 0..40 {
+        handle = client
+            .change_invisible_time(stack.addr(), "g", "PopChain", &handle, 30_000, T)
+            .await
+            .expect("the handle of the previous change is valid");
+    }
+    assert_eq!(
+        client
+            .ack(stack.addr(), "g", "PopChain", &handle, T)
+            .await
+            .expect("ack"),
+        AckStatus::Ok
+    );
+    stack.stop().await;
+}
+
+#[tokio::test]
 async fn ack_and_change_after_expiry_are_refused() {
     let stack = stack().await;
     let client = PopClient::new(Default::default());

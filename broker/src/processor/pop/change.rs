@@ -77,9 +77,13 @@ impl ChangeInvisibleProcessor {
         let (pop_time, invisible_time) = if extra.is_order() {
             self.change_orderly(&h, &extra, &real_topic, now)?
         } else {
-            self.change_normal(&ctx, &h, &extra, real_topic, now)
+            // The new checkpoint's pop time, which may be past `now` when another
+            // checkpoint of the message already holds that millisecond: the new handle
+            // must name it.
+            let pop_time = self
+                .change_normal(&ctx, &h, &extra, real_topic, now)
                 .await?;
-            (now, h.invisible_time)
+            (pop_time, h.invisible_time)
         };
         Ok(Some(
             request.success_to().with_ext_fields(
