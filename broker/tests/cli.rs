@@ -1,6 +1,6 @@
 //! The `mqbroker` binary's command line (`-p`/`-m`, `-c`, bad configuration), which needs
-//! nothing else running. (Tests that serve requests are in `testkit/tests/broker_process.rs`
-//! and `testkit/tests/broker_ha_process.rs`; having an integration test here also makes
+//! nothing else running. (Tests that serve requests are in `testkit/tests/it/broker_process.rs`
+//! and `testkit/tests/it/broker_ha_process.rs`; having an integration test here also makes
 //! `cargo test` build `mqbroker` before those run.)
 
 use std::process::Command;

@@ -1,5 +1,5 @@
 //! The `mqnamesrv` binary's command line, which needs nothing else running. (Tests that serve
-//! requests are in `testkit/tests/namesrv_process.rs`; having an integration test here also
+//! requests are in `testkit/tests/it/namesrv_process.rs`; having an integration test here also
 //! makes `cargo test` build `mqnamesrv` before those run.)
 
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! An application's test with StellMQ embedded: one line starts a name server and a broker
 //! on ephemeral ports, the application's producer and consumer talk to them through the name
 //! server, and dropping the stack stops both and removes their files.
-//! `cargo run -p stellmq-testkit --example embedded` (`testkit/tests/testkit_embedded.rs`
+//! `cargo run -p stellmq-testkit --example embedded` (`testkit/tests/it/testkit_embedded.rs`
 //! runs it).
 #![allow(clippy::print_stdout)]
 

@@ -1,5 +1,5 @@
 //! `mqadmin`'s usage errors and `mqbench`'s gRPC options, which need no server. (Commands
-//! against a name server and a broker are tested in `testkit/tests/tools_mqadmin.rs`; having
+//! against a name server and a broker are tested in `testkit/tests/it/tools_mqadmin.rs`; having
 //! an integration test here also makes `cargo test` build `mqadmin` before those run.)
 
 use std::process::Command;

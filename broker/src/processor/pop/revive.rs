@@ -142,7 +142,12 @@ impl ReviveService {
     pub async fn revive_once(&self) -> usize {
         let due = self.core.checkpoints.due(now_ms(), REVIVE_BATCH);
         let mut revived = 0;
-        for (key, ck) in due {
+        for key in due {
+            // Read afresh: an ack whose record was in flight when the list was taken may
+            // have been undone since (its write failed), and that message is due too.
+            let Some(ck) = self.core.checkpoints.get(&key) else {
+                continue;
+            };
             match self.revive(&key, &ck).await {
                 Ok(n) => revived += n,
                 Err(e) => {
