@@ -109,6 +109,7 @@ pub mod producer;
 pub mod reply;
 mod request;
 pub mod route;
+pub mod trace;
 pub mod transaction;
 
 pub use admin::AdminClient;

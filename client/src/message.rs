@@ -114,6 +114,10 @@ pub struct SendResult {
     pub offset_msg_id: String,
     pub queue: MessageQueue,
     pub queue_offset: i64,
+    /// The broker's region (`MSG_REGION` of its answer; empty if it sent none).
+    pub region_id: String,
+    /// Whether the broker takes traces (`TRACE_ON` of its answer, true if absent).
+    pub trace_on: bool,
 }
 
 /// A message as consumers see it: the body inflated, a retried message's original topic

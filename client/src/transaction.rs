@@ -39,6 +39,15 @@ impl TransactionState {
             TransactionState::Unknown => sys_flag::TRANSACTION_NOT_TYPE,
         }
     }
+
+    /// Java's `LocalTransactionState` name, as trace records carry it.
+    fn java_name(self) -> &'static str {
+        match self {
+            TransactionState::Commit => "COMMIT_MESSAGE",
+            TransactionState::Rollback => "ROLLBACK_MESSAGE",
+            TransactionState::Unknown => "UNKNOW",
+        }
+    }
 }
 
 /// Answers the broker's question about a transaction it has not seen ended.
@@ -66,9 +75,8 @@ impl TransactionProducer {
     ) -> Result<Self, ClientError> {
         let producer = Producer::start(config).await?;
         let group = producer.group().to_owned();
-        producer
-            .instance()
-            .register_checker(&group, answer_checks(group.clone(), Arc::new(checker)));
+        let answer = answer_checks(producer.clone(), Arc::new(checker));
+        producer.instance().register_checker(&group, answer);
         Ok(Self {
             producer,
             announced: Mutex::new(HashSet::new()),
@@ -93,11 +101,16 @@ impl TransactionProducer {
         } else {
             TransactionState::Rollback
         };
-        self.end(&send, local_state).await?;
+        self.end(&msg, &send, local_state).await?;
         Ok(TransactionSendResult { send, local_state })
     }
 
-    async fn end(&self, send: &SendResult, state: TransactionState) -> Result<(), ClientError> {
+    async fn end(
+        &self,
+        msg: &Message,
+        send: &SendResult,
+        state: TransactionState,
+    ) -> Result<(), ClientError> {
         let addr = self.broker_of(&send.queue)?;
         if self.announced.lock().insert(addr.clone()) {
             // The broker asks only producers it knows about unresolved transactions.
@@ -115,7 +128,9 @@ impl TransactionProducer {
             topic: None,
         };
         let request = request(RequestCode::END_TRANSACTION, &header);
-        self.producer.invoke_oneway(&addr, request).await
+        self.producer.invoke_oneway(&addr, request).await?;
+        trace_end(&self.producer, msg, &addr, send, state, false);
+        Ok(())
     }
 
     fn broker_of(&self, queue: &MessageQueue) -> Result<String, ClientError> {
@@ -140,18 +155,25 @@ impl TransactionProducer {
 /// What answers the broker's CHECK_TRANSACTION_STATE for producer `group`: runs `checker` on
 /// the half and answers with END_TRANSACTION (`fromTransactionCheck=true`) on the connection
 /// the check came on.
-fn answer_checks(group: String, checker: Arc<TransactionChecker>) -> Arc<TransactionCheck> {
+fn answer_checks(producer: Producer, checker: Arc<TransactionChecker>) -> Arc<TransactionCheck> {
     Arc::new(
         move |channel: Channel, h: CheckTransactionStateRequestHeader, record: MessageRecord| {
-            let (group, checker) = (group.clone(), checker.clone());
+            let (producer, checker) = (producer.clone(), checker.clone());
             tokio::spawn(async move {
                 let msg = ReceivedMessage::pushed(record);
                 let uniq = msg.msg_id();
+                let traced = producer
+                    .tracer()
+                    .is_some()
+                    .then(|| checked_half(&msg, &channel));
                 let state = tokio::task::spawn_blocking(move || checker(&msg))
                     .await
                     .unwrap_or(TransactionState::Unknown);
+                if let Some((half, addr, result)) = traced {
+                    trace_end(&producer, &half, &addr, &result, state, true);
+                }
                 let header = EndTransactionRequestHeader {
-                    producer_group: group,
+                    producer_group: producer.group().to_owned(),
                     tran_state_table_offset: h.tran_state_table_offset,
                     commit_log_offset: h.commit_log_offset,
                     commit_or_rollback: state.wire(),
@@ -168,4 +190,51 @@ fn answer_checks(group: String, checker: Arc<TransactionChecker>) -> Arc<Transac
             });
         },
     )
+}
+
+/// Records a transaction's end, with `enable_msg_trace`.
+fn trace_end(
+    producer: &Producer,
+    msg: &Message,
+    addr: &str,
+    send: &SendResult,
+    state: TransactionState,
+    from_check: bool,
+) {
+    if let Some(tracer) = producer.tracer() {
+        tracer.append(crate::trace::transaction_ended(
+            producer.namespace(),
+            producer.group(),
+            msg,
+            addr,
+            send,
+            state.java_name(),
+            from_check,
+        ));
+    }
+}
+
+/// What a trace of a checked half names: its topic, tags, keys and id, and the broker asking.
+fn checked_half(half: &ReceivedMessage, channel: &Channel) -> (Message, String, SendResult) {
+    let mut msg = Message::new(half.topic().to_owned(), half.body.clone());
+    for key in [property::TAGS, property::KEYS] {
+        if let Some(v) = half.record.properties.get(key) {
+            msg = msg.with_property(key, v);
+        }
+    }
+    let result = SendResult {
+        status: SendStatus::SendOk,
+        msg_id: half.msg_id(),
+        offset_msg_id: String::new(),
+        queue: half.queue.clone(),
+        queue_offset: half.queue_offset(),
+        region_id: half
+            .record
+            .properties
+            .get(property::MSG_REGION)
+            .unwrap_or("")
+            .to_owned(),
+        trace_on: true,
+    };
+    (msg, channel.peer().to_string(), result)
 }

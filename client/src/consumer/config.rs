@@ -45,6 +45,11 @@ pub struct ConsumerConfig {
     /// Plain-ACL credentials (RocketMQ's `AclClientRPCHook`): every request to name servers
     /// and brokers (pulls, heartbeats, offset commits, send-backs) is signed with them.
     pub credentials: Option<SessionCredentials>,
+    /// `enableMsgTrace`: push consumers record each delivery (SubBefore) and its outcome
+    /// (SubAfter) in the trace topic, for `mqadmin queryMsgTraceById`.
+    pub enable_msg_trace: bool,
+    /// `customizedTraceTopic`: the trace topic (default `RMQ_SYS_TRACE_TOPIC`).
+    pub customized_trace_topic: Option<String>,
 }
 
 /// RocketMQ's `ExpressionType`.
@@ -85,6 +90,8 @@ impl Default for ConsumerConfig {
             expression_type: ExpressionType::Tag,
             tls: ClientTlsConfig::default(),
             credentials: None,
+            enable_msg_trace: false,
+            customized_trace_topic: None,
             offset_store_dir: std::env::var_os("HOME")
                 .map_or_else(|| PathBuf::from("."), PathBuf::from)
                 .join(".rocketmq_offsets"),

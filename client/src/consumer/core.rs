@@ -35,6 +35,7 @@ use crate::instance::ClientInstance;
 use crate::message::ReceivedMessage;
 use crate::probe::{ConsumerProbe, DirectConsume};
 use crate::request::{bare, request};
+use crate::trace::{TraceRole, TraceSettings, Tracer, DEFAULT_TRACE_TOPIC};
 
 /// How long a consumer's calls to a broker or name server wait (pulls excepted).
 pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -80,6 +81,8 @@ pub(crate) struct ConsumerCore {
     pub(super) stats: ConsumerStats,
     /// When the consumer started (ms since the epoch).
     pub(super) started_ms: i64,
+    /// With `enable_msg_trace`: where SubBefore and SubAfter records go.
+    pub(super) tracer: Option<Arc<Tracer>>,
 }
 
 impl ConsumerCore {
@@ -117,7 +120,23 @@ impl ConsumerCore {
                     .join("offsets.json"),
             ),
         };
+        let tracer = config.enable_msg_trace.then(|| {
+            Tracer::start(TraceSettings {
+                namesrv_addr: config.namesrv_addr.clone(),
+                tls: config.tls.clone(),
+                credentials: config.credentials.clone(),
+                group: crate::namespace::unwrap(config.namespace.as_deref(), &config.group)
+                    .to_owned(),
+                local_ip: instance.local_ip,
+                role: TraceRole::Consume,
+                topic: config
+                    .customized_trace_topic
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_TRACE_TOPIC.to_owned()),
+            })
+        });
         let core = Arc::new(Self {
+            tracer,
             config,
             client_id,
             routes: ConsumerRoutes::new(instance.clone(), CALL_TIMEOUT),

@@ -103,6 +103,9 @@ impl ConsumerCore {
                 self.lock_call(RequestCode::UNLOCK_BATCH_MQ, mq).await;
             }
         }
+        if let Some(tracer) = &self.tracer {
+            tracer.shutdown().await;
+        }
         let group = Some(self.config.group.clone());
         self.instance
             .unregister(self.routes.all_broker_addrs(), None, group)

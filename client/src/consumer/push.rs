@@ -17,6 +17,7 @@ use super::queue_state::QueueState;
 use crate::error::ClientError;
 use crate::message::ReceivedMessage;
 use crate::probe::DirectConsume;
+use crate::trace::{self, ConsumeReturnType};
 
 pub use super::config::{ConsumerConfig, ExpressionType};
 
@@ -108,10 +109,28 @@ async fn consume(
 ) -> ConsumeResult {
     let count = messages.len();
     let started = Instant::now();
-    let result = run_listener(listener, messages)
-        .await
-        .unwrap_or(ConsumeResult::ReconsumeLater);
+    let traced = core.tracer.as_ref().map(|tracer| {
+        let request_id = tracer.request_id();
+        let ns = core.config.namespace.as_deref();
+        let before = trace::delivered(ns, &core.config.group, &request_id, &messages);
+        for record in &before {
+            tracer.append(record.clone());
+        }
+        (tracer, before)
+    });
+    let outcome = run_listener(listener, messages).await;
     let rt_ms = started.elapsed().as_millis() as u64;
+    if let Some((tracer, before)) = traced {
+        let code = match outcome {
+            Ok(ConsumeResult::Success) => ConsumeReturnType::Success,
+            Ok(ConsumeResult::ReconsumeLater) => ConsumeReturnType::Failed,
+            Err(_) => ConsumeReturnType::Exception,
+        };
+        for record in trace::consumed(&before, rt_ms as i64, code) {
+            tracer.append(record);
+        }
+    }
+    let result = outcome.unwrap_or(ConsumeResult::ReconsumeLater);
     let (ok, failed) = match result {
         ConsumeResult::Success => (count, 0),
         ConsumeResult::ReconsumeLater => (0, count),

@@ -30,6 +30,11 @@ pub struct ProducerConfig {
     /// Plain-ACL credentials (RocketMQ's `AclClientRPCHook`): every request to name servers
     /// and brokers is signed with them. `None` sends unsigned requests.
     pub credentials: Option<SessionCredentials>,
+    /// `enableMsgTrace`: record every send (Pub) and transaction end (EndTransaction) in the
+    /// trace topic, for `mqadmin queryMsgTraceById`.
+    pub enable_msg_trace: bool,
+    /// `customizedTraceTopic`: the trace topic (default `RMQ_SYS_TRACE_TOPIC`).
+    pub customized_trace_topic: Option<String>,
 }
 
 impl Default for ProducerConfig {
@@ -47,6 +52,8 @@ impl Default for ProducerConfig {
             namespace: None,
             tls: ClientTlsConfig::default(),
             credentials: None,
+            enable_msg_trace: false,
+            customized_trace_topic: None,
         }
     }
 }

@@ -95,6 +95,16 @@ impl Producer {
             .map_err(Into::into)
     }
 
+    /// The trace buffer, with `enable_msg_trace`.
+    pub(crate) fn tracer(&self) -> Option<&Arc<crate::trace::Tracer>> {
+        self.inner.sender.tracer.as_ref()
+    }
+
+    /// The producer's namespace, if any.
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        self.inner.sender.config.namespace.as_deref()
+    }
+
     pub(crate) fn instance(&self) -> &Arc<ClientInstance> {
         &self.inner.sender.instance
     }
@@ -168,6 +178,9 @@ impl Producer {
     /// Unregisters from the brokers and closes connections.
     pub async fn shutdown(&self) {
         self.inner.stop.cancel();
+        if let Some(tracer) = &self.inner.sender.tracer {
+            tracer.shutdown().await;
+        }
         let masters = self.inner.sender.routes.masters();
         let group = Some(self.group().to_owned());
         self.instance().unregister(masters, group, None).await;

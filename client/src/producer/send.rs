@@ -21,6 +21,7 @@ use crate::error::ClientError;
 use crate::instance::ClientInstance;
 use crate::message::{Message, SendResult, SendStatus};
 use crate::request::{refusal, request};
+use crate::trace::{self, TraceRole, TraceSettings, Tracer};
 
 /// How to pick the queue of a send.
 pub(super) enum QueueChoice<'a> {
@@ -36,6 +37,8 @@ pub(super) struct Sender {
     pub routes: PublishRoutes,
     selector: QueueSelector,
     ids: UniqIdGenerator,
+    /// With `enable_msg_trace`: where Pub and EndTransaction records go.
+    pub tracer: Option<Arc<Tracer>>,
 }
 
 impl Sender {
@@ -45,7 +48,23 @@ impl Sender {
             config.send_msg_timeout,
             config.default_topic_queue_nums,
         );
+        let tracer = config.enable_msg_trace.then(|| {
+            Tracer::start(TraceSettings {
+                namesrv_addr: config.namesrv_addr.clone(),
+                tls: config.tls.clone(),
+                credentials: config.credentials.clone(),
+                group: crate::namespace::unwrap(config.namespace.as_deref(), &config.group)
+                    .to_owned(),
+                local_ip: instance.local_ip,
+                role: TraceRole::Produce,
+                topic: config
+                    .customized_trace_topic
+                    .clone()
+                    .unwrap_or_else(|| trace::DEFAULT_TRACE_TOPIC.to_owned()),
+            })
+        });
         Self {
+            tracer,
             ids: UniqIdGenerator::new(instance.local_ip),
             selector: QueueSelector::new(),
             routes,
@@ -100,6 +119,7 @@ impl Sender {
                     .map_err(Into::into);
             }
             let started = Instant::now();
+            let started_ms = now_ms();
             let uniq_key = msg.property(property::UNIQ_KEY).unwrap_or("");
             match self.exchange(&addr, request, &queue, uniq_key).await {
                 Ok(result) => {
@@ -107,6 +127,7 @@ impl Sender {
                         self.selector
                             .isolate(&queue.broker_name, Duration::from_secs(5));
                     }
+                    self.trace_send(&msg, &addr, &result, started_ms);
                     return Ok(Some(result));
                 }
                 Err(e) => {
@@ -152,6 +173,20 @@ impl Sender {
             }
         }
         Err(last_error.unwrap_or_else(|| ClientError::Invalid("no queue to send to".into())))
+    }
+
+    /// Records a traced send (not the trace topic's own).
+    fn trace_send(&self, msg: &Message, addr: &str, result: &SendResult, started_ms: i64) {
+        let Some(tracer) = &self.tracer else { return };
+        if tracer.is_trace_topic(&msg.topic) {
+            return;
+        }
+        let ns = self.config.namespace.as_deref();
+        if let Some(record) =
+            trace::published(ns, &self.config.group, msg, addr, result, started_ms)
+        {
+            tracer.append(record);
+        }
     }
 
     /// After a failed attempt on `broker`: whether another broker may be tried (RocketMQ's
@@ -242,5 +277,7 @@ fn to_result(
             ..queue.clone()
         },
         queue_offset: header.queue_offset,
+        region_id: header.msg_region.unwrap_or_default(),
+        trace_on: header.trace_on.as_deref() != Some("false"),
     })
 }

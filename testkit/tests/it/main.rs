@@ -28,6 +28,7 @@ mod client_push_options;
 mod client_request_reply;
 mod client_slave_read;
 mod client_sql_filter;
+mod client_trace;
 mod client_transaction;
 mod conf_samples;
 mod namesrv_acl;

@@ -18,6 +18,7 @@ mod send_check;
 mod session;
 mod stats;
 mod topic;
+mod trace;
 
 use clap::{Parser, Subcommand};
 use stellmq_client::{AdminClient, ClientError};
@@ -217,6 +218,8 @@ pub enum Command {
     QueryMsgByKey(message::QueryByKey),
     #[command(name = "queryMsgById", about = "Query message by offset message id")]
     QueryMsgById(message::QueryById),
+    #[command(name = "queryMsgTraceById", about = "Query a message trace")]
+    QueryMsgTraceById(trace::QueryMsgTraceById),
     #[command(name = "queryMsgByUniqueKey", about = "Query message by unique key")]
     QueryMsgByUniqueKey(message::QueryByUniqueKey),
     #[command(name = "queryMsgByOffset", about = "Query message by queue offset")]
@@ -348,6 +351,7 @@ async fn dispatch(
         CheckMsgSendRT(a) => send_check::check_msg_send_rt(admin, session, a).await,
         PrintMsgByQueue(a) => print_queue::print_msg_by_queue(admin, a).await,
         QueryMsgByKey(a) => message::query_by_key(admin, a).await,
+        QueryMsgTraceById(a) => trace::query_msg_trace_by_id(admin, a).await,
         QueryMsgById(a) => message::query_by_id(admin, session, a).await,
         QueryMsgByUniqueKey(a) => message::query_by_unique_key(admin, a).await,
         QueryMsgByOffset(a) => message::query_by_offset(admin, a).await,
