@@ -43,3 +43,4 @@ mod tls_trust;
 mod tools_mqadmin;
 mod tools_mqadmin_acl;
 mod tools_mqadmin_extras;
+mod tools_mqadmin_help;

@@ -6,6 +6,7 @@ mod allocate;
 mod broker;
 mod consumer;
 mod group;
+pub mod help;
 mod housekeeping;
 mod message;
 mod msg_actions;
