@@ -71,7 +71,36 @@ pub struct ConsumerManager {
     groups: RwLock<HashMap<String, ConsumerGroupInfo>>,
 }
 
+/// One consumer connection as metrics label it.
+pub struct ConsumerAttributes {
+    pub group: String,
+    pub language: String,
+    pub version: i32,
+    /// RocketMQ's `consume_mode` label: `pull`, `push` or `pop`.
+    pub consume_mode: &'static str,
+}
+
 impl ConsumerManager {
+    /// Every consumer connection's attributes, for metrics.
+    pub fn client_attributes(&self) -> Vec<ConsumerAttributes> {
+        let groups = self.groups.read();
+        let mut all = Vec::new();
+        for (group, info) in groups.iter() {
+            let consume_mode = match info.consume_type {
+                ConsumeType::ConsumeActively => "pull",
+                ConsumeType::ConsumePassively => "push",
+                ConsumeType::ConsumePop => "pop",
+            };
+            all.extend(info.channels.values().map(|c| ConsumerAttributes {
+                group: group.clone(),
+                language: c.language.clone(),
+                version: c.version,
+                consume_mode,
+            }));
+        }
+        all
+    }
+
     /// Registers or refreshes a consumer; returns whether the group's client ids changed.
     pub fn register(&self, group: &str, reg: ConsumerRegistration) -> bool {
         let mut groups = self.groups.write();
@@ -315,6 +344,16 @@ impl ProducerManager {
             })
             .collect();
         ProducerTableInfo { data }
+    }
+
+    /// (language, version) of every producer connection, for metrics.
+    pub fn client_attributes(&self) -> Vec<(String, i32)> {
+        self.groups
+            .read()
+            .values()
+            .flat_map(|channels| channels.values())
+            .map(|c| (c.language.clone(), c.version))
+            .collect()
     }
 
     pub fn connections(&self, group: &str) -> Option<Vec<Connection>> {

@@ -66,6 +66,14 @@ properties_config! {
         default_topic_queue_nums: i32 = "defaultTopicQueueNums" => 8,
         /// Permission of the whole broker: 6 = read and write, 4 = read only, 2 = write only.
         broker_permission: i32 = "brokerPermission" => 6,
+        /// Metrics exporter (RocketMQ 5): `PROM` serves Prometheus' `GET /metrics` on
+        /// metricsPromExporterHost:metricsPromExporterPort; `DISABLE` (default) serves none;
+        /// `OTLP_GRPC` and `LOG` are not supported and leave metrics off (docs/metrics.md).
+        metrics_exporter_type: stellmq_metrics::ExporterType = "metricsExporterType" => stellmq_metrics::ExporterType::Disable,
+        /// Address the Prometheus endpoint binds; empty = every interface.
+        metrics_prom_exporter_host: String = "metricsPromExporterHost" => String::new(),
+        /// Port of the Prometheus endpoint (0 picks a free one).
+        metrics_prom_exporter_port: u16 = "metricsPromExporterPort" => 5557,
         /// Make the cluster-name topic readable and writable (mqadmin uses it).
         cluster_topic_enable: bool = "clusterTopicEnable" => true,
         /// Make the broker-name topic readable and writable (clusterRT sends to it).

@@ -87,6 +87,15 @@ impl SubscriptionGroupManager {
         Ok(manager)
     }
 
+    /// Groups configured.
+    pub fn len(&self) -> usize {
+        self.table.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.read().is_empty()
+    }
+
     pub fn get(&self, group: &str) -> Option<SubscriptionGroupConfig> {
         self.table.read().get(group).cloned()
     }

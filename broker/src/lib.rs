@@ -14,6 +14,7 @@ pub mod filter;
 pub mod group;
 pub mod ha;
 pub mod limits;
+pub mod metrics;
 pub mod offset;
 mod persist;
 pub mod processor;

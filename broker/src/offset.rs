@@ -108,6 +108,19 @@ impl ConsumerOffsetManager {
             .collect()
     }
 
+    /// Up to `limit` (topic, group, queue offsets) entries, for metrics.
+    pub fn pairs(&self, limit: usize) -> Vec<(String, String, BTreeMap<i32, i64>)> {
+        self.table
+            .read()
+            .iter()
+            .filter_map(|(k, offsets)| {
+                let (topic, group) = k.rsplit_once('@')?;
+                Some((topic.to_owned(), group.to_owned(), offsets.clone()))
+            })
+            .take(limit)
+            .collect()
+    }
+
     pub fn remove_group(&self, group: &str) {
         self.table
             .write()

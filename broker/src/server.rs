@@ -52,6 +52,8 @@ pub enum BrokerError {
     Acl(#[from] stellmq_acl::AclError),
     #[error("TLS: {0}")]
     Tls(#[from] TlsError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] stellmq_metrics::MetricsError),
 }
 
 /// Forgets clients whose connection closed, and tells their groups.
@@ -78,6 +80,7 @@ pub struct BrokerHandle {
     registrar: Arc<Registrar>,
     state: BrokerState,
     tasks: Vec<JoinHandle<()>>,
+    metrics: Option<stellmq_metrics::MetricsServer>,
 }
 
 impl BrokerHandle {
@@ -104,6 +107,11 @@ impl BrokerHandle {
         self.state.ha_slave.as_ref()
     }
 
+    /// The Prometheus endpoint's address, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|m| m.local_addr())
+    }
+
     /// Long-polling pulls currently parked.
     pub fn parked_pulls(&self) -> usize {
         self.state.hold.parked_count()
@@ -116,6 +124,9 @@ impl BrokerHandle {
 
     /// Stops serving, unregisters, persists offsets and configs, and closes the store.
     pub async fn shutdown(self) {
+        if let Some(metrics) = self.metrics {
+            metrics.shutdown().await;
+        }
         self.state.stop.cancel();
         for task in self.tasks {
             let _ = task.await;
@@ -167,6 +178,11 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         ..Default::default()
     });
     routes::register(&mut server, &state);
+    let metrics_addr = crate::metrics::exporter_addr(&bc)?;
+    let rpc = Arc::new(stellmq_metrics::RpcLatency::new("remoting"));
+    if metrics_addr.is_some() {
+        server.set_observer(rpc.clone());
+    }
     server.add_listener(Arc::new(ClientChannelWatcher {
         consumers: state.consumers.clone(),
         producers: state.producers.clone(),
@@ -186,6 +202,10 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         state.ha_slave.clone(),
     ));
     registrar.register_initially().await;
+    let metrics = match metrics_addr {
+        Some(addr) => Some(crate::metrics::start(addr, &state, rpc).await?),
+        None => None,
+    };
     let tasks = spawn_services(&state, &registrar, &bc, outbound);
     tracing::info!(
         event = "BROKER_STARTED",
@@ -201,6 +221,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         registrar,
         state,
         tasks,
+        metrics,
     })
 }
 

@@ -110,6 +110,8 @@ impl Item {
 #[derive(Default)]
 pub struct BrokerStats {
     items: RwLock<HashMap<&'static str, HashMap<String, Arc<Item>>>>,
+    /// The same traffic with RocketMQ 5's metric labels (Prometheus).
+    pub metrics: Arc<crate::metrics::TrafficMetrics>,
 }
 
 impl BrokerStats {

@@ -22,7 +22,7 @@ pub use client::{ClientConfig, RemotingClient};
 pub use error::RemotingError;
 pub use processor::{
     answer, handler, AnswerFn, HandlerFn, Lane, ProcessFuture, ProcessResult, ProcessorError,
-    RequestContext, RequestProcessor,
+    RequestContext, RequestObserver, RequestProcessor,
 };
 pub use server::{ConnectionListener, RemotingServer, ServerConfig, ServerHandle};
 

@@ -162,6 +162,19 @@ pub fn answer<P: Send + Sync + 'static>(
     })
 }
 
+/// Told about every request answered by a processor (for metrics): its code, the response's
+/// code (`None` for a oneway request) and the time since it was received. Called on the
+/// answering task: it must be cheap and never block.
+pub trait RequestObserver: Send + Sync + 'static {
+    fn on_answered(&self, request_code: i32, response_code: Option<i32>, elapsed: Duration);
+}
+
+/// What the server lends a dispatch: its task tracker and its observer.
+pub(crate) struct ServerSide<'a> {
+    pub tracker: &'a tokio_util::task::TaskTracker,
+    pub observer: Option<&'a Arc<dyn RequestObserver>>,
+}
+
 /// A bounded execution lane: at most `workers` requests run at once and at most `queue` more
 /// wait. A request arriving at a full lane is answered SYSTEM_BUSY at once, so one busy area
 /// (say, pulls) can never starve another (say, admin calls).
@@ -187,6 +200,8 @@ struct Admitted {
 /// The parts of a request its answer needs after the request moved into its processor.
 struct Answering {
     channel: Channel,
+    received_at: Instant,
+    observer: Option<Arc<dyn RequestObserver>>,
     oneway: bool,
     code: i32,
     opaque: i32,
@@ -194,9 +209,16 @@ struct Answering {
 }
 
 impl Answering {
-    fn of(channel: &Channel, request: &RemotingCommand) -> Self {
+    fn of(
+        channel: &Channel,
+        request: &RemotingCommand,
+        received_at: Instant,
+        observer: Option<Arc<dyn RequestObserver>>,
+    ) -> Self {
         Self {
             channel: channel.clone(),
+            received_at,
+            observer,
             oneway: request.is_oneway(),
             code: request.code,
             opaque: request.opaque,
@@ -212,6 +234,14 @@ impl Answering {
                 Some(RemotingCommand::new_response(e.code, Some(e.remark)))
             }
         };
+        if let Some(observer) = &self.observer {
+            // A parked request (no response yet) is answered later, outside this path.
+            let code = response.as_ref().map(|r| r.code);
+            if self.oneway || code.is_some() {
+                let code = if self.oneway { None } else { code };
+                observer.on_answered(self.code, code, self.received_at.elapsed());
+            }
+        }
         if let (Some(mut response), false) = (response, self.oneway) {
             // Responses always echo the request's opaque and header encoding.
             response.opaque = self.opaque;
@@ -263,8 +293,9 @@ impl Lane {
         request: RemotingCommand,
         received_at: Instant,
         in_flight: InFlight,
-        tracker: &tokio_util::task::TaskTracker,
+        server: &ServerSide<'_>,
     ) {
+        let (tracker, observer) = (server.tracker, server.observer.cloned());
         let Ok(admission) = self.admitted.clone().try_acquire_owned() else {
             tracing::warn!(lane = %self.name, code = request.code, peer = %channel.peer(), "lane full, answering SYSTEM_BUSY");
             if !request.is_oneway() {
@@ -280,7 +311,7 @@ impl Lane {
             _admission: admission,
             _in_flight: in_flight,
         };
-        let answering = Answering::of(&channel, &request);
+        let answering = Answering::of(&channel, &request, received_at, observer);
         if self.inline_first {
             if let Ok(worker) = self.running.clone().try_acquire_owned() {
                 let ctx = RequestContext::new(channel, received_at, worker);

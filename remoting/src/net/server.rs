@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::channel::{Channel, ChannelConfig, InboundHandler, SlowReader};
-use super::processor::{Lane, RequestProcessor};
+use super::processor::{Lane, RequestObserver, RequestProcessor, ServerSide};
 use super::tls::{Accepted, ServerTls};
 use crate::protocol::{RemotingCommand, RequestCode};
 
@@ -71,6 +71,7 @@ struct Registry {
     routes: HashMap<i32, Route>,
     default_route: Option<Route>,
     listeners: Vec<Arc<dyn ConnectionListener>>,
+    observer: Option<Arc<dyn RequestObserver>>,
     tracker: TaskTracker,
     channels: Mutex<HashMap<u64, Channel>>,
 }
@@ -90,7 +91,10 @@ impl InboundHandler for Registry {
                     request,
                     received_at,
                     in_flight,
-                    &self.tracker,
+                    &ServerSide {
+                        tracker: &self.tracker,
+                        observer: self.observer.as_ref(),
+                    },
                 )
             }
             None => {
@@ -118,6 +122,7 @@ pub struct RemotingServer {
     duplicates: Vec<i32>,
     default_route: Option<Route>,
     listeners: Vec<Arc<dyn ConnectionListener>>,
+    observer: Option<Arc<dyn RequestObserver>>,
 }
 
 impl RemotingServer {
@@ -128,6 +133,7 @@ impl RemotingServer {
             duplicates: Vec::new(),
             default_route: None,
             listeners: Vec::new(),
+            observer: None,
         }
     }
 
@@ -169,6 +175,12 @@ impl RemotingServer {
         self
     }
 
+    /// Tells `observer` about every answered request (metrics).
+    pub fn set_observer(&mut self, observer: Arc<dyn RequestObserver>) -> &mut Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Binds and starts accepting.
     pub async fn start(self) -> std::io::Result<ServerHandle> {
         let listener = TcpListener::bind(self.config.listen_addr).await?;
@@ -191,6 +203,7 @@ impl RemotingServer {
             routes: self.routes,
             default_route: self.default_route,
             listeners: self.listeners,
+            observer: self.observer,
             tracker: TaskTracker::new(),
             channels: Mutex::new(HashMap::new()),
         });

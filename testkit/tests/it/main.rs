@@ -12,6 +12,7 @@ mod broker_ha_process;
 mod broker_hostile_clients;
 mod broker_hostile_names;
 mod broker_messaging;
+mod broker_metrics;
 mod broker_pop;
 mod broker_pop_process;
 mod broker_process;

@@ -238,6 +238,12 @@ fn answer(
     core.traffic
         .add(GROUP_GET_NUMS, &key, got.records.len() as u64, 1);
     core.traffic.add(GROUP_GET_SIZE, &key, got.bytes as u64, 1);
+    core.traffic.metrics.record_out(
+        &h.topic,
+        &h.consumer_group,
+        got.records.len() as u64,
+        got.bytes as u64,
+    );
     let mut body = Vec::with_capacity(got.bytes);
     for r in &got.records {
         body.extend_from_slice(r);

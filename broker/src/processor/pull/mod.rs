@@ -249,6 +249,12 @@ impl PullCore {
             self.traffic
                 .add(GROUP_GET_NUMS, &key, result.messages.len() as u64, 1);
             self.traffic.add(GROUP_GET_SIZE, &key, bytes as u64, 1);
+            self.traffic.metrics.record_out(
+                &h.topic,
+                &h.consumer_group,
+                result.messages.len() as u64,
+                bytes as u64,
+            );
             response = response.with_body(result.concat());
         }
         Ok(Pulled::Answer(response))

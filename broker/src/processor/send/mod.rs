@@ -29,6 +29,7 @@ use crate::clients::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
+use crate::metrics::MessageType;
 use crate::processor::guard;
 use crate::stats::{BrokerStats, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE};
 use crate::timer;
@@ -295,6 +296,7 @@ impl SendProcessor {
             ));
         }
         let mut props = Properties::decode(h.properties.as_deref().unwrap_or(""));
+        let message_type = MessageType::of(&props);
         let half = transaction::is_half_request(&props);
         if half && self.config.read().reject_transaction_message {
             return Err(ProcessorError::new(
@@ -326,7 +328,7 @@ impl SendProcessor {
         }
         msg.properties = props.encode();
         let result = self.writer.put_for(&ctx, vec![msg]).await;
-        self.respond(&request, &target, result)
+        self.respond(&request, &target, result, message_type)
     }
 
     /// `%RETRY%group` sends: the group must exist, and past the retry limit the message goes
@@ -456,7 +458,7 @@ impl SendProcessor {
             msgs.push(msg);
         }
         let result = self.writer.put_for(ctx, msgs).await;
-        self.respond(request, target, result)
+        self.respond(request, target, result, MessageType::Normal)
     }
 
     fn respond(
@@ -464,6 +466,7 @@ impl SendProcessor {
         request: &RemotingCommand,
         target: &Target,
         result: PutMessageResult,
+        message_type: MessageType,
     ) -> ProcessResult {
         let queue_id = target.queue_id;
         let code = writer::response_code(&result)?;
@@ -474,6 +477,12 @@ impl SendProcessor {
         self.traffic.add(TOPIC_PUT_NUMS, &target.topic, count, 1);
         self.traffic
             .add(TOPIC_PUT_SIZE, &target.topic, append.wrote_bytes as u64, 1);
+        self.traffic.metrics.record_in(
+            &target.topic,
+            message_type,
+            count,
+            append.wrote_bytes as u64,
+        );
         let msg_id = append
             .phys_offsets
             .iter()

@@ -50,7 +50,12 @@ impl SendProcessor {
         props.remove(property::WAIT);
         msg.properties = props.encode();
         let result = self.writer.put_for(&ctx, vec![msg]).await;
-        let stored = self.respond(&request, &target, result);
+        let stored = self.respond(
+            &request,
+            &target,
+            result,
+            crate::metrics::MessageType::Normal,
+        );
         // A reply that reached no one is a failure even when stored (as RocketMQ answers).
         pushed.map_err(|e| ProcessorError::system(e.to_string()))?;
         stored
