@@ -240,7 +240,7 @@ async fn credential_mistakes_are_clear() {
     let (ok, out, _) = mqadmin(home.path(), &["help", "updateAclConfig"]).await;
     assert!(ok);
     assert!(
-        out.contains("-a <accessKey>") && out.contains("--topicPerms"),
+        out.contains("-a <arg>") && out.contains("Set accessKey") && out.contains("--topicPerms"),
         "{out}"
     );
 }

@@ -158,6 +158,7 @@ async fn run_push(
         expression_type,
         tls: a.tls.client_tls(),
         credentials: a.acl.credentials(),
+        enable_msg_trace: a.trace,
         ..Default::default()
     };
     if expression != "*" {

@@ -68,6 +68,9 @@ pub struct ConsumerArgs {
     /// Start time in ms for CONSUME_FROM_TIMESTAMP (default: half an hour ago, as RocketMQ).
     #[arg(long = "consumeTimestamp")]
     pub consume_timestamp: Option<i64>,
+    /// Message trace on (RocketMQ's `-m`; push engine): SubBefore/SubAfter records.
+    #[arg(short = 'm', long = "msgTraceEnable", default_value_t = false, action = clap::ArgAction::Set)]
+    pub trace: bool,
     /// Stop after this many messages (0 = until --duration).
     #[arg(short = 'q', long = "messageQuantity", default_value_t = 0)]
     pub quantity: u64,

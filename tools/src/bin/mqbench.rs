@@ -70,6 +70,9 @@ struct ProducerArgs {
     /// Total messages (0 = until --duration).
     #[arg(short = 'q', long = "messageQuantity", default_value_t = 0)]
     quantity: u64,
+    /// Message trace on (RocketMQ's `-m`): every send also writes a Pub record.
+    #[arg(short = 'm', long = "msgTraceEnable", default_value_t = false, action = clap::ArgAction::Set)]
+    trace: bool,
     /// Seconds to run (0 = until --messageQuantity).
     #[arg(long = "duration", default_value_t = 60)]
     duration: u64,
@@ -87,8 +90,8 @@ struct ProducerArgs {
 
 async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
     stellmq_tools::outln!(
-        "topic: {} threadCount: {} messageSize: {} keyEnable: {} batchSize: {} aclEnable: {} asyncEnable: {} messageQuantity: {} duration: {}s",
-        a.topic, a.threads, a.size, a.keys, a.batch, a.acl.acl_enable, a.async_send, a.quantity, a.duration
+        "topic: {} threadCount: {} messageSize: {} keyEnable: {} batchSize: {} traceEnable: {} aclEnable: {} asyncEnable: {} messageQuantity: {} duration: {}s",
+        a.topic, a.threads, a.size, a.keys, a.batch, a.trace, a.acl.acl_enable, a.async_send, a.quantity, a.duration
     );
     let config = ProducerConfig {
         namesrv_addr: stellmq_tools::namesrv_addr(&a.namesrv),
@@ -96,6 +99,7 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
         instance_name: now_ms().to_string(),
         tls: a.tls.client_tls(),
         credentials: a.acl.credentials(),
+        enable_msg_trace: a.trace,
         ..Default::default()
     };
     let producer = Producer::start(config).await?;
