@@ -35,7 +35,7 @@ use crate::instance::ClientInstance;
 use crate::message::ReceivedMessage;
 use crate::probe::{ConsumerProbe, DirectConsume};
 use crate::request::{bare, request};
-use crate::trace::{TraceRole, TraceSettings, Tracer, DEFAULT_TRACE_TOPIC};
+use crate::trace::{TraceRole, TracedClient, Tracer};
 
 /// How long a consumer's calls to a broker or name server wait (pulls excepted).
 pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -120,21 +120,18 @@ impl ConsumerCore {
                     .join("offsets.json"),
             ),
         };
-        let tracer = config.enable_msg_trace.then(|| {
-            Tracer::start(TraceSettings {
-                namesrv_addr: config.namesrv_addr.clone(),
-                tls: config.tls.clone(),
-                credentials: config.credentials.clone(),
-                group: crate::namespace::unwrap(config.namespace.as_deref(), &config.group)
-                    .to_owned(),
-                local_ip: instance.local_ip,
-                role: TraceRole::Consume,
-                topic: config
-                    .customized_trace_topic
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_TRACE_TOPIC.to_owned()),
-            })
-        });
+        let tracer = TracedClient {
+            enabled: config.enable_msg_trace,
+            namesrv_addr: &config.namesrv_addr,
+            tls: &config.tls,
+            credentials: config.credentials.as_ref(),
+            namespace: config.namespace.as_deref(),
+            group: &config.group,
+            customized_topic: config.customized_trace_topic.as_deref(),
+            local_ip: instance.local_ip,
+            role: TraceRole::Consume,
+        }
+        .start();
         let core = Arc::new(Self {
             tracer,
             config,

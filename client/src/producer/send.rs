@@ -21,7 +21,7 @@ use crate::error::ClientError;
 use crate::instance::ClientInstance;
 use crate::message::{Message, SendResult, SendStatus};
 use crate::request::{refusal, request};
-use crate::trace::{self, TraceRole, TraceSettings, Tracer};
+use crate::trace::{self, TraceRole, TracedClient, Tracer};
 
 /// How to pick the queue of a send.
 pub(super) enum QueueChoice<'a> {
@@ -48,21 +48,18 @@ impl Sender {
             config.send_msg_timeout,
             config.default_topic_queue_nums,
         );
-        let tracer = config.enable_msg_trace.then(|| {
-            Tracer::start(TraceSettings {
-                namesrv_addr: config.namesrv_addr.clone(),
-                tls: config.tls.clone(),
-                credentials: config.credentials.clone(),
-                group: crate::namespace::unwrap(config.namespace.as_deref(), &config.group)
-                    .to_owned(),
-                local_ip: instance.local_ip,
-                role: TraceRole::Produce,
-                topic: config
-                    .customized_trace_topic
-                    .clone()
-                    .unwrap_or_else(|| trace::DEFAULT_TRACE_TOPIC.to_owned()),
-            })
-        });
+        let tracer = TracedClient {
+            enabled: config.enable_msg_trace,
+            namesrv_addr: &config.namesrv_addr,
+            tls: &config.tls,
+            credentials: config.credentials.as_ref(),
+            namespace: config.namespace.as_deref(),
+            group: &config.group,
+            customized_topic: config.customized_trace_topic.as_deref(),
+            local_ip: instance.local_ip,
+            role: TraceRole::Produce,
+        }
+        .start();
         Self {
             tracer,
             ids: UniqIdGenerator::new(instance.local_ip),

@@ -79,6 +79,40 @@ pub(crate) struct TraceSettings {
     pub local_ip: IpAddr,
 }
 
+/// What a traced producer's or consumer's config says about tracing.
+pub(crate) struct TracedClient<'a> {
+    pub enabled: bool,
+    pub namesrv_addr: &'a str,
+    pub tls: &'a ClientTlsConfig,
+    pub credentials: Option<&'a SessionCredentials>,
+    pub namespace: Option<&'a str>,
+    /// The group as the broker names it (with namespace).
+    pub group: &'a str,
+    pub customized_topic: Option<&'a str>,
+    pub local_ip: IpAddr,
+    pub role: TraceRole,
+}
+
+impl TracedClient<'_> {
+    /// The client's tracer, started; `None` with tracing off.
+    pub fn start(self) -> Option<Arc<Tracer>> {
+        self.enabled.then(|| {
+            Tracer::start(TraceSettings {
+                namesrv_addr: self.namesrv_addr.to_owned(),
+                tls: self.tls.clone(),
+                credentials: self.credentials.cloned(),
+                group: crate::namespace::unwrap(self.namespace, self.group).to_owned(),
+                role: self.role,
+                topic: self
+                    .customized_topic
+                    .unwrap_or(DEFAULT_TRACE_TOPIC)
+                    .to_owned(),
+                local_ip: self.local_ip,
+            })
+        })
+    }
+}
+
 /// A client's trace buffer and the task that sends it.
 pub(crate) struct Tracer {
     queue: mpsc::Sender<TraceRecord>,

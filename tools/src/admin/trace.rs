@@ -105,51 +105,39 @@ fn seconds(ms: i64) -> String {
 fn print_trace(seen: &[Seen]) {
     let mut consumers: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
     for s in seen {
-        let r = &s.record;
-        match r.kind {
+        match s.record.kind {
             TraceType::Pub => {
-                row(
-                    "#Type",
-                    "#ProducerGroup",
-                    "#ClientHost",
-                    "#SendTime",
-                    "#CostTimes",
-                    "#Status",
-                );
-                row(
-                    "Pub",
-                    &r.group,
-                    &s.client_host,
-                    &seconds(r.timestamp),
-                    &format!("{}ms", r.cost_ms),
-                    status(r),
-                );
+                header("#ProducerGroup", "#SendTime");
+                record_row("Pub", s);
                 crate::outln!();
             }
-            TraceType::SubAfter => consumers.entry(&r.group).or_default().push(s),
+            TraceType::SubAfter => consumers.entry(&s.record.group).or_default().push(s),
             _ => {}
         }
     }
     for subs in consumers.values() {
-        row(
-            "#Type",
-            "#ConsumerGroup",
-            "#ClientHost",
-            "#ConsumerTime",
-            "#CostTimes",
-            "#Status",
-        );
+        header("#ConsumerGroup", "#ConsumerTime");
         for s in subs {
-            let r = &s.record;
-            row(
-                "Sub",
-                &r.group,
-                &s.client_host,
-                &seconds(r.timestamp),
-                &format!("{}ms", r.cost_ms),
-                status(r),
-            );
+            record_row("Sub", s);
         }
         crate::outln!();
     }
+}
+
+fn header(group: &str, time: &str) {
+    row("#Type", group, "#ClientHost", time, "#CostTimes", "#Status");
+}
+
+/// A record's line: its group, the client, time, cost and outcome.
+fn record_row(kind: &str, s: &Seen) {
+    let r = &s.record;
+    let cost = format!("{}ms", r.cost_ms);
+    row(
+        kind,
+        &r.group,
+        &s.client_host,
+        &seconds(r.timestamp),
+        &cost,
+        status(r),
+    );
 }
