@@ -15,13 +15,14 @@ use stellmq_remoting::protocol::body::fastjson;
 use stellmq_remoting::protocol::body::pop::{AckMsg, BatchAckMessageRequestBody};
 use stellmq_remoting::protocol::headers::AckMessageRequestHeader;
 use stellmq_remoting::protocol::names::RETRY_PREFIX;
-use stellmq_remoting::protocol::pop::{ExtraInfo, TopicType, POP_ORDER_REVIVE_QUEUE};
+use stellmq_remoting::protocol::pop::{TopicType, POP_ORDER_REVIVE_QUEUE};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
 use super::checkpoint::{AckOutcome, CkKey};
+use super::handle::{resolve_handle, HandleRequest};
 use super::hold::PopHoldService;
 use super::order::{OrderAck, OrderKey};
-use super::{bad_handle, expired, unknown_handle, PopCore, QueueLocks, ACK_TAG, BATCH_ACK_TAG};
+use super::{expired, unknown_handle, PopCore, QueueLocks, ACK_TAG, BATCH_ACK_TAG};
 use crate::context::now_ms;
 use crate::processor::{guard, header};
 use stellmq_remoting::protocol::names::NameKind;
@@ -62,35 +63,14 @@ impl AckProcessor {
         if let Some(e) = core.broker_forbidden("ack message") {
             return Err(e);
         }
-        let topic = core.topics.get(&h.topic).ok_or_else(|| {
-            ProcessorError::new(
-                ResponseCode::TOPIC_NOT_EXIST,
-                format!(
-                    "topic[{}] not exist, apply first please!{}",
-                    h.topic,
-                    super::FAQ
-                ),
-            )
-        })?;
-        if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
-            return Err(ProcessorError::new(
-                ResponseCode::MESSAGE_ILLEGAL,
-                format!(
-                    "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                    h.queue_id,
-                    h.topic,
-                    topic.read_queue_nums,
-                    ctx.channel.peer()
-                ),
-            ));
-        }
-        let extra = ExtraInfo::parse(&h.extra_info).map_err(bad_handle)?;
-        let real_topic = if h.topic.starts_with(RETRY_PREFIX) {
-            h.topic.clone()
-        } else {
-            extra.real_topic(&h.topic, &h.consumer_group)
+        let request_of = HandleRequest {
+            topic: &h.topic,
+            group: &h.consumer_group,
+            queue_id: h.queue_id,
+            offset: h.offset,
+            extra_info: &h.extra_info,
         };
-        check_offset(core, &real_topic, h.queue_id, h.offset)?;
+        let (extra, real_topic) = resolve_handle(core, &request_of, ctx.channel.peer())?;
         let target = AckTarget {
             group: &h.consumer_group,
             topic: real_topic,
@@ -372,24 +352,4 @@ fn mark(core: &PopCore, t: &AckTarget<'_>, deadline: i64) -> Result<Option<i32>,
         AckOutcome::Unknown if deadline <= now => Err(expired(&t.handle)),
         AckOutcome::Unknown => Err(unknown_handle(&t.handle)),
     }
-}
-
-/// RocketMQ's check that the acked offset is in the queue.
-pub(super) fn check_offset(
-    core: &PopCore,
-    topic: &str,
-    queue_id: i32,
-    offset: i64,
-) -> Result<(), ProcessorError> {
-    let min = core.store.min_offset_in_queue(topic, queue_id);
-    let max = core.store.max_offset_in_queue(topic, queue_id);
-    if offset < min || offset > max {
-        return Err(ProcessorError::new(
-            ResponseCode::NO_MESSAGE,
-            format!(
-                "offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{min}~{max}"
-            ),
-        ));
-    }
-    Ok(())
 }

@@ -12,14 +12,13 @@ use stellmq_remoting::protocol::body::pop::{AckMsg, PopCheckPoint};
 use stellmq_remoting::protocol::headers::{
     ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, CommandHeader,
 };
-use stellmq_remoting::protocol::names::RETRY_PREFIX;
 use stellmq_remoting::protocol::pop::ExtraInfo;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
-use super::ack::check_offset;
 use super::checkpoint::{AckOutcome, Checkpoint, CkKey};
+use super::handle::{resolve_handle, HandleRequest};
 use super::order::{OrderAck, OrderKey};
-use super::{bad_handle, expired, unknown_handle, PopCore, ACK_TAG, CK_TAG};
+use super::{expired, unknown_handle, PopCore, ACK_TAG, CK_TAG};
 use crate::context::now_ms;
 use crate::processor::header;
 
@@ -38,41 +37,20 @@ impl ChangeInvisibleProcessor {
         if let Some(e) = core.broker_forbidden("change invisible time") {
             return Err(e);
         }
-        let topic = core.topics.get(&h.topic).ok_or_else(|| {
-            ProcessorError::new(
-                ResponseCode::TOPIC_NOT_EXIST,
-                format!(
-                    "topic[{}] not exist, apply first please!{}",
-                    h.topic,
-                    super::FAQ
-                ),
-            )
-        })?;
-        if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
-            return Err(ProcessorError::new(
-                ResponseCode::MESSAGE_ILLEGAL,
-                format!(
-                    "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                    h.queue_id,
-                    h.topic,
-                    topic.read_queue_nums,
-                    ctx.channel.peer()
-                ),
-            ));
-        }
         if h.invisible_time < 0 {
             return Err(ProcessorError::system(format!(
                 "invisibleTime must not be negative, not {}",
                 h.invisible_time
             )));
         }
-        let extra = ExtraInfo::parse(&h.extra_info).map_err(bad_handle)?;
-        let real_topic = if h.topic.starts_with(RETRY_PREFIX) {
-            h.topic.clone()
-        } else {
-            extra.real_topic(&h.topic, &h.consumer_group)
+        let request_of = HandleRequest {
+            topic: &h.topic,
+            group: &h.consumer_group,
+            queue_id: h.queue_id,
+            offset: h.offset,
+            extra_info: &h.extra_info,
         };
-        check_offset(core, &real_topic, h.queue_id, h.offset)?;
+        let (extra, real_topic) = resolve_handle(core, &request_of, ctx.channel.peer())?;
         let now = now_ms();
         let (pop_time, invisible_time) = if extra.is_order() {
             self.change_orderly(&h, &extra, &real_topic, now)?

@@ -17,6 +17,7 @@
 pub mod ack;
 pub mod change;
 pub mod checkpoint;
+mod handle;
 pub mod hold;
 mod message;
 pub mod order;
