@@ -102,9 +102,20 @@ impl AdminClient {
         &self,
         broker: &str,
     ) -> Result<ConsumeStatsList, ClientError> {
+        self.broker_consume_stats_with(broker, false, 5000).await
+    }
+
+    /// GET_BROKER_CONSUME_STATS: order topics only when `is_order`; the broker gives up
+    /// after `timeout_millis`.
+    pub async fn broker_consume_stats_with(
+        &self,
+        broker: &str,
+        is_order: bool,
+        timeout_millis: i64,
+    ) -> Result<ConsumeStatsList, ClientError> {
         let header = GetConsumeStatsInBrokerHeader {
-            is_order: Some(false),
-            timeout_millis: Some(5000),
+            is_order: Some(is_order),
+            timeout_millis: Some(timeout_millis),
         };
         let request = request(RequestCode::GET_BROKER_CONSUME_STATS, &header);
         self.ask(To::Addr(broker), request, read::json).await

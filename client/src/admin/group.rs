@@ -27,10 +27,20 @@ impl AdminClient {
     }
 
     pub async fn delete_group(&self, broker: &str, group: &str) -> Result<(), ClientError> {
+        self.delete_group_with(broker, group, true).await
+    }
+
+    /// DELETE_SUBSCRIPTIONGROUP; the group's consumer offsets go too when `remove_offset`.
+    pub async fn delete_group_with(
+        &self,
+        broker: &str,
+        group: &str,
+        remove_offset: bool,
+    ) -> Result<(), ClientError> {
         let header = DeleteSubscriptionGroupRequestHeader {
             group_name: group.to_owned(),
-            remove_offset: Some(true),
-            clean_offset: Some(true),
+            remove_offset: Some(remove_offset),
+            clean_offset: Some(remove_offset),
         };
         let request = request(RequestCode::DELETE_SUBSCRIPTIONGROUP, &header);
         self.ask(To::Addr(broker), request, read::nothing).await

@@ -45,3 +45,4 @@ mod tools_mqadmin;
 mod tools_mqadmin_acl;
 mod tools_mqadmin_extras;
 mod tools_mqadmin_help;
+mod tools_mqadmin_letters;

@@ -148,3 +148,75 @@ fn command_names_run_in_any_case() {
         "{err}"
     );
 }
+
+/// Each command's option letters in RocketMQ 4.9.8 (`buildCommandlineOptions` of its
+/// SubCommand; `-h` and `-n` come with every command).
+const ROCKETMQ_LETTERS: &[(&str, &str)] = &[
+    ("addWritePerm", "b"),
+    ("allocateMQ", "ti"),
+    ("brokerConsumeStats", "btlo"),
+    ("brokerStatus", "bc"),
+    ("checkMsgSendRT", "tas"),
+    ("cleanExpiredCQ", "bc"),
+    ("cleanUnusedTopic", "bc"),
+    ("cloneGroupOffset", "sdto"),
+    ("clusterAclConfigVersion", "bc"),
+    ("clusterList", "mi"),
+    ("clusterRT", "ascpmi"),
+    ("consumeMessage", "tbiogc"),
+    ("consumerConnection", "gb"),
+    ("consumerProgress", "gs"),
+    ("consumerStatus", "gibs"),
+    ("deleteAclConfig", "bca"),
+    ("deleteExpiredCommitLog", "nbc"),
+    ("deleteKvConfig", "sk"),
+    ("deleteSubGroup", "bcgr"),
+    ("deleteTopic", "tc"),
+    ("getBrokerConfig", "bc"),
+    ("getConsumerConfig", "g"),
+    ("getNamesrvConfig", ""),
+    ("printMsg", "tbe"),
+    ("printMsgByQueue", "taicsbepdf"),
+    ("producer", "b"),
+    ("producerConnection", "gt"),
+    ("queryCq", "tqicbg"),
+    ("queryMsgById", "igdsu"),
+    ("queryMsgByKey", "tk"),
+    ("queryMsgByOffset", "tbio"),
+    ("queryMsgByUniqueKey", "igdta"),
+    ("resetOffsetByTime", "gtsfc"),
+    ("sendMessage", "tpkcbim"),
+    ("sendMsgStatus", "bsc"),
+    ("skipAccumulatedMessage", "gtf"),
+    ("statsAll", "at"),
+    ("topicClusterList", "t"),
+    ("topicList", "c"),
+    ("topicRoute", "tl"),
+    ("topicStatus", "t"),
+    ("updateAclConfig", "bcaswiutgm"),
+    ("updateBrokerConfig", "bckv"),
+    ("updateGlobalWhiteAddr", "bcgp"),
+    ("updateKvConfig", "skv"),
+    ("updateNamesrvConfig", "kv"),
+    ("updateOrderConf", "tvm"),
+    ("updateSubGroup", "bcgsmdqriwa"),
+    ("updateTopic", "bctrwpous"),
+    ("updateTopicPerm", "bctp"),
+    ("wipeWritePerm", "b"),
+];
+
+#[test]
+fn every_command_takes_rocketmq_option_letters() {
+    for (name, letters) in ROCKETMQ_LETTERS {
+        let (ok, out, err) = mqadmin(&["help", name]);
+        assert!(ok, "help {name}: {err}");
+        for letter in letters.chars().chain("hn".chars()) {
+            // `-a` of the ACL commands has no long form: `--accessKey` signs requests.
+            let short_only = format!(" -{letter} <arg>");
+            assert!(
+                out.contains(&format!(" -{letter},--")) || out.contains(&short_only),
+                "{name} lacks -{letter}:\n{out}"
+            );
+        }
+    }
+}

@@ -135,46 +135,6 @@ pub async fn update_broker_config(
     Ok(())
 }
 
-pub async fn broker_consume_stats(admin: &AdminClient, t: Target) -> Result<(), ClientError> {
-    crate::outln!(
-        "{:<32}  {:<32}  {:<24}  {:<4}  {:<16}  {:<16}  {:<12}  {}",
-        "#Topic",
-        "#Group",
-        "#Broker Name",
-        "#QID",
-        "#Broker Offset",
-        "#Consumer Offset",
-        "#Diff",
-        "#LastTime"
-    );
-    let mut total = 0;
-    for addr in t.addrs(admin).await? {
-        let list = admin.broker_consume_stats(&addr).await?;
-        total += list.total_diff;
-        for by_group in &list.consume_stats_list {
-            for (group, stats) in by_group {
-                for s in stats {
-                    for (mq, w) in &s.offset_table.0 {
-                        crate::outln!(
-                            "{:<32}  {:<32}  {:<24}  {:<4}  {:<16}  {:<16}  {:<12}  {}",
-                            mq.topic,
-                            group,
-                            mq.broker_name,
-                            mq.queue_id,
-                            w.broker_offset,
-                            w.consumer_offset,
-                            w.broker_offset - w.consumer_offset,
-                            super::format_time(w.last_timestamp)
-                        );
-                    }
-                }
-            }
-        }
-    }
-    crate::outln!("\nDiff Total: {total}");
-    Ok(())
-}
-
 #[derive(clap::Args, Debug)]
 pub struct ClusterRt {
     /// Messages per broker per round.
@@ -188,6 +148,12 @@ pub struct ClusterRt {
     /// Seconds between rounds.
     #[arg(short = 'i', long = "interval", default_value_t = 10)]
     interval: u64,
+    /// print as tlog (`time|machineRoom|cluster|broker|rt`) | default false.
+    #[arg(short = 'p', long = "printLog", default_value_t = false, action = clap::ArgAction::Set)]
+    print_log: bool,
+    /// machine room name | default noname.
+    #[arg(short = 'm', long = "machineRoom", default_value = "noname")]
+    machine_room: String,
     /// Rounds to run (RocketMQ runs until stopped; 0 does the same here).
     #[arg(long = "rounds", default_value_t = 1)]
     rounds: u64,
@@ -197,14 +163,16 @@ pub struct ClusterRt {
 pub async fn cluster_rt(admin: &AdminClient, a: ClusterRt) -> Result<(), ClientError> {
     let info = admin.cluster_info().await?;
     let body = bytes::Bytes::from(vec![b'x'; a.size]);
-    crate::outln!(
-        "{:<24}  {:<24}  {:<8}  {:<16}  {}",
-        "#Cluster Name",
-        "#Broker Name",
-        "#RT",
-        "#successCount",
-        "#failCount"
-    );
+    if !a.print_log {
+        crate::outln!(
+            "{:<24}  {:<24}  {:<8}  {:<16}  {}",
+            "#Cluster Name",
+            "#Broker Name",
+            "#RT",
+            "#successCount",
+            "#failCount"
+        );
+    }
     let mut round = 0;
     while a.rounds == 0 || round < a.rounds {
         for (cluster, names) in &info.cluster_addr_table {
@@ -235,7 +203,13 @@ pub async fn cluster_rt(admin: &AdminClient, a: ClusterRt) -> Result<(), ClientE
                 } else {
                     0.0
                 };
-                crate::outln!("{cluster:<24}  {name:<24}  {rt:<8.2}  {ok:<16}  {failed}");
+                if a.print_log {
+                    let now = super::format_time(stellmq_client::admin::now_ms());
+                    let room = &a.machine_room;
+                    crate::outln!("{now}|{room}|{cluster}|{name}|{rt:.0}");
+                } else {
+                    crate::outln!("{cluster:<24}  {name:<24}  {rt:<8.2}  {ok:<16}  {failed}");
+                }
             }
         }
         round += 1;

@@ -10,6 +10,19 @@ use super::Target;
 pub struct GroupArg {
     #[arg(short = 'g', long = "consumerGroup")]
     group: String,
+    /// Broker address to ask (default: a master hosting the group's retry topic).
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker: Option<String>,
+}
+
+/// A master that knows the group's connections: one hosting its retry topic.
+pub(super) async fn group_broker(admin: &AdminClient, group: &str) -> Result<String, ClientError> {
+    let route = admin.topic_route(&format!("%RETRY%{group}")).await?;
+    route
+        .broker_datas
+        .iter()
+        .find_map(|b| b.master_addr().map(str::to_owned))
+        .ok_or_else(|| ClientError::Invalid(format!("no broker hosts group {group}")))
 }
 
 #[derive(clap::Args, Debug)]
@@ -74,11 +87,16 @@ pub struct DeleteSubGroup {
     group: String,
     #[command(flatten)]
     target: Target,
+    /// Remove the group's consumer offsets too (true|false; default false).
+    #[arg(short = 'r', long = "removeOffset", default_value_t = false, action = clap::ArgAction::Set)]
+    remove_offset: bool,
 }
 
 pub async fn delete_sub_group(admin: &AdminClient, a: DeleteSubGroup) -> Result<(), ClientError> {
     for addr in a.target.addrs(admin).await? {
-        admin.delete_group(&addr, &a.group).await?;
+        admin
+            .delete_group_with(&addr, &a.group, a.remove_offset)
+            .await?;
         crate::outln!(
             "delete subscription group [{}] from broker [{addr}] success.",
             a.group
@@ -119,74 +137,11 @@ pub async fn clone_group_offset(
     Ok(())
 }
 
-#[derive(clap::Args, Debug)]
-pub struct ConsumerProgress {
-    #[arg(short = 'g', long = "groupName")]
-    group: String,
-    #[arg(short = 't', long = "topicName")]
-    topic: Option<String>,
-}
-
-pub async fn consumer_progress(
-    admin: &AdminClient,
-    a: ConsumerProgress,
-) -> Result<(), ClientError> {
-    // Brokers hosting the group's retry topic know its offsets, like RocketMQ's lookup.
-    let route_topic = format!("%RETRY%{}", a.group);
-    let brokers: Vec<String> = match super::masters_of(admin, &route_topic).await {
-        Ok(masters) => masters,
-        Err(_) => admin
-            .master_addrs(None)
-            .await?
-            .into_iter()
-            .map(|(_, a)| a)
-            .collect(),
-    };
-    crate::outln!(
-        "{:<32}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}",
-        "#Topic",
-        "#Broker Name",
-        "#QID",
-        "#Broker Offset",
-        "#Consumer Offset",
-        "#Diff",
-        "#LastTime"
-    );
-    let mut total_diff = 0;
-    let mut tps = 0.0;
-    for addr in brokers {
-        let stats = admin
-            .consume_stats(&addr, &a.group, a.topic.as_deref())
-            .await?;
-        tps += stats.consume_tps;
-        for (mq, w) in &stats.offset_table.0 {
-            let diff = w.broker_offset - w.consumer_offset;
-            total_diff += diff;
-            crate::outln!(
-                "{:<32}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}",
-                mq.topic,
-                mq.broker_name,
-                mq.queue_id,
-                w.broker_offset,
-                w.consumer_offset,
-                diff,
-                super::format_time(w.last_timestamp)
-            );
-        }
-    }
-    crate::outln!();
-    crate::outln!("Consume TPS: {tps:.2}");
-    crate::outln!("Diff Total: {total_diff}");
-    Ok(())
-}
-
 pub async fn consumer_connection(admin: &AdminClient, a: GroupArg) -> Result<(), ClientError> {
-    let route = admin.topic_route(&format!("%RETRY%{}", a.group)).await?;
-    let addr = route
-        .broker_datas
-        .iter()
-        .find_map(|b| b.master_addr().map(str::to_owned))
-        .ok_or_else(|| ClientError::Invalid("no broker hosts this group".into()))?;
+    let addr = match a.broker {
+        Some(b) => b,
+        None => group_broker(admin, &a.group).await?,
+    };
     let c = admin.consumer_connection(&addr, &a.group).await?;
     crate::outln!(
         "{:<4}  {:<40}  {:<24}  {:<12}  {}",

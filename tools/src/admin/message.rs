@@ -199,22 +199,65 @@ pub struct QueryByUniqueKey {
     id: String,
     #[arg(short = 't', long = "topic")]
     topic: String,
+    /// With -d: the consumer group whose client consumes the message directly.
+    #[arg(short = 'g', long = "consumerGroup", requires = "client_id")]
+    group: Option<String>,
+    /// With -g: the client id of the consumer to hand the message to.
+    #[arg(short = 'd', long = "clientId", requires = "group")]
+    client_id: Option<String>,
+    /// Print all message, the limit is 32.
+    #[arg(short = 'a', long = "showAll")]
+    show_all: bool,
 }
 
 pub async fn query_by_unique_key(
     admin: &AdminClient,
     a: QueryByUniqueKey,
 ) -> Result<(), ClientError> {
-    match find_unique(admin, &a.topic, &a.id).await? {
-        Some(m) => {
-            print_message(&m);
-            Ok(())
-        }
-        None => Err(ClientError::Invalid(format!(
+    let found = find_all_unique(admin, &a.topic, &a.id).await?;
+    if let (Some(group), Some(client_id), Some(m)) = (&a.group, &a.client_id, found.first()) {
+        // Handed over by its offset id: the broker storing it relays it to the client.
+        let by_id = QueryById {
+            ids: m.offset_msg_id(),
+            topic: Some(a.topic.clone()),
+            group: Some(group.clone()),
+            client_id: Some(client_id.clone()),
+            resend: None,
+            unit_name: None,
+        };
+        return super::msg_actions::consume_directly(admin, group, client_id, &by_id).await;
+    }
+    if found.is_empty() {
+        return Err(ClientError::Invalid(format!(
             "message {} not found in topic {}",
             a.id, a.topic
-        ))),
+        )));
     }
+    let shown = if a.show_all { found.len() } else { 1 };
+    for m in found.iter().take(shown) {
+        print_message(m);
+    }
+    Ok(())
+}
+
+/// Every stored copy of the message with this unique key (at most 32 per broker).
+async fn find_all_unique(
+    admin: &AdminClient,
+    topic: &str,
+    uniq: &str,
+) -> Result<Vec<MessageRecord>, ClientError> {
+    let mut all = Vec::new();
+    for addr in masters_of(admin, topic).await? {
+        let hits = admin
+            .query_message(&addr, &key_query(topic, uniq, 32, 0, i64::MAX, true))
+            .await?;
+        all.extend(
+            hits.into_iter()
+                .filter(|m| m.properties.get(property::UNIQ_KEY) == Some(uniq)),
+        );
+    }
+    all.truncate(32);
+    Ok(all)
 }
 
 #[derive(clap::Args, Debug)]
@@ -326,6 +369,9 @@ pub struct SendMessage {
     broker_name: Option<String>,
     #[arg(short = 'i', long = "qid")]
     queue_id: Option<i32>,
+    /// Message Trace Enable, Default: false (accepted; mqadmin sends no trace).
+    #[arg(short = 'm', long = "msgTraceEnable", default_value_t = false, action = clap::ArgAction::Set)]
+    trace: bool,
 }
 
 pub async fn send_message(admin: &AdminClient, a: SendMessage) -> Result<(), ClientError> {
@@ -349,6 +395,9 @@ pub async fn send_message(admin: &AdminClient, a: SendMessage) -> Result<(), Cli
     }
     if let Some(t) = &a.tags {
         props.insert(property::TAGS, t.clone());
+    }
+    if a.trace {
+        eprintln!("mqadmin sends no message trace; -m is accepted and ignored");
     }
     let queue_id = a.queue_id.unwrap_or(-1);
     let result = admin

@@ -4,6 +4,8 @@
 mod acl;
 mod allocate;
 mod broker;
+mod broker_stats;
+mod cluster_more;
 mod consumer;
 mod group;
 pub mod help;
@@ -13,6 +15,7 @@ mod msg_actions;
 mod namesrv;
 mod print_queue;
 mod producer;
+mod progress;
 mod reset;
 mod running_info;
 mod send_check;
@@ -107,7 +110,7 @@ pub enum Command {
     #[command(name = "topicList", about = "Fetch all topics from the name server")]
     TopicList(topic::TopicListArgs),
     #[command(name = "topicRoute", about = "Examine topic route info")]
-    TopicRoute(topic::TopicArg),
+    TopicRoute(topic::TopicRouteArgs),
     #[command(name = "topicStatus", about = "Examine topic status info")]
     TopicStatus(topic::TopicArg),
     #[command(name = "topicClusterList", about = "Get the clusters a topic is on")]
@@ -122,12 +125,12 @@ pub enum Command {
     #[command(name = "queryCq", about = "Query a consume queue's raw entries")]
     QueryCq(topic::QueryCq),
     #[command(name = "clusterList", about = "List the brokers of each cluster")]
-    ClusterList,
+    ClusterList(cluster_more::ClusterListArgs),
     #[command(
         name = "brokerConsumeStats",
         about = "Consume progress of every group on a broker"
     )]
-    BrokerConsumeStats(Target),
+    BrokerConsumeStats(broker_stats::BrokerConsumeStats),
     #[command(name = "clusterRT", about = "Send round trip per broker of a cluster")]
     ClusterRT(broker::ClusterRt),
     #[command(name = "brokerStatus", about = "Fetch broker runtime status data")]
@@ -154,7 +157,7 @@ pub enum Command {
     )]
     CloneGroupOffset(group::CloneGroupOffset),
     #[command(name = "consumerProgress", about = "Query consumer's progress")]
-    ConsumerProgress(group::ConsumerProgress),
+    ConsumerProgress(progress::ConsumerProgress),
     #[command(
         name = "consumerConnection",
         about = "Query consumer's socket connections and subscriptions"
@@ -321,17 +324,17 @@ async fn dispatch(
         UpdateTopicPerm(a) => topic::update_topic_perm(admin, a).await,
         UpdateOrderConf(a) => topic::update_order_conf(admin, a).await,
         QueryCq(a) => topic::query_cq(admin, a).await,
-        ClusterList => broker::cluster_list(admin).await,
+        ClusterList(a) => cluster_more::cluster_list(admin, a).await,
         BrokerStatus(t) => broker::broker_status(admin, t).await,
         HaStatus(t) => broker::ha_status(admin, t).await,
-        BrokerConsumeStats(t) => broker::broker_consume_stats(admin, t).await,
+        BrokerConsumeStats(a) => broker_stats::broker_consume_stats(admin, a).await,
         ClusterRT(a) => broker::cluster_rt(admin, a).await,
         GetBrokerConfig(t) => broker::get_broker_config(admin, t).await,
         UpdateBrokerConfig(a) => broker::update_broker_config(admin, a).await,
         UpdateSubGroup(a) => group::update_sub_group(admin, a).await,
         DeleteSubGroup(a) => group::delete_sub_group(admin, a).await,
         CloneGroupOffset(a) => group::clone_group_offset(admin, a).await,
-        ConsumerProgress(a) => group::consumer_progress(admin, a).await,
+        ConsumerProgress(a) => progress::consumer_progress(admin, a).await,
         ConsumerConnection(a) => group::consumer_connection(admin, a).await,
         ProducerConnection(a) => group::producer_connection(admin, a).await,
         ResetOffsetByTime(a) => reset::reset_offset_by_time(admin, a).await,

@@ -16,18 +16,21 @@ pub struct ResetOffsetByTime {
     timestamp: String,
     #[arg(short = 'f', long = "force", default_value_t = true, action = clap::ArgAction::Set)]
     force: bool,
+    /// Reset C++ client offsets: the offsets are written on the brokers, which StellMQ does
+    /// for every client anyway.
+    #[arg(short = 'c', long = "cplus")]
+    cplus: bool,
 }
 
 fn parse_timestamp(text: &str) -> Result<i64, ClientError> {
     if text == "now" {
         return Ok(stellmq_client::admin::now_ms());
     }
-    if let Ok(ms) = text.parse::<i64>() {
-        return Ok(ms);
-    }
-    Err(ClientError::Invalid(format!(
-        "cannot parse timestamp '{text}': use now or epoch milliseconds"
-    )))
+    super::print_queue::parse_time(text).map_err(|_| {
+        ClientError::Invalid(format!(
+            "cannot parse timestamp '{text}': use now, epoch milliseconds or yyyy-MM-dd#HH:mm:ss:SSS"
+        ))
+    })
 }
 
 pub async fn reset_offset_by_time(
@@ -35,6 +38,7 @@ pub async fn reset_offset_by_time(
     a: ResetOffsetByTime,
 ) -> Result<(), ClientError> {
     let timestamp = parse_timestamp(&a.timestamp)?;
+    let _ = a.cplus;
     reset_offsets(admin, &a.group, &a.topic, timestamp, a.force).await
 }
 

@@ -30,11 +30,24 @@ pub struct UpdateTopic {
     /// TRANSACTION, MIXED); `-key` removes one; comma separated.
     #[arg(short = 'a', long = "attributes")]
     attributes: Option<String>,
+    /// Is unit topic (true|false): sets topicSysFlag's unit bit.
+    #[arg(short = 'u', long = "unit", action = clap::ArgAction::Set)]
+    unit: Option<bool>,
+    /// Has unit sub (true|false): sets topicSysFlag's unit-sub bit.
+    #[arg(short = 's', long = "hasUnitSub", action = clap::ArgAction::Set)]
+    has_unit_sub: Option<bool>,
+}
+
+/// RocketMQ's `TopicSysFlag`: bit 0 unit topic, bit 1 has unit subscriptions.
+fn topic_sys_flag(unit: bool, has_unit_sub: bool) -> i32 {
+    i32::from(unit) | (i32::from(has_unit_sub) << 1)
 }
 
 pub async fn update_topic(admin: &AdminClient, a: UpdateTopic) -> Result<(), ClientError> {
     let mut config = TopicConfig::with_queues(&a.topic, a.read, a.write, a.perm);
     config.order = a.order;
+    config.topic_sys_flag =
+        topic_sys_flag(a.unit.unwrap_or(false), a.has_unit_sub.unwrap_or(false));
     let mut order_conf = Vec::new();
     for addr in a.target.addrs(admin).await? {
         admin
@@ -56,11 +69,12 @@ pub async fn update_topic(admin: &AdminClient, a: UpdateTopic) -> Result<(), Cli
         );
     }
     crate::outln!(
-        "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, topicFilterType=SINGLE_TAG, topicSysFlag=0, order={}]",
+        "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, topicFilterType=SINGLE_TAG, topicSysFlag={}, order={}]",
         a.topic,
         a.read,
         a.write,
         perm::to_display(a.perm),
+        config.topic_sys_flag,
         a.order
     );
     Ok(())
@@ -132,13 +146,78 @@ pub async fn topic_list(admin: &AdminClient, a: TopicListArgs) -> Result<(), Cli
     Ok(())
 }
 
-pub async fn topic_route(admin: &AdminClient, a: TopicArg) -> Result<(), ClientError> {
+#[derive(clap::Args, Debug)]
+pub struct TopicRouteArgs {
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Use list format to print data.
+    #[arg(short = 'l', long = "list")]
+    list: bool,
+}
+
+pub async fn topic_route(admin: &AdminClient, a: TopicRouteArgs) -> Result<(), ClientError> {
     let route = admin.topic_route(&a.topic).await?;
-    crate::outln!(
-        "{}",
-        fastjson::encode_with(&route, fastjson::Style::FastjsonPretty)
-    );
+    if !a.list {
+        crate::outln!(
+            "{}",
+            fastjson::encode_with(&route, fastjson::Style::FastjsonPretty)
+        );
+        return Ok(());
+    }
+    print_route_list(&route);
     Ok(())
+}
+
+/// `topicRoute -l`: one row per broker (sorted by name) and the totals.
+fn print_route_list(route: &stellmq_remoting::protocol::body::TopicRouteData) {
+    let row = |a: &str, b: &str, c: &str, d: &str, e: &str, f: &str| {
+        crate::outln!("{a:<45} {b:<32} {c:<50} {d:<10} {e:<11} {f:<5}");
+    };
+    row(
+        "#ClusterName",
+        "#BrokerName",
+        "#BrokerAddrs",
+        "#ReadQueue",
+        "#WriteQueue",
+        "#Perm",
+    );
+    let mut brokers: Vec<_> = route.broker_datas.iter().collect();
+    brokers.sort_by(|x, y| x.broker_name.cmp(&y.broker_name));
+    let (mut read, mut write, mut count) = (0, 0, 0);
+    for b in brokers {
+        let Some(q) = route
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == b.broker_name)
+        else {
+            continue;
+        };
+        read += q.read_queue_nums;
+        write += q.write_queue_nums;
+        count += 1;
+        let addrs: Vec<String> = b
+            .broker_addrs
+            .0
+            .iter()
+            .map(|(id, a)| format!("{id}={a}"))
+            .collect();
+        let addrs = format!("{{{}}}", addrs.join(", "));
+        let (r, w, p) = (
+            q.read_queue_nums.to_string(),
+            q.write_queue_nums.to_string(),
+            q.perm.to_string(),
+        );
+        row(&b.cluster, &b.broker_name, &addrs, &r, &w, &p);
+    }
+    crate::outln!("{}", "-".repeat(158));
+    row(
+        "Total:",
+        &count.to_string(),
+        "",
+        &read.to_string(),
+        &write.to_string(),
+        "",
+    );
 }
 
 pub async fn topic_status(admin: &AdminClient, a: TopicArg) -> Result<(), ClientError> {
