@@ -20,6 +20,7 @@ mod persist;
 pub mod processor;
 pub mod registration;
 mod routes;
+pub mod runtime;
 pub mod schedule;
 mod server;
 pub mod slave_sync;

@@ -192,6 +192,7 @@ impl Processors {
                 ha_master: s.ha_master.clone(),
                 ha_slave: s.ha_slave.clone(),
                 traffic: s.traffic.clone(),
+                runtime: s.runtime.clone(),
             }),
             config_admin: Arc::new(ConfigAdminProcessor {
                 broker: s.config.clone(),
@@ -641,6 +642,11 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
 /// Registers every handler of the table, each behind the ACL (when on) and the name check.
 pub(crate) fn register(server: &mut RemotingServer, state: &BrokerState) {
     let lanes = Lanes::new(&state.config.read());
+    let _ = state.runtime.lanes.set(crate::runtime::QueueLanes {
+        send: lanes.send.clone(),
+        pull: lanes.pull.clone(),
+        query: lanes.query.clone(),
+    });
     let processors = Processors::new(state);
     for (code, fields, handler, lane) in table(&processors, &lanes) {
         let acl = state.acl.clone();

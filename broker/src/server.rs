@@ -239,6 +239,7 @@ fn spawn_services(
         tokio::spawn(persist::run_writer(s.groups.clone(), stop.clone())),
         tokio::spawn(registrar.clone().run(stop.clone())),
         tokio::spawn(s.traffic.clone().run(stop.clone())),
+        tokio::spawn(s.runtime.clone().run(s.store.clone(), stop.clone())),
         tokio::spawn(s.hold.clone().run(stop.clone())),
         tokio::spawn(s.pop_hold.clone().run(stop.clone())),
         tokio::spawn(persist_orders(

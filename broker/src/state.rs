@@ -50,6 +50,8 @@ pub struct BrokerState {
     pub consumers: Arc<ConsumerManager>,
     pub producers: Arc<ProducerManager>,
     pub traffic: Arc<BrokerStats>,
+    /// TPS windows and daily totals for runtime info.
+    pub runtime: Arc<crate::runtime::RuntimeStats>,
     pub hold: Arc<PullHoldService>,
     /// POP consumption: checkpoints, orderly batches, and its long polling.
     pub pop: Arc<PopCore>,
@@ -220,6 +222,7 @@ impl BrokerState {
             consumers,
             producers: Arc::default(),
             traffic,
+            runtime: Arc::default(),
             hold,
             pop,
             pop_hold,

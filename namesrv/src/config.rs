@@ -38,8 +38,16 @@ properties_config! {
         broker_channel_expired_time: u64 = "brokerChannelExpiredTime" => 120_000,
         /// Idle connections are closed after this many seconds.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,
+        /// Metrics exporter (RocketMQ 5's key): `PROM` serves Prometheus' `GET /metrics` on
+        /// metricsPromExporterHost:metricsPromExporterPort; `DISABLE` (default) serves none.
+        metrics_exporter_type: stellmq_metrics::ExporterType = "metricsExporterType" => stellmq_metrics::ExporterType::Disable,
+        /// Address the Prometheus endpoint binds; empty = every interface.
+        metrics_prom_exporter_host: String = "metricsPromExporterHost" => String::new(),
+        /// Port of the Prometheus endpoint (StellMQ's default 5558: the broker has 5557;
+        /// 0 picks a free one).
+        metrics_prom_exporter_port: u16 = "metricsPromExporterPort" => 5558,
         /// Keys UPDATE_NAMESRV_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress;aclEnable;rocketmqHome".to_owned(),
+        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress;aclEnable;rocketmqHome;metricsExporterType;metricsPromExporterHost;metricsPromExporterPort".to_owned(),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod acl;
 pub mod config;
 mod housekeeping;
 pub mod kv;
+mod metrics;
 pub mod processor;
 pub mod route;
 
@@ -57,6 +58,8 @@ pub enum NamesrvError {
     },
     #[error("TLS: {0}")]
     Tls(#[from] TlsError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] stellmq_metrics::MetricsError),
 }
 
 /// Drops brokers whose connection closed.
@@ -77,6 +80,7 @@ pub struct NamesrvHandle {
     stop: CancellationToken,
     housekeeping: tokio::task::JoinHandle<()>,
     acl_watch: Option<tokio::task::JoinHandle<()>>,
+    metrics: Option<stellmq_metrics::MetricsServer>,
 }
 
 impl NamesrvHandle {
@@ -85,12 +89,20 @@ impl NamesrvHandle {
     }
 
     /// The route tables (for tests and status).
+    /// The Prometheus endpoint's address, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|m| m.local_addr())
+    }
+
     pub fn routes(&self) -> &Arc<RouteInfoManager> {
         &self.routes
     }
 
     /// Stops the expiry scan and the server, answering requests already in flight.
     pub async fn shutdown(self) {
+        if let Some(metrics) = self.metrics {
+            metrics.shutdown().await;
+        }
         self.stop.cancel();
         let _ = self.housekeeping.await;
         if let Some(watch) = self.acl_watch {
@@ -131,6 +143,13 @@ pub async fn start_with_tls(
     let routes = Arc::new(RouteInfoManager::new());
     let scan_interval = Duration::from_millis(config.scan_not_active_broker_interval.max(10));
     let idle_timeout = Duration::from_secs(config.server_channel_max_idle_time_seconds.max(1));
+    let metrics_addr = stellmq_metrics::ExporterConfig {
+        exporter_type: config.metrics_exporter_type,
+        host: config.metrics_prom_exporter_host.clone(),
+        port: config.metrics_prom_exporter_port,
+    }
+    .prometheus_addr()
+    .map_err(NamesrvError::BadAddress)?;
     let config = Arc::new(RwLock::new(config));
 
     let mut server = RemotingServer::new(ServerConfig {
@@ -208,11 +227,22 @@ pub async fn start_with_tls(
         .add_listener(Arc::new(BrokerChannelWatcher {
             routes: routes.clone(),
         }));
+    let rpc = Arc::new(stellmq_metrics::RpcLatency::new("remoting"));
+    if metrics_addr.is_some() {
+        server.set_observer(rpc.clone());
+    }
     let server = server.start().await.map_err(|source| NamesrvError::Bind {
         addr: listen.clone(),
         source,
     })?;
 
+    let metrics = match metrics_addr {
+        Some(addr) => {
+            let node = server.local_addr().to_string();
+            Some(metrics::start(addr, node, routes.clone(), rpc).await?)
+        }
+        None => None,
+    };
     let stop = CancellationToken::new();
     let housekeeping = tokio::spawn(housekeeping::scan_not_active_brokers(
         routes.clone(),
@@ -233,5 +263,6 @@ pub async fn start_with_tls(
         stop,
         housekeeping,
         acl_watch,
+        metrics,
     })
 }

@@ -84,6 +84,19 @@ properties_config! {
         grpc_shutdown_time_seconds: u64 = "grpcShutdownTimeSeconds" => 30,
         /// Remoting timeout of calls to brokers and name servers (ms).
         remoting_call_timeout_millis: u64 = "remotingCallTimeoutMillis" => 3_000,
+        /// The `cluster` label of the proxy's metrics (RocketMQ's key).
+        proxy_cluster_name: String = "proxyClusterName" => "DefaultCluster".to_owned(),
+        /// The `node_id` label of the proxy's metrics (RocketMQ's key; its default is the
+        /// host name).
+        proxy_name: String = "proxyName" => "DEFAULT_PROXY".to_owned(),
+        /// Metrics exporter (RocketMQ 5's key): `PROM` serves Prometheus' `GET /metrics` on
+        /// metricsPromExporterHost:metricsPromExporterPort; `DISABLE` (default) serves none.
+        metrics_exporter_type: stellmq_metrics::ExporterType = "metricsExporterType" => stellmq_metrics::ExporterType::Disable,
+        /// Address the Prometheus endpoint binds; empty = every interface.
+        metrics_prom_exporter_host: String = "metricsPromExporterHost" => String::new(),
+        /// Port of the Prometheus endpoint (StellMQ's default 5559, beside a broker's 5557
+        /// and a name server's 5558; 0 picks a free one).
+        metrics_prom_exporter_port: u16 = "metricsPromExporterPort" => 5559,
     }
 }
 

@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod config;
 pub mod grpc;
 mod listener;
+mod metrics;
 pub mod server;
 
 /// The generated apache.rocketmq.v2 messages and services.

@@ -33,6 +33,10 @@ pub enum StartError {
     },
     #[error("TLS: {0}")]
     Tls(#[from] stellmq_remoting::net::tls::TlsError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] stellmq_metrics::MetricsError),
+    #[error("{0}")]
+    Config(String),
 }
 
 /// A running proxy.
@@ -40,6 +44,7 @@ pub struct ProxyHandle {
     local_addr: SocketAddr,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    metrics: Option<stellmq_metrics::MetricsServer>,
     pub proxy: Arc<Proxy>,
 }
 
@@ -51,7 +56,15 @@ impl ProxyHandle {
 
     /// Stops serving: Telemetry streams end at once, other calls get
     /// `grpcShutdownTimeSeconds` to finish, then the server stops regardless.
+    /// The Prometheus endpoint's address, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|m| m.local_addr())
+    }
+
     pub async fn shutdown(self) {
+        if let Some(metrics) = self.metrics {
+            metrics.shutdown().await;
+        }
         self.stop.cancel();
         let grace = Duration::from_secs(self.proxy.config.grpc_shutdown_time_seconds);
         for mut task in self.tasks {
@@ -71,6 +84,7 @@ impl ProxyHandle {
 /// port's TLS (`tls.server.*`) and that of the connections to brokers (`tls.enable`, ...).
 pub async fn start(config: ProxyConfig, tls: &TlsConfig) -> Result<ProxyHandle, StartError> {
     let server_tls = ServerTls::with_alpn(tls, vec![b"h2".to_vec()])?;
+    let metrics_addr = crate::metrics::exporter_addr(&config).map_err(StartError::Config)?;
     let addr = format!("{}:{}", config.bind_address, config.grpc_server_port);
     let listener = TcpListener::bind(&addr)
         .await
@@ -108,10 +122,15 @@ pub async fn start(config: ProxyConfig, tls: &TlsConfig) -> Result<ProxyHandle, 
     };
     tasks.push(serving);
     tasks.push(tokio::spawn(background_work(proxy.clone(), stop.clone())));
+    let metrics = match metrics_addr {
+        Some(addr) => Some(crate::metrics::start(addr, proxy.clone()).await?),
+        None => None,
+    };
     Ok(ProxyHandle {
         local_addr,
         stop,
         tasks,
+        metrics,
         proxy,
     })
 }

@@ -213,6 +213,12 @@ impl MessageStore {
         self.inner.commit_log.lock_held_ms() > busy_ms
     }
 
+    /// How long (ms) the CommitLog's append lock has been held by the write now holding
+    /// it; 0 when free (RocketMQ's `pageCacheLockTimeMills`).
+    pub fn page_cache_lock_time_ms(&self) -> i64 {
+        self.inner.commit_log.lock_held_ms()
+    }
+
     /// Why writes are refused, if they are.
     pub fn write_refusal(&self) -> Option<String> {
         if self.inner.stopping.load(Ordering::Acquire) {

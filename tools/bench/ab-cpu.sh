@@ -5,7 +5,8 @@
 # (`mqbench producer` args, default "-w 64") DUR s of 1 KiB sends to an 8-queue topic. Prints
 # one tab-separated line per run: round build mode msg/s p50 p99 broker-CPU-us/msg (without
 # the segment-warming thread) warming-CPU-us/msg mqbench-CPU-us/msg. mqbench and mqadmin come
-# from NEW_BIN_DIR. Hold the cargo lock for it (flock /tmp/stellmq-cargo.lock ...).
+# from NEW_BIN_DIR. NEW_CONF (e.g. $'metricsExporterType=PROM\nmetricsPromExporterPort=0') is
+# appended to the new build's broker.conf. Hold the cargo lock for it (flock /tmp/stellmq-cargo.lock ...).
 OLD=$1; NEW=$2; ROUNDS=${3:-3}; MODES=${4:-"-w 64"}; DUR=${DUR:-8}
 HZ=$(getconf CLK_TCK)
 ticks() { sed 's/.*) //' "$1" | awk '{print $12+$13}'; }
@@ -16,6 +17,7 @@ for r in $(seq $ROUNDS); do for v in old new; do
   D=$(mktemp -d ${TMPDIR:-/tmp}/stellmq-abcpu.XXXX); NSP=$((30000 + RANDOM % 10000)); BP=$((40000 + RANDOM % 10000))
   printf 'listenPort=%s\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/ns.properties\n' $NSP $D $D > $D/ns.conf
   printf 'brokerName=b\nlistenPort=%s\nbrokerIP1=127.0.0.1\nstorePathRootDir=%s/store\nflushDiskType=%s\n' $BP $D ${FLUSH:-ASYNC_FLUSH} > $D/broker.conf
+  [ $v = new ] && [ -n "${NEW_CONF:-}" ] && printf '%s\n' "$NEW_CONF" >> $D/broker.conf
   $BIN/mqnamesrv -c $D/ns.conf > $D/ns.log 2>&1 & NSPID=$!
   sleep 0.5
   $BIN/mqbroker -c $D/broker.conf -n 127.0.0.1:$NSP > $D/broker.log 2>&1 & BPID=$!

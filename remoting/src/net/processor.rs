@@ -188,6 +188,8 @@ pub struct Lane {
     admitted: Arc<Semaphore>,
     running: Arc<Semaphore>,
     inline_first: bool,
+    workers: usize,
+    queue: usize,
 }
 
 /// What a request holds while it runs in a lane.
@@ -273,11 +275,28 @@ impl Lane {
             admitted: Arc::new(Semaphore::new(workers + queue)),
             running: Arc::new(Semaphore::new(workers)),
             inline_first,
+            workers,
+            queue,
         })
     }
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Requests waiting for a worker (RocketMQ's thread pool queue size).
+    pub fn queued(&self) -> usize {
+        let admitted =
+            (self.workers + self.queue).saturating_sub(self.admitted.available_permits());
+        let running = self
+            .workers
+            .saturating_sub(self.running.available_permits());
+        admitted.saturating_sub(running)
+    }
+
+    /// How many requests may wait for a worker.
+    pub fn queue_capacity(&self) -> usize {
+        self.queue
     }
 
     /// Requests admitted but not finished (queued plus running).

@@ -221,3 +221,52 @@ async fn endpoint_survives_hostile_http_clients() {
     assert!(s.body.contains("rocketmq_messages_in_total"));
     stack.stop().await;
 }
+
+fn windows(info: &std::collections::BTreeMap<String, String>, key: &str) -> Vec<f64> {
+    let text = info.get(key).unwrap_or_else(|| panic!("{key} in {info:?}"));
+    let figures: Vec<f64> = text
+        .split(' ')
+        .map(|f| f.parse().expect("a figure"))
+        .collect();
+    assert_eq!(figures.len(), 3, "{key}: {text}");
+    figures
+}
+
+/// GET_BROKER_RUNTIME_INFO (what `mqadmin clusterList -m` and `brokerStatus` print): real
+/// totals, TPS windows that move with traffic, and the lanes' queues.
+#[tokio::test]
+async fn runtime_info_reports_current_figures() {
+    let (stack, _) = stack_with_metrics().await;
+    let idle = stack.raw().runtime_info().await;
+    assert_eq!(windows(&idle, "putTps"), vec![0.0, 0.0, 0.0]);
+    send_all(&stack, 20).await;
+    let config = consumer_config(stack.ns_addr(), "RuntimeGroup");
+    let (consumer, _seen) = recording_consumer(config, TOPIC, "*").await;
+    wait_consumed_all(stack.raw(), "RuntimeGroup", TOPIC, Duration::from_secs(30)).await;
+    let info = stack.raw().runtime_info().await;
+    let number = |key: &str| -> i64 {
+        info.get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {info:?}"))
+    };
+    assert_eq!(number("msgPutTotalTodayNow"), 20);
+    assert_eq!(number("putMessageTimesTotal"), 20);
+    assert!(number("msgGetTotalTodayNow") >= 20);
+    assert_eq!(number("msgPutTotalTodayMorning"), 0);
+    assert_eq!(number("msgPutTotalYesterdayMorning"), 0);
+    let put = windows(&info, "putTps");
+    assert!(put[0] > 0.0 && put[1] > 0.0 && put[2] > 0.0, "{put:?}");
+    assert!(windows(&info, "getTransferedTps")[0] > 0.0);
+    assert!(windows(&info, "getFoundTps")[0] > 0.0);
+    let capacity = stack
+        .broker()
+        .config()
+        .broker
+        .send_thread_pool_queue_capacity;
+    assert_eq!(number("sendThreadPoolQueueCapacity"), capacity as i64);
+    assert_eq!(number("sendThreadPoolQueueSize"), 0);
+    assert!(info.contains_key("pullThreadPoolQueueSize"));
+    assert_eq!(number("pageCacheLockTimeMills"), 0);
+    consumer.shutdown().await;
+    stack.stop().await;
+}

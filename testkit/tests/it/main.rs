@@ -34,6 +34,7 @@ mod client_transaction;
 mod conf_samples;
 mod namesrv_acl;
 mod namesrv_in_process;
+mod namesrv_metrics;
 mod namesrv_process;
 mod proxy_grpc;
 mod testkit_embedded;

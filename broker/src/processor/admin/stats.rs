@@ -18,6 +18,7 @@ use stellmq_store::MessageStore;
 use crate::clients::{ConsumerManager, ProducerManager};
 use crate::ha::{HaMaster, HaSlave};
 use crate::processor::header;
+use crate::runtime::{Counters, RuntimeStats};
 use crate::stats::BrokerStats;
 
 pub struct StatsAdminProcessor {
@@ -29,6 +30,7 @@ pub struct StatsAdminProcessor {
     pub ha_master: Option<Arc<HaMaster>>,
     pub ha_slave: Option<Arc<HaSlave>>,
     pub traffic: Arc<BrokerStats>,
+    pub runtime: Arc<RuntimeStats>,
 }
 
 fn human_bytes(bytes: f64) -> String {
@@ -72,44 +74,104 @@ impl StatsAdminProcessor {
     }
 
     pub(crate) fn runtime_info(&self, request: &RemotingCommand) -> ProcessResult {
-        let store = &self.store;
-        let stats = store.stats();
-        let puts = stats.put_times_total.load(Ordering::Relaxed);
-        let gets = stats.get_transferred_messages.load(Ordering::Relaxed);
-        let uptime = self.started.elapsed().as_secs();
-        let put_tps = puts as f64 / uptime.max(1) as f64;
-        let get_tps = gets as f64 / uptime.max(1) as f64;
-        let usage = store.disk_usage().unwrap_or(0.0);
-        let capacity = rustix_capacity(store.root_dir());
         let mut t = KvTable::default();
         let mut put = |k: &str, v: String| {
             t.table.insert(k.to_owned(), v);
         };
         put("brokerVersionDesc", CURRENT_VERSION_DESC.to_owned());
         put("brokerVersion", CURRENT_VERSION.to_string());
-        for key in ["msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning"] {
-            put(key, "0".into());
-        }
-        put("msgPutTotalTodayNow", puts.to_string());
-        for key in ["msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning"] {
-            put(key, "0".into());
-        }
-        put("msgGetTotalTodayNow", gets.to_string());
-        for key in [
-            "sendThreadPoolQueueSize",
-            "pullThreadPoolQueueSize",
-            "queryThreadPoolQueueSize",
-            "sendThreadPoolQueueHeadWaitTimeMills",
-            "pullThreadPoolQueueHeadWaitTimeMills",
-            "queryThreadPoolQueueHeadWaitTimeMills",
-            "pageCacheLockTimeMills",
-            "remainTransientStoreBufferNumbs",
-            "remainHowManyDataToCommit",
+        self.traffic_info(&mut put);
+        self.queue_info(&mut put);
+        self.store_info(&mut put);
+        self.replication_info(&mut put);
+        put("startAcceptSendRequestTimeStamp", "0".into());
+        put("bootTimestamp", self.boot_timestamp.to_string());
+        let uptime = self.started.elapsed().as_secs();
+        let (d, h, m, s) = (
+            uptime / 86400,
+            uptime / 3600 % 24,
+            uptime / 60 % 60,
+            uptime % 60,
+        );
+        put(
+            "runtime",
+            format!("[ {d} days, {h} hours, {m} minutes, {s} seconds ]"),
+        );
+        Ok(Some(request.success_to().with_body(fastjson::encode(&t))))
+    }
+
+    /// Totals, today's and yesterday's mornings, and TPS over 10 s, 60 s and 600 s.
+    fn traffic_info(&self, put: &mut impl FnMut(&str, String)) {
+        let stats = self.store.stats();
+        let live = Counters::read(&self.store);
+        let (today, yesterday) = self.runtime.mornings();
+        put("msgPutTotalYesterdayMorning", yesterday.puts.to_string());
+        put("msgPutTotalTodayMorning", today.puts.to_string());
+        put("msgPutTotalTodayNow", live.puts.to_string());
+        put("msgGetTotalYesterdayMorning", yesterday.gets.to_string());
+        put("msgGetTotalTodayMorning", today.gets.to_string());
+        put("msgGetTotalTodayNow", live.transferred.to_string());
+        put(
+            "putMessageEntireTimeMax",
+            (stats.put_entire_time_max_us.load(Ordering::Relaxed) / 1000).to_string(),
+        );
+        put("putMessageTimesTotal", live.puts.to_string());
+        put(
+            "putMessageFailedTimes",
+            stats.put_failed_times.load(Ordering::Relaxed).to_string(),
+        );
+        put(
+            "putMessageSizeTotal",
+            stats.put_size_total.load(Ordering::Relaxed).to_string(),
+        );
+        let tps = |f: fn(&Counters) -> u64| self.runtime.tps_windows(live, f);
+        put("putTps", tps(|c| c.puts));
+        put("getFoundTps", tps(|c| c.found));
+        put("getMissTps", tps(|c| c.miss));
+        put("getTotalTps", tps(|c| c.found + c.miss));
+        put("getTransferedTps", tps(|c| c.transferred));
+        put("putLatency99", "0.00".into());
+        put("putLatency999", "0.00".into());
+    }
+
+    /// The send, pull and query lanes' queues (RocketMQ's thread pool queues).
+    fn queue_info(&self, put: &mut impl FnMut(&str, String)) {
+        let Some(lanes) = self.runtime.lanes.get() else {
+            return;
+        };
+        for (name, lane) in [
+            ("send", &lanes.send),
+            ("pull", &lanes.pull),
+            ("query", &lanes.query),
         ] {
-            put(key, "0".into());
+            put(
+                &format!("{name}ThreadPoolQueueSize"),
+                lane.queued().to_string(),
+            );
+            put(
+                &format!("{name}ThreadPoolQueueCapacity"),
+                lane.queue_capacity().to_string(),
+            );
+            put(
+                &format!("{name}ThreadPoolQueueHeadWaitTimeMills"),
+                "0".into(),
+            );
         }
-        put("sendThreadPoolQueueCapacity", "10000".into());
-        put("pullThreadPoolQueueCapacity", "100000".into());
+    }
+
+    fn store_info(&self, put: &mut impl FnMut(&str, String)) {
+        let store = &self.store;
+        let usage = store.disk_usage().unwrap_or(0.0);
+        put(
+            "pageCacheLockTimeMills",
+            store.page_cache_lock_time_ms().to_string(),
+        );
+        put("remainTransientStoreBufferNumbs", "0".into());
+        put("remainHowManyDataToCommit", "0".into());
+        put(
+            "remainHowManyDataToFlush",
+            human_bytes(store.commit_log_unflushed_bytes() as f64),
+        );
         put(
             "dispatchBehindBytes",
             store.dispatch_behind_bytes().to_string(),
@@ -121,61 +183,9 @@ impl StatsAdminProcessor {
                 .unwrap_or(0)
                 .to_string(),
         );
-        self.replication_info(&mut put);
-        put("startAcceptSendRequestTimeStamp", "0".into());
-        put("commitLogDirCapacity", capacity);
-        put("bootTimestamp", self.boot_timestamp.to_string());
-        let (d, h, m, s) = (
-            uptime / 86400,
-            uptime / 3600 % 24,
-            uptime / 60 % 60,
-            uptime % 60,
-        );
-        put(
-            "runtime",
-            format!("[ {d} days, {h} hours, {m} minutes, {s} seconds ]"),
-        );
-        put(
-            "putMessageEntireTimeMax",
-            (stats.put_entire_time_max_us.load(Ordering::Relaxed) / 1000).to_string(),
-        );
-        put("putMessageTimesTotal", puts.to_string());
-        put(
-            "putMessageFailedTimes",
-            stats.put_failed_times.load(Ordering::Relaxed).to_string(),
-        );
-        put(
-            "putMessageSizeTotal",
-            stats.put_size_total.load(Ordering::Relaxed).to_string(),
-        );
-        put("putTps", format!("{put_tps:.2} {put_tps:.2} {put_tps:.2}"));
-        put(
-            "getFoundTps",
-            format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"),
-        );
-        put("getMissTps", "0.00 0.00 0.00".into());
-        put(
-            "getTotalTps",
-            format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"),
-        );
-        put(
-            "getTransferedTps",
-            format!("{get_tps:.2} {get_tps:.2} {get_tps:.2}"),
-        );
-        put("putLatency99", "0.00".into());
-        put("putLatency999", "0.00".into());
+        put("commitLogDirCapacity", rustix_capacity(store.root_dir()));
         put("commitLogDiskRatio", format!("{usage:.4}"));
         put("consumeQueueDiskRatio", format!("{usage:.4}"));
-        put(
-            "commitLogMinOffset",
-            store.commit_log_min_offset().to_string(),
-        );
-        put(
-            "commitLogMaxOffset",
-            store.commit_log_max_offset().to_string(),
-        );
-        put("remainHowManyDataToFlush", "0 B".into());
-        Ok(Some(request.success_to().with_body(fastjson::encode(&t))))
     }
 
     /// VIEW_BROKER_STATS_DATA: minute/hour/day windows of one counter.
