@@ -12,7 +12,7 @@ import time
 
 from conftest import BIN, ROOT
 
-BINARIES = ["mqnamesrv", "mqbroker", "mqadmin", "mqbench", "mqproxy"]
+BINARIES = ["mqnamesrv", "mqbroker", "mqadmin", "mqbench", "mqproxy", "mqdashboard"]
 SCRIPTS = ["play.sh", "mqshutdown", "common.sh"]
 
 

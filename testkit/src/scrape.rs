@@ -17,10 +17,26 @@ pub struct Scrape {
 
 /// `GET path` on `addr` (connection closed after the answer), within 10 s.
 pub async fn http_get(addr: SocketAddr, path: &str) -> Scrape {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    http_exchange(addr, request.into_bytes()).await
+}
+
+/// `POST path` on `addr` with an `application/x-www-form-urlencoded` body, as a browser
+/// submits a form (connection closed after the answer), within 10 s.
+pub async fn http_post(addr: SocketAddr, path: &str, form: &str) -> Scrape {
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+        form.len()
+    );
+    http_exchange(addr, request.into_bytes()).await
+}
+
+/// Writes `request` and reads the answer to the end.
+async fn http_exchange(addr: SocketAddr, request: Vec<u8>) -> Scrape {
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.expect("write");
+        stream.write_all(&request).await.expect("write");
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw).await.expect("read");
         raw

@@ -32,6 +32,7 @@ mod client_sql_filter;
 mod client_trace;
 mod client_transaction;
 mod conf_samples;
+mod dashboard;
 mod namesrv_acl;
 mod namesrv_in_process;
 mod namesrv_metrics;

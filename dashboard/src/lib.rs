@@ -1,0 +1,17 @@
+//! `mqdashboard`, StellMQ's web console: server-rendered HTML pages over
+//! [`stellmq_client::AdminClient`], so every action is one of the admin requests `mqadmin`
+//! sends, signed with the same credentials.
+//!
+//! - `html`: escaping and the page layout (every value from a broker goes through `esc`).
+//! - `form`: query strings and urlencoded bodies, bounded.
+//! - `pages/`: one module per page (cluster, topics, groups, messages, DLQ, explain).
+//! - `server`: the router, limits and the listener loop with graceful shutdown.
+
+pub mod error;
+pub mod form;
+pub mod html;
+mod pages;
+pub mod server;
+
+pub use error::ConsoleError;
+pub use server::{router, serve, Console};

@@ -1,0 +1,156 @@
+//! mqdashboard over HTTP: the console served in process on an ephemeral port against an
+//! in-process name server and broker, its pages read as a person would read them (the
+//! brokers, a topic created from the form in the route, a sent message with its body) and
+//! hostile names and bodies shown escaped.
+
+use std::net::SocketAddr;
+
+use stellmq_client::AdminClient;
+use stellmq_dashboard::{serve, Console};
+use stellmq_testkit::{http_get, http_post, Scrape, Stack};
+use tokio::sync::oneshot;
+
+/// A name server, a broker and the console in front of them.
+pub struct ConsoleStack {
+    pub stack: Stack,
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl ConsoleStack {
+    pub async fn start() -> Self {
+        let stack = Stack::start().await;
+        let admin = AdminClient::new(stack.ns_addr()).expect("admin client");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(serve(listener, Console::new(admin), async {
+            let _ = stopped.await;
+        }));
+        Self {
+            stack,
+            addr,
+            stop: Some(stop),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Scrape {
+        http_get(self.addr, path).await
+    }
+
+    pub async fn post(&self, path: &str, form: &str) -> Scrape {
+        http_post(self.addr, path, form).await
+    }
+
+    /// `GET path`, which must answer 200.
+    pub async fn page(&self, path: &str) -> String {
+        let s = self.get(path).await;
+        assert_eq!(s.status, 200, "GET {path}: {}\n{}", s.headers, s.body);
+        s.body
+    }
+
+    /// Creates `topic` through the form and waits until its route is served.
+    pub async fn create_topic(&self, topic: &str) {
+        let form = format!("topic={topic}&readQueueNums=4&writeQueueNums=4&perm=6");
+        let created = self.post("/topic/update", &form).await;
+        assert_eq!(created.status, 200, "{}", created.body);
+        self.stack.broker().register_now().await;
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.stack.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_page_shows_the_broker_with_role_address_and_figures() {
+    let c = ConsoleStack::start().await;
+    let root = c.get("/").await;
+    assert_eq!(root.status, 303, "{}", root.headers);
+    let body = c.page("/cluster").await;
+    assert!(body.contains("broker-a"), "{body}");
+    assert!(body.contains("DefaultCluster"), "{body}");
+    assert!(body.contains("MASTER"), "{body}");
+    assert!(body.contains(c.stack.addr()), "{body}");
+    assert!(
+        body.contains("Put TPS") && body.contains("Replication lag"),
+        "{body}"
+    );
+    assert!(
+        body.contains("V5_") || body.contains("V4_"),
+        "version shown: {body}"
+    );
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_created_from_the_form_appears_in_the_route_and_takes_a_test_message() {
+    let c = ConsoleStack::start().await;
+    c.create_topic("ConsoleTopic").await;
+    let list = c.page("/topics?q=Console").await;
+    assert!(list.contains("href=\"/topic?name=ConsoleTopic\""), "{list}");
+    let topic = c.page("/topic?name=ConsoleTopic").await;
+    let route = section(&topic, "id=\"route\"");
+    assert!(route.contains("<td>broker-a</td>"), "{route}");
+    assert!(route.contains("<td>4</td>"), "{route}");
+    let status = section(&topic, "id=\"status\"");
+    assert_eq!(
+        status.matches("<tr>").count(),
+        1 + 4,
+        "a row per queue: {status}"
+    );
+
+    let sent = c
+        .post(
+            "/topic/send",
+            "topic=ConsoleTopic&tag=TagA&key=order-1&body=hello+console",
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert!(sent.body.contains("SEND_OK"), "{}", sent.body);
+    let topic = c.page("/topic?name=ConsoleTopic").await;
+    let status = section(&topic, "id=\"status\"");
+    assert!(
+        status.contains("<td>1</td>"),
+        "one message in a queue: {status}"
+    );
+
+    let deleted = c.post("/topic/delete", "topic=ConsoleTopic").await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(c.get("/topic?name=ConsoleTopic").await.status, 502);
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_input_is_escaped_and_bad_requests_are_answered() {
+    let c = ConsoleStack::start().await;
+    let hostile = "%3Cscript%3Ealert(1)%3C%2Fscript%3E";
+    let page = c.get(&format!("/topic?name={hostile}")).await;
+    assert!(page.status >= 400, "{}", page.headers);
+    assert!(page.body.contains("&lt;script&gt;"), "{}", page.body);
+    assert!(!page.body.contains("<script>"), "{}", page.body);
+    let created = c.post("/topic/update", &format!("topic={hostile}")).await;
+    assert!(!created.body.contains("<script>"), "{}", created.body);
+
+    assert_eq!(c.get("/topic").await.status, 400, "missing name");
+    let bad = c.post("/topic/update", "topic=T&readQueueNums=x").await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let huge = "a".repeat(100 * 1024);
+    let too_big = c.post("/topic/send", &format!("topic=T&body={huge}")).await;
+    assert_eq!(too_big.status, 413, "{}", too_big.headers);
+    assert_eq!(c.get("/cluster").await.status, 200, "still serving");
+    c.stop().await;
+}
+
+/// The part of `page` from the element with `marker` to the end of its table.
+pub fn section<'a>(page: &'a str, marker: &str) -> &'a str {
+    let start = page.find(marker).unwrap_or(page.len());
+    let rest = &page[start..];
+    let end = rest.find("</table>").unwrap_or(rest.len());
+    &rest[..end]
+}
