@@ -10,8 +10,8 @@ use stellmq_metrics::ExporterType;
 use stellmq_remoting::protocol::body::TopicConfig;
 use stellmq_remoting::protocol::RequestCode;
 use stellmq_testkit::{
-    consumer_config, http_get, recording_consumer, request, scrape, wait_consumed_all, RawClient,
-    Stack,
+    consumer_config, eventually_some, http_get, recording_consumer, request, scrape,
+    wait_consumed_all, RawClient, Stack,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -86,9 +86,25 @@ async fn counts_traffic_and_lag_with_rocketmq_names() {
     let config = consumer_config(stack.ns_addr(), "OnlineGroup");
     let (consumer, _seen) = recording_consumer(config, TOPIC, "*").await;
     wait_consumed_all(stack.raw(), "OnlineGroup", TOPIC, Duration::from_secs(30)).await;
-    tokio::time::sleep(Duration::from_millis(20)).await;
-
-    let s = scrape(addr).await;
+    // A pull sent just before the last commit may still carry an older commit offset, which
+    // the broker takes as RocketMQ's does (for at most one commit interval): wait for the
+    // metrics to show the group caught up rather than sample a moment.
+    let online_lag = [
+        ("cluster", "DefaultCluster"),
+        ("node_type", "broker"),
+        ("node_id", "broker-a"),
+        ("topic", TOPIC),
+        ("consumer_group", "OnlineGroup"),
+    ];
+    let s = eventually_some(
+        "the online group's lag is 0",
+        Duration::from_secs(15),
+        async || {
+            let s = scrape(addr).await;
+            (s.value("rocketmq_consumer_lag_messages", &online_lag) == Some(0.0)).then_some(s)
+        },
+    )
+    .await;
     if let Ok(path) = std::env::var("STELLMQ_METRICS_DUMP") {
         let _ = std::fs::write(path, &s.body);
     }
