@@ -120,7 +120,7 @@ pub enum Command {
     #[command(name = "queryCq", about = "Query a consume queue's raw entries")]
     QueryCq(topic::QueryCq),
     #[command(name = "clusterList", about = "List the brokers of each cluster")]
-    ClusterList,
+    ClusterList(broker::ClusterListArgs),
     #[command(
         name = "brokerConsumeStats",
         about = "Consume progress of every group on a broker"
@@ -317,7 +317,7 @@ async fn dispatch(
         UpdateTopicPerm(a) => topic::update_topic_perm(admin, a).await,
         UpdateOrderConf(a) => topic::update_order_conf(admin, a).await,
         QueryCq(a) => topic::query_cq(admin, a).await,
-        ClusterList => broker::cluster_list(admin).await,
+        ClusterList(a) => broker::cluster_list(admin, a).await,
         BrokerStatus(t) => broker::broker_status(admin, t).await,
         HaStatus(t) => broker::ha_status(admin, t).await,
         BrokerConsumeStats(t) => broker::broker_consume_stats(admin, t).await,
