@@ -276,6 +276,10 @@ pub const CONFIG_BLACK_LIST: &[&str] = &[
     "aclEnable",
     "rocketmqHome",
     "innerClientAuthenticationCredentials",
+    // The metrics endpoint is opened at start-up only.
+    "metricsExporterType",
+    "metricsPromExporterHost",
+    "metricsPromExporterPort",
 ];
 
 /// Keys whose values GET_BROKER_CONFIG masks.

@@ -286,3 +286,45 @@ async fn runtime_info_reports_current_figures() {
     consumer.shutdown().await;
     stack.stop().await;
 }
+
+/// `mqbroker -c broker.conf` with RocketMQ 5's keys serves the endpoint on the port named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_conf_keys_start_the_endpoint_of_mqbroker() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = stellmq_testkit::NameServer::start().await;
+    // A port free a moment ago (the broker binds it itself).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let conf = dir.path().join("broker.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listenPort=0\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nmappedFileSizeCommitLog=8388608\nbrokerName=broker-conf\nmetricsExporterType=PROM\nmetricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort={port}\n",
+            dir.path().join("store").display()
+        ),
+    )
+    .expect("write");
+    let (mut broker, addr) = stellmq_testkit::process::spawn_mqbroker(&conf, ns.addr()).await;
+    let sent = RawClient::new(&addr)
+        .call(stellmq_testkit::send_request("ConfTopic", 0, b"hi", &[]))
+        .await;
+    assert_eq!(sent.code, 0);
+    let metrics: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let s = scrape(metrics).await;
+    let labels = [
+        ("node_id", "broker-conf"),
+        ("topic", "ConfTopic"),
+        ("message_type", "normal"),
+    ];
+    assert_eq!(
+        s.value("rocketmq_messages_in_total", &labels),
+        Some(1.0),
+        "{}",
+        s.body
+    );
+    broker.signal("-TERM");
+    assert!(broker.exit(Duration::from_secs(30)).await.success());
+    ns.shutdown().await;
+}

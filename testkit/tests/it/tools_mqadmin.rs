@@ -207,6 +207,25 @@ async fn brokers_groups_and_name_servers() {
     assert!(ok(ns, &["brokerStatus", "-b", &addr])
         .await
         .contains("commitLogMaxOffset"));
+    // clusterList -m: today's messages in, from the runtime info's totals.
+    for i in 0..3 {
+        assert_eq!(s.send("StatsTopic", 0, &format!("m{i}"), &[]).await.code, 0);
+    }
+    let more = ok(ns, &["clusterList", "-m"]).await;
+    let row = more
+        .lines()
+        .find(|l| l.starts_with("DefaultCluster"))
+        .unwrap_or_else(|| panic!("{more}"));
+    let figures: Vec<&str> = row.split_whitespace().collect();
+    assert!(more.contains("#InTotalToday"), "{more}");
+    assert_eq!(
+        figures,
+        ["DefaultCluster", "broker-a", "0", "0", "3", "0"],
+        "{more}"
+    );
+    assert!(!ok(ns, &["clusterList", "-c", "NoSuchCluster"])
+        .await
+        .contains("broker-a"));
     ok(
         ns,
         &[

@@ -5,8 +5,63 @@ use stellmq_client::{AdminClient, ClientError};
 
 use super::Target;
 
-pub async fn cluster_list(admin: &AdminClient) -> Result<(), ClientError> {
+/// `clusterList [-m] [-c cluster]`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterListArgs {
+    /// Print more stats: messages in and out yesterday and today.
+    #[arg(short = 'm', long = "moreStats")]
+    pub more_stats: bool,
+    /// Only this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    pub cluster: Option<String>,
+    /// Print again every this many seconds, until stopped.
+    #[arg(short = 'i', long = "interval")]
+    pub interval: Option<u64>,
+}
+
+/// (cluster, broker name, broker id, address) of every broker, clusters and names sorted.
+async fn brokers(
+    admin: &AdminClient,
+    only: Option<&str>,
+) -> Result<Vec<(String, String, i64, String)>, ClientError> {
     let info = admin.cluster_info().await?;
+    let mut all = Vec::new();
+    for (cluster, names) in &info.cluster_addr_table {
+        if only.is_some_and(|c| c != cluster) {
+            continue;
+        }
+        let mut names: Vec<&String> = names.iter().collect();
+        names.sort();
+        for name in names {
+            let Some(broker) = info.broker_addr_table.get(name) else {
+                continue;
+            };
+            for (id, addr) in &broker.broker_addrs.0 {
+                all.push((cluster.clone(), name.clone(), *id, addr.clone()));
+            }
+        }
+    }
+    Ok(all)
+}
+
+/// `clusterList`: once, or every `-i` seconds until the process is stopped.
+pub async fn cluster_list(admin: &AdminClient, a: ClusterListArgs) -> Result<(), ClientError> {
+    loop {
+        cluster_list_once(admin, &a).await?;
+        match a.interval {
+            Some(secs) if secs > 0 => {
+                tokio::time::sleep(std::time::Duration::from_secs(secs)).await
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
+async fn cluster_list_once(admin: &AdminClient, a: &ClusterListArgs) -> Result<(), ClientError> {
+    let brokers = brokers(admin, a.cluster.as_deref()).await?;
+    if a.more_stats {
+        return cluster_more_stats(admin, &brokers).await;
+    }
     crate::outln!(
         "{:<22}  {:<22}  {:<4}  {:<22}  {:<11}  {:<20}  {:<19}  {:<16}  {:<12}  {}",
         "#Cluster Name",
@@ -20,45 +75,72 @@ pub async fn cluster_list(admin: &AdminClient) -> Result<(), ClientError> {
         "#Hour",
         "#SPACE"
     );
-    for (cluster, names) in &info.cluster_addr_table {
-        for name in names {
-            let Some(broker) = info.broker_addr_table.get(name) else {
-                continue;
-            };
-            for (id, addr) in &broker.broker_addrs.0 {
-                let rt = admin.broker_runtime_info(addr).await.unwrap_or_default();
-                let first = |k: &str| {
-                    rt.get(k)
-                        .and_then(|v| v.split_whitespace().next())
-                        .unwrap_or("0")
-                        .to_owned()
-                };
-                let earliest: i64 = rt
-                    .get("earliestMessageTimeStamp")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let hours = if earliest > 0 {
-                    (stellmq_client::admin::now_ms() - earliest) as f64 / 3_600_000.0
-                } else {
-                    0.0
-                };
-                crate::outln!(
-                    "{:<22}  {:<22}  {:<4}  {:<22}  {:<11}  {:<20}  {:<19}  {:<16}  {:<12.2}  {}",
-                    cluster,
-                    name,
-                    id,
-                    addr,
-                    rt.get("brokerVersionDesc").cloned().unwrap_or_default(),
-                    format!("{}(0,0ms)", first("putTps")),
-                    format!("{}(0,0ms)", first("getTransferedTps")),
-                    rt.get("pageCacheLockTimeMills")
-                        .cloned()
-                        .unwrap_or_default(),
-                    hours,
-                    rt.get("commitLogDiskRatio").cloned().unwrap_or_default()
-                );
-            }
-        }
+    for (cluster, name, id, addr) in &brokers {
+        let rt = admin.broker_runtime_info(addr).await.unwrap_or_default();
+        let get = |k: &str| rt.get(k).cloned().unwrap_or_else(|| "0".to_owned());
+        let first = |k: &str| -> f64 {
+            rt.get(k)
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0)
+        };
+        let earliest: i64 = get("earliestMessageTimeStamp").parse().unwrap_or(0);
+        let hours = if earliest > 0 {
+            (stellmq_client::admin::now_ms() - earliest) as f64 / 3_600_000.0
+        } else {
+            0.0
+        };
+        let load = |lane: &str| {
+            format!(
+                "({},{}ms)",
+                get(&format!("{lane}ThreadPoolQueueSize")),
+                get(&format!("{lane}ThreadPoolQueueHeadWaitTimeMills"))
+            )
+        };
+        crate::outln!(
+            "{:<22}  {:<22}  {:<4}  {:<22}  {:<11}  {:<20}  {:<19}  {:<16}  {:<12.2}  {}",
+            cluster,
+            name,
+            id,
+            addr,
+            get("brokerVersionDesc"),
+            format!("{:9.2}{}", first("putTps"), load("send")),
+            format!("{:9.2}{}", first("getTransferredTps"), load("pull")),
+            get("pageCacheLockTimeMills"),
+            hours,
+            get("commitLogDiskRatio")
+        );
+    }
+    Ok(())
+}
+
+/// `clusterList -m`: messages in and out yesterday and so far today, as RocketMQ computes
+/// them from the runtime info's morning totals.
+async fn cluster_more_stats(
+    admin: &AdminClient,
+    brokers: &[(String, String, i64, String)],
+) -> Result<(), ClientError> {
+    crate::outln!(
+        "{:<16}  {:<32} {:>14} {:>14} {:>14} {:>14}",
+        "#Cluster Name",
+        "#Broker Name",
+        "#InTotalYest",
+        "#OutTotalYest",
+        "#InTotalToday",
+        "#OutTotalToday"
+    );
+    for (cluster, name, _, addr) in brokers {
+        let rt = admin.broker_runtime_info(addr).await.unwrap_or_default();
+        let n = |k: &str| -> i64 { rt.get(k).and_then(|v| v.parse().ok()).unwrap_or(0) };
+        crate::outln!(
+            "{:<16}  {:<32} {:>14} {:>14} {:>14} {:>14}",
+            cluster,
+            name,
+            n("msgPutTotalTodayMorning") - n("msgPutTotalYesterdayMorning"),
+            n("msgGetTotalTodayMorning") - n("msgGetTotalYesterdayMorning"),
+            n("msgPutTotalTodayNow") - n("msgPutTotalTodayMorning"),
+            n("msgGetTotalTodayNow") - n("msgGetTotalTodayMorning")
+        );
     }
     Ok(())
 }

@@ -5,7 +5,6 @@ mod acl;
 mod allocate;
 mod broker;
 mod broker_stats;
-mod cluster_more;
 mod consumer;
 mod group;
 pub mod help;
@@ -125,7 +124,7 @@ pub enum Command {
     #[command(name = "queryCq", about = "Query a consume queue's raw entries")]
     QueryCq(topic::QueryCq),
     #[command(name = "clusterList", about = "List the brokers of each cluster")]
-    ClusterList(cluster_more::ClusterListArgs),
+    ClusterList(broker::ClusterListArgs),
     #[command(
         name = "brokerConsumeStats",
         about = "Consume progress of every group on a broker"
@@ -324,7 +323,7 @@ async fn dispatch(
         UpdateTopicPerm(a) => topic::update_topic_perm(admin, a).await,
         UpdateOrderConf(a) => topic::update_order_conf(admin, a).await,
         QueryCq(a) => topic::query_cq(admin, a).await,
-        ClusterList(a) => cluster_more::cluster_list(admin, a).await,
+        ClusterList(a) => broker::cluster_list(admin, a).await,
         BrokerStatus(t) => broker::broker_status(admin, t).await,
         HaStatus(t) => broker::ha_status(admin, t).await,
         BrokerConsumeStats(a) => broker_stats::broker_consume_stats(admin, a).await,

@@ -80,6 +80,7 @@ impl StatsAdminProcessor {
         };
         put("brokerVersionDesc", CURRENT_VERSION_DESC.to_owned());
         put("brokerVersion", CURRENT_VERSION.to_string());
+        put("brokerActive", "true".into());
         self.traffic_info(&mut put);
         self.queue_info(&mut put);
         self.store_info(&mut put);
@@ -130,6 +131,8 @@ impl StatsAdminProcessor {
         put("getMissTps", tps(|c| c.miss));
         put("getTotalTps", tps(|c| c.found + c.miss));
         put("getTransferedTps", tps(|c| c.transferred));
+        // RocketMQ 5's spelling (its clusterList reads this one).
+        put("getTransferredTps", tps(|c| c.transferred));
         put("putLatency99", "0.00".into());
         put("putLatency999", "0.00".into());
     }
