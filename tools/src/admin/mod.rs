@@ -6,6 +6,7 @@ mod allocate;
 mod broker;
 mod broker_stats;
 mod cluster_more;
+mod consume;
 mod consumer;
 mod group;
 pub mod help;
@@ -226,11 +227,11 @@ pub enum Command {
     #[command(name = "queryMsgByOffset", about = "Query message by queue offset")]
     QueryMsgByOffset(message::QueryByOffset),
     #[command(name = "printMsg", about = "Print the messages of a topic")]
-    PrintMsg(message::PrintMsg),
+    PrintMsg(consume::PrintMsg),
     #[command(name = "sendMessage", about = "Send a message")]
     SendMessage(message::SendMessage),
     #[command(name = "consumeMessage", about = "Pull and print messages")]
-    ConsumeMessage(message::ConsumeMessage),
+    ConsumeMessage(consume::ConsumeMessage),
     #[command(
         name = "wipeWritePerm",
         about = "Wipe write perm of a broker in every name server"
@@ -355,9 +356,9 @@ async fn dispatch(
         QueryMsgById(a) => message::query_by_id(admin, session, a).await,
         QueryMsgByUniqueKey(a) => message::query_by_unique_key(admin, a).await,
         QueryMsgByOffset(a) => message::query_by_offset(admin, a).await,
-        PrintMsg(a) => message::print_msg(admin, a).await,
+        PrintMsg(a) => consume::print_msg(admin, a).await,
         SendMessage(a) => message::send_message(admin, a).await,
-        ConsumeMessage(a) => message::consume_message(admin, a).await,
+        ConsumeMessage(a) => consume::consume_message(admin, a).await,
         WipeWritePerm(a) => namesrv::wipe_write_perm(admin, a).await,
         AddWritePerm(a) => namesrv::add_write_perm(admin, a).await,
         StatsAll(a) => stats::stats_all(admin, a).await,
