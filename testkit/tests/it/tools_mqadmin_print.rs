@@ -252,7 +252,7 @@ async fn update_topic_attributes_reach_the_broker() {
     )
     .await;
     let configs = admin.all_topic_config(broker).await.expect("configs");
-    assert!(attrs(&configs).get("message.type").is_none());
+    assert!(!attrs(&configs).contains_key("message.type"));
     let (success, _, err) = mqadmin(
         ns,
         &[
