@@ -12,6 +12,7 @@ mod group;
 pub mod help;
 mod housekeeping;
 mod message;
+mod monitor;
 mod msg_actions;
 mod namesrv;
 mod print_queue;
@@ -242,6 +243,8 @@ pub enum Command {
         about = "Add write perm of a broker in every name server"
     )]
     AddWritePerm(namesrv::BrokerNameArg),
+    #[command(name = "startMonitoring", about = "Start Monitoring")]
+    StartMonitoring(monitor::StartMonitoring),
     #[command(
         name = "statsAll",
         about = "Topic and consumer TPS and 24-hour message counts"
@@ -361,6 +364,7 @@ async fn dispatch(
         ConsumeMessage(a) => consume::consume_message(admin, a).await,
         WipeWritePerm(a) => namesrv::wipe_write_perm(admin, a).await,
         AddWritePerm(a) => namesrv::add_write_perm(admin, a).await,
+        StartMonitoring(a) => monitor::start_monitoring(admin, a).await,
         StatsAll(a) => stats::stats_all(admin, a).await,
         GetNamesrvConfig => namesrv::get_namesrv_config(admin).await,
         UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, a).await,
