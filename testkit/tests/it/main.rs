@@ -48,3 +48,5 @@ mod tools_mqadmin_acl;
 mod tools_mqadmin_extras;
 mod tools_mqadmin_help;
 mod tools_mqadmin_letters;
+mod tools_mqadmin_monitor;
+mod tools_mqadmin_print;

@@ -15,16 +15,6 @@ pub struct GroupArg {
     broker: Option<String>,
 }
 
-/// A master that knows the group's connections: one hosting its retry topic.
-pub(super) async fn group_broker(admin: &AdminClient, group: &str) -> Result<String, ClientError> {
-    let route = admin.topic_route(&format!("%RETRY%{group}")).await?;
-    route
-        .broker_datas
-        .iter()
-        .find_map(|b| b.master_addr().map(str::to_owned))
-        .ok_or_else(|| ClientError::Invalid(format!("no broker hosts group {group}")))
-}
-
 #[derive(clap::Args, Debug)]
 pub struct UpdateSubGroup {
     #[arg(short = 'g', long = "groupName")]
@@ -140,7 +130,7 @@ pub async fn clone_group_offset(
 pub async fn consumer_connection(admin: &AdminClient, a: GroupArg) -> Result<(), ClientError> {
     let addr = match a.broker {
         Some(b) => b,
-        None => group_broker(admin, &a.group).await?,
+        None => super::consumer::group_broker(admin, &a.group).await?,
     };
     let c = admin.consumer_connection(&addr, &a.group).await?;
     crate::outln!(

@@ -2,7 +2,6 @@
 #![allow(clippy::print_stdout, clippy::print_literal)] // CLI output; header rows are literals
 
 use bytes::Bytes;
-use stellmq_client::route::readable_masters;
 use stellmq_client::{AdminClient, ClientError};
 
 use super::masters_of;
@@ -309,53 +308,6 @@ pub async fn query_by_offset(admin: &AdminClient, a: QueryByOffset) -> Result<()
 }
 
 #[derive(clap::Args, Debug)]
-pub struct PrintMsg {
-    #[arg(short = 't', long = "topic")]
-    topic: String,
-    #[arg(short = 'b', long = "beginTimestamp")]
-    begin: Option<i64>,
-    #[arg(short = 'e', long = "endTimestamp")]
-    end: Option<i64>,
-}
-
-pub async fn print_msg(admin: &AdminClient, a: PrintMsg) -> Result<(), ClientError> {
-    let route = admin.topic_route(&a.topic).await?;
-    for (_, addr, queues) in readable_masters(&route) {
-        for queue_id in 0..queues {
-            let mut offset = match a.begin {
-                Some(ts) => admin.search_offset(addr, &a.topic, queue_id, ts).await?,
-                None => admin.min_offset(addr, &a.topic, queue_id).await?,
-            };
-            let end = match a.end {
-                Some(ts) => admin.search_offset(addr, &a.topic, queue_id, ts).await?,
-                None => admin.max_offset(addr, &a.topic, queue_id).await?,
-            };
-            while offset < end {
-                let (code, next, records) = admin
-                    .pull(addr, "TOOLS_CONSUMER", &a.topic, queue_id, offset, 0)
-                    .await?;
-                if code != 0 || next <= offset {
-                    break;
-                }
-                for m in records.iter().filter(|m| m.head.queue_offset < end) {
-                    let body = m
-                        .uncompressed_body(64 << 20)
-                        .unwrap_or_else(|_| m.body.clone());
-                    crate::outln!(
-                        "MSGID: {} {} BODY: {}",
-                        m.msg_id(),
-                        m.offset_msg_id(),
-                        String::from_utf8_lossy(&body)
-                    );
-                }
-                offset = next;
-            }
-        }
-    }
-    Ok(())
-}
-
-#[derive(clap::Args, Debug)]
 pub struct SendMessage {
     #[arg(short = 't', long = "topic")]
     topic: String,
@@ -423,59 +375,5 @@ pub async fn send_message(admin: &AdminClient, a: SendMessage) -> Result<(), Cli
         "SEND_OK",
         result.msg_id
     );
-    Ok(())
-}
-
-#[derive(clap::Args, Debug)]
-pub struct ConsumeMessage {
-    #[arg(short = 't', long = "topic")]
-    topic: String,
-    #[arg(short = 'b', long = "brokerName")]
-    broker_name: Option<String>,
-    #[arg(short = 'i', long = "queueId")]
-    queue_id: Option<i32>,
-    #[arg(short = 'o', long = "offset")]
-    offset: Option<i64>,
-    #[arg(short = 'g', long = "consumerGroup", default_value = "TOOLS_CONSUMER")]
-    group: String,
-    #[arg(short = 'c', long = "MessageNumber", default_value_t = 128)]
-    count: usize,
-}
-
-pub async fn consume_message(admin: &AdminClient, a: ConsumeMessage) -> Result<(), ClientError> {
-    let route = admin.topic_route(&a.topic).await?;
-    let mut printed = 0;
-    for (_, addr, queues) in readable_masters(&route)
-        .filter(|(b, _, _)| a.broker_name.as_ref().is_none_or(|n| *n == b.broker_name))
-    {
-        for queue_id in (0..queues).filter(|q| a.queue_id.is_none_or(|want| want == *q)) {
-            let mut offset = match a.offset {
-                Some(o) => o,
-                None => admin.min_offset(addr, &a.topic, queue_id).await?,
-            };
-            while printed < a.count {
-                let (code, next, records) = admin
-                    .pull(addr, &a.group, &a.topic, queue_id, offset, 0)
-                    .await?;
-                if code != 0 || next <= offset {
-                    break;
-                }
-                for m in records.iter().take(a.count - printed) {
-                    let body = m
-                        .uncompressed_body(64 << 20)
-                        .unwrap_or_else(|_| m.body.clone());
-                    crate::outln!(
-                        "Consume ok, msgId: {}, queueId: {}, queueOffset: {}, body: {}",
-                        m.msg_id(),
-                        m.head.queue_id,
-                        m.head.queue_offset,
-                        String::from_utf8_lossy(&body)
-                    );
-                    printed += 1;
-                }
-                offset = next;
-            }
-        }
-    }
     Ok(())
 }

@@ -5,11 +5,13 @@ mod acl;
 mod allocate;
 mod broker;
 mod broker_stats;
+mod consume;
 mod consumer;
 mod group;
 pub mod help;
 mod housekeeping;
 mod message;
+mod monitor;
 mod msg_actions;
 mod namesrv;
 mod print_queue;
@@ -228,11 +230,11 @@ pub enum Command {
     #[command(name = "queryMsgByOffset", about = "Query message by queue offset")]
     QueryMsgByOffset(message::QueryByOffset),
     #[command(name = "printMsg", about = "Print the messages of a topic")]
-    PrintMsg(message::PrintMsg),
+    PrintMsg(consume::PrintMsg),
     #[command(name = "sendMessage", about = "Send a message")]
     SendMessage(message::SendMessage),
     #[command(name = "consumeMessage", about = "Pull and print messages")]
-    ConsumeMessage(message::ConsumeMessage),
+    ConsumeMessage(consume::ConsumeMessage),
     #[command(
         name = "wipeWritePerm",
         about = "Wipe write perm of a broker in every name server"
@@ -243,6 +245,8 @@ pub enum Command {
         about = "Add write perm of a broker in every name server"
     )]
     AddWritePerm(namesrv::BrokerNameArg),
+    #[command(name = "startMonitoring", about = "Start Monitoring")]
+    StartMonitoring(monitor::StartMonitoring),
     #[command(
         name = "statsAll",
         about = "Topic and consumer TPS and 24-hour message counts"
@@ -358,11 +362,12 @@ async fn dispatch(
         QueryMsgById(a) => message::query_by_id(admin, session, a).await,
         QueryMsgByUniqueKey(a) => message::query_by_unique_key(admin, a).await,
         QueryMsgByOffset(a) => message::query_by_offset(admin, a).await,
-        PrintMsg(a) => message::print_msg(admin, a).await,
+        PrintMsg(a) => consume::print_msg(admin, a).await,
         SendMessage(a) => message::send_message(admin, a).await,
-        ConsumeMessage(a) => message::consume_message(admin, a).await,
+        ConsumeMessage(a) => consume::consume_message(admin, a).await,
         WipeWritePerm(a) => namesrv::wipe_write_perm(admin, a).await,
         AddWritePerm(a) => namesrv::add_write_perm(admin, a).await,
+        StartMonitoring(a) => monitor::start_monitoring(admin, a).await,
         StatsAll(a) => stats::stats_all(admin, a).await,
         GetNamesrvConfig => namesrv::get_namesrv_config(admin).await,
         UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, a).await,

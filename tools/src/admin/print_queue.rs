@@ -75,7 +75,7 @@ pub fn parse_time(text: &str) -> Result<i64, ClientError> {
 }
 
 /// The tags of a `TagA || TagB` expression; empty for `*` (every message).
-fn wanted_tags(expression: &str) -> BTreeSet<String> {
+pub(super) fn wanted_tags(expression: &str) -> BTreeSet<String> {
     expression
         .split("||")
         .map(str::trim)
@@ -85,7 +85,7 @@ fn wanted_tags(expression: &str) -> BTreeSet<String> {
 }
 
 /// A message as RocketMQ's `MessageExt.toString()` shows its main fields.
-fn message_text(broker_name: &str, m: &MessageRecord) -> String {
+pub(super) fn message_text(broker_name: &str, m: &MessageRecord) -> String {
     let props: Vec<String> = m
         .properties
         .iter()

@@ -35,7 +35,7 @@ async fn group_brokers(admin: &AdminClient, group: &str) -> Result<Vec<String>, 
 /// the group has no online member.
 async fn allocation(admin: &AdminClient, group: &str) -> HashMap<MessageQueue, String> {
     let mut owners = HashMap::new();
-    let Ok(broker) = super::group::group_broker(admin, group).await else {
+    let Ok(broker) = super::consumer::group_broker(admin, group).await else {
         return owners;
     };
     let Ok(conn) = admin.consumer_connection(&broker, group).await else {

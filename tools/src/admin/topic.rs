@@ -28,7 +28,7 @@ pub struct UpdateTopic {
     order: bool,
     /// Attribute changes, e.g. `+message.type=FIFO` (RocketMQ 5: NORMAL, FIFO, DELAY,
     /// TRANSACTION, MIXED); `-key` removes one; comma separated.
-    #[arg(short = 'a', long = "attributes")]
+    #[arg(short = 'a', long = "attributes", allow_hyphen_values = true)]
     attributes: Option<String>,
     /// Is unit topic (true|false): sets topicSysFlag's unit bit.
     #[arg(short = 'u', long = "unit", action = clap::ArgAction::Set)]
