@@ -54,6 +54,10 @@ pub fn router(console: Console) -> Router {
         .route("/topic/update", post(pages::topic_actions::update))
         .route("/topic/delete", post(pages::topic_actions::delete))
         .route("/topic/send", post(pages::topic_actions::send))
+        .route("/groups", get(pages::groups::list))
+        .route("/group", get(pages::group::page))
+        .route("/group/reset", post(pages::group_actions::reset))
+        .route("/group/skip", post(pages::group_actions::skip))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .with_state(Arc::new(console))
 }

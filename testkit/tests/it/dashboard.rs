@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use stellmq_client::AdminClient;
 use stellmq_dashboard::{serve, Console};
+use stellmq_remoting::protocol::body::SubscriptionGroupConfig;
 use stellmq_testkit::{http_get, http_post, Scrape, Stack};
 use tokio::sync::oneshot;
 
@@ -153,4 +154,64 @@ pub fn section<'a>(page: &'a str, marker: &str) -> &'a str {
     let rest = &page[start..];
     let end = rest.find("</table>").unwrap_or(rest.len());
     &rest[..end]
+}
+
+/// Commits `group`'s offset of queue `queue_id` of `topic`, as a consumer would.
+async fn commit(c: &ConsoleStack, group: &str, topic: &str, queue_id: i32, offset: i64) {
+    let admin = AdminClient::new(c.stack.ns_addr()).expect("admin client");
+    admin
+        .update_consumer_offset(c.stack.addr(), group, topic, queue_id, offset)
+        .await
+        .expect("commit");
+    admin.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_groups_lag_shows_per_queue_and_moves_with_skip_and_reset() {
+    let c = ConsoleStack::start().await;
+    c.create_topic("LagTopic").await;
+    let admin = AdminClient::new(c.stack.ns_addr()).expect("admin client");
+    admin
+        .create_group(c.stack.addr(), &SubscriptionGroupConfig::new("LagGroup"))
+        .await
+        .expect("group");
+    admin.shutdown().await;
+    for i in 0..5 {
+        c.stack.send("LagTopic", 0, &format!("m{i}"), &[]).await;
+    }
+    commit(&c, "LagGroup", "LagTopic", 0, 2).await;
+
+    let list = c.page("/groups?q=LagGroup").await;
+    let row = section(&list, "id=\"groups\"");
+    assert!(row.contains("href=\"/group?name=LagGroup\""), "{row}");
+    assert!(row.contains("<td>3</td>"), "the group's lag: {row}");
+
+    let group = c.page("/group?name=LagGroup").await;
+    assert!(group.contains("Total lag: 3 message(s)"), "{group}");
+    let progress = section(&group, "id=\"progress\"");
+    assert!(
+        progress.contains("<td>0</td><td>5</td><td>2</td><td>3</td>"),
+        "queue 0: broker offset 5, consumer offset 2, lag 3: {progress}"
+    );
+    assert!(
+        group.contains("No consumer of this group is online."),
+        "{group}"
+    );
+
+    let skipped = c.post("/group/skip", "group=LagGroup&topic=LagTopic").await;
+    assert_eq!(skipped.status, 200, "{}", skipped.body);
+    let group = c.page("/group?name=LagGroup").await;
+    assert!(group.contains("Total lag: 0 message(s)"), "{group}");
+
+    let reset = c
+        .post("/group/reset", "group=LagGroup&topic=LagTopic&time=0")
+        .await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    let group = c.page("/group?name=LagGroup").await;
+    assert!(group.contains("Total lag: 5 message(s)"), "{group}");
+    let bad = c
+        .post("/group/reset", "group=LagGroup&topic=LagTopic&time=soon")
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    c.stop().await;
 }
