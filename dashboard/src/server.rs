@@ -58,6 +58,8 @@ pub fn router(console: Console) -> Router {
         .route("/group", get(pages::group::page))
         .route("/group/reset", post(pages::group_actions::reset))
         .route("/group/skip", post(pages::group_actions::skip))
+        .route("/messages", get(pages::messages::page))
+        .route("/message", get(pages::messages::one))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .with_state(Arc::new(console))
 }

@@ -4,6 +4,8 @@ pub mod cluster;
 pub mod group;
 pub mod group_actions;
 pub mod groups;
+pub mod message_view;
+pub mod messages;
 pub mod topic;
 pub mod topic_actions;
 pub mod topics;

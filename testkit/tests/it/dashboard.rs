@@ -215,3 +215,66 @@ async fn a_groups_lag_shows_per_queue_and_moves_with_skip_and_reset() {
     assert_eq!(bad.status, 400, "{}", bad.body);
     c.stop().await;
 }
+
+/// The text of the first cell of the first body row of the table with `id`.
+pub fn first_cell(page: &str, id: &str) -> String {
+    let table = section(page, &format!("id=\"{id}\""));
+    let row = table.split("<tbody><tr><td>").nth(1).unwrap_or("");
+    row.split("</td>").next().unwrap_or("").to_owned()
+}
+
+/// Sends a message through the topic page's form; returns its message id (UNIQ_KEY).
+pub async fn send_from_form(c: &ConsoleStack, topic: &str, key: &str, body: &str) -> String {
+    let form = format!("topic={topic}&tag=TagA&key={key}&body={body}");
+    let sent = c.post("/topic/send", &form).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    first_cell(&sent.body, "sent")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_is_found_by_key_id_and_time_and_shown_with_its_body_escaped() {
+    let c = ConsoleStack::start().await;
+    c.create_topic("FindTopic").await;
+    // <b>hello</b> & "quoted", form-encoded.
+    let body = "%3Cb%3Ehello%3C%2Fb%3E+%26+%22quoted%22";
+    let id = send_from_form(&c, "FindTopic", "order-7", body).await;
+    assert_eq!(id.len(), 32, "a UNIQ_KEY: {id}");
+    send_from_form(&c, "FindTopic", "order-8", "other").await;
+
+    let by_key = c.page("/messages?by=key&topic=FindTopic&key=order-7").await;
+    assert!(by_key.contains("1 message(s) found"), "{by_key}");
+    let results = section(&by_key, "id=\"results\"");
+    assert!(
+        results.contains(&id) && results.contains("order-7"),
+        "{results}"
+    );
+    assert!(!results.contains("order-8"), "{results}");
+
+    let by_id = c
+        .page(&format!("/messages?by=id&id={id}&topic=FindTopic"))
+        .await;
+    assert!(by_id.contains("1 message(s) found"), "{by_id}");
+    let by_time = c.page("/messages?by=time&topic=FindTopic").await;
+    assert!(by_time.contains("2 message(s) found"), "{by_time}");
+
+    let one = c.page(&format!("/message?id={id}&topic=FindTopic")).await;
+    assert!(
+        one.contains("<pre id=\"body\">&lt;b&gt;hello&lt;/b&gt; &amp; &quot;quoted&quot;</pre>"),
+        "{one}"
+    );
+    assert!(!one.contains("<b>hello"), "{one}");
+    let stored = section(&one, "id=\"message\"");
+    assert!(stored.contains("broker-a"), "{stored}");
+    assert!(
+        stored.contains("<td>Queue offset</td><td>0</td>"),
+        "{stored}"
+    );
+    assert!(stored.contains("<td>CommitLog offset</td>"), "{stored}");
+    assert!(one.contains("No trace recorded"), "{one}");
+
+    let missing = c.get("/message?id=0123&topic=FindTopic").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    let no_topic = c.get("/messages?by=key&key=x").await;
+    assert_eq!(no_topic.status, 400, "{}", no_topic.body);
+    c.stop().await;
+}
