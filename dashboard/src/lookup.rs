@@ -98,36 +98,69 @@ fn carries(m: &MessageRecord, key: &str) -> bool {
     m.properties.keys().any(|k| k == key) || m.properties.get(property::UNIQ_KEY) == Some(key)
 }
 
-/// Messages of `topic` that are copies of the message `uniq` (retries and dead letters
-/// carry its UNIQ_KEY, or its id as ORIGIN_MESSAGE_ID).
+/// The ids a copy of `original` (a retry or a dead letter) is known by: its UNIQ_KEY, or
+/// its offsetMsgId, which send-backs record as ORIGIN_MESSAGE_ID.
+pub fn ids_of(original: &MessageRecord) -> Vec<String> {
+    let mut ids: Vec<String> = original
+        .properties
+        .get(property::UNIQ_KEY)
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    ids.push(original.offset_msg_id());
+    ids
+}
+
+/// The index keys to look copies of `original` up by: its UNIQ_KEY, else its KEYS.
+fn index_keys(original: &MessageRecord) -> Vec<String> {
+    match original.properties.get(property::UNIQ_KEY) {
+        Some(uniq) => vec![uniq.to_owned()],
+        None => original
+            .properties
+            .keys()
+            .take(4)
+            .map(str::to_owned)
+            .collect(),
+    }
+}
+
+/// Messages of `topic` (a retry or DLQ topic) that are copies of `original`: they carry
+/// its UNIQ_KEY, or one of its ids as ORIGIN_MESSAGE_ID. None when `topic` does not exist.
 pub async fn copies_of(
     admin: &AdminClient,
     topic: &str,
-    ids: &[String],
+    original: &MessageRecord,
 ) -> Result<Vec<Found>, ConsoleError> {
-    let mut found = Vec::new();
-    let Some(uniq) = ids.first() else {
-        return Ok(found);
+    let Ok(masters) = masters_of(admin, topic).await else {
+        return Ok(Vec::new());
     };
-    for (broker_name, addr) in masters_of(admin, topic).await? {
-        let hits = admin
-            .query_message(&addr, &key_query(topic, uniq, false, 0, i64::MAX))
-            .await?;
-        found.extend(
-            hits.into_iter()
-                .filter(|m| {
-                    let p = &m.properties;
-                    ids.iter().any(|id| {
-                        p.get(property::UNIQ_KEY) == Some(id)
-                            || p.get(property::ORIGIN_MESSAGE_ID) == Some(id)
-                    })
-                })
-                .map(|record| Found {
-                    broker_name: broker_name.clone(),
-                    addr: addr.clone(),
-                    record,
-                }),
-        );
+    let ids = ids_of(original);
+    let is_copy = |m: &MessageRecord| {
+        let p = &m.properties;
+        ids.iter().any(|id| {
+            p.get(property::UNIQ_KEY) == Some(id) || p.get(property::ORIGIN_MESSAGE_ID) == Some(id)
+        })
+    };
+    let mut found: Vec<Found> = Vec::new();
+    for (broker_name, addr) in masters {
+        for key in index_keys(original) {
+            let hits = admin
+                .query_message(&addr, &key_query(topic, &key, false, 0, i64::MAX))
+                .await?;
+            for record in hits.into_iter().filter(|m| m.topic == topic && is_copy(m)) {
+                let offset = record.head.physical_offset;
+                if !found
+                    .iter()
+                    .any(|f| f.addr == addr && f.record.head.physical_offset == offset)
+                {
+                    found.push(Found {
+                        broker_name: broker_name.clone(),
+                        addr: addr.clone(),
+                        record,
+                    });
+                }
+            }
+        }
     }
     found.sort_by_key(|f| f.record.head.store_timestamp);
     Ok(found)

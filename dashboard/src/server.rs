@@ -60,6 +60,9 @@ pub fn router(console: Console) -> Router {
         .route("/group/skip", post(pages::group_actions::skip))
         .route("/messages", get(pages::messages::page))
         .route("/message", get(pages::messages::one))
+        .route("/dlq", get(pages::dlq::page))
+        .route("/dlq/resend", post(pages::dlq::resend))
+        .route("/explain", get(pages::explain::page))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .with_state(Arc::new(console))
 }

@@ -1,6 +1,8 @@
 //! One module per page; `*_actions` modules hold the POST handlers of a page's forms.
 
 pub mod cluster;
+pub mod dlq;
+pub mod explain;
 pub mod group;
 pub mod group_actions;
 pub mod groups;
