@@ -10,6 +10,7 @@
 pub mod error;
 pub mod form;
 pub mod html;
+pub mod lookup;
 mod pages;
 pub mod server;
 

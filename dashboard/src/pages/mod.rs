@@ -1,6 +1,13 @@
 //! One module per page; `*_actions` modules hold the POST handlers of a page's forms.
 
 pub mod cluster;
+pub mod dlq;
+pub mod explain;
+pub mod group;
+pub mod group_actions;
+pub mod groups;
+pub mod message_view;
+pub mod messages;
 pub mod topic;
 pub mod topic_actions;
 pub mod topics;

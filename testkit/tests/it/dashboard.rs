@@ -7,7 +7,10 @@ use std::net::SocketAddr;
 
 use stellmq_client::AdminClient;
 use stellmq_dashboard::{serve, Console};
-use stellmq_testkit::{http_get, http_post, Scrape, Stack};
+use stellmq_remoting::protocol::body::SubscriptionGroupConfig;
+use stellmq_remoting::protocol::message::id;
+use stellmq_remoting::protocol::RequestCode;
+use stellmq_testkit::{http_get, http_post, request, Scrape, Stack};
 use tokio::sync::oneshot;
 
 /// A name server, a broker and the console in front of them.
@@ -49,6 +52,33 @@ impl ConsoleStack {
         let s = self.get(path).await;
         assert_eq!(s.status, 200, "GET {path}: {}\n{}", s.headers, s.body);
         s.body
+    }
+
+    /// `GET path` until it answers 200 (the index is written just after a send), for up to
+    /// 10 s.
+    pub async fn page_eventually(&self, path: &str) -> String {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let s = self.get(path).await;
+            if s.status == 200 || tokio::time::Instant::now() > deadline {
+                assert_eq!(s.status, 200, "GET {path}: {}\n{}", s.headers, s.body);
+                return s.body;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// `GET path` until its body contains `text` (what the index or a registration makes
+    /// visible a moment later), for up to 10 s; the last body either way.
+    pub async fn page_containing(&self, path: &str, text: &str) -> String {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let s = self.get(path).await;
+            if s.body.contains(text) || tokio::time::Instant::now() > deadline {
+                return s.body;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
 
     /// Creates `topic` through the form and waits until its route is served.
@@ -153,4 +183,280 @@ pub fn section<'a>(page: &'a str, marker: &str) -> &'a str {
     let rest = &page[start..];
     let end = rest.find("</table>").unwrap_or(rest.len());
     &rest[..end]
+}
+
+/// Commits `group`'s offset of queue `queue_id` of `topic`, as a consumer would.
+pub async fn commit(c: &ConsoleStack, group: &str, topic: &str, queue_id: i32, offset: i64) {
+    let admin = AdminClient::new(c.stack.ns_addr()).expect("admin client");
+    admin
+        .update_consumer_offset(c.stack.addr(), group, topic, queue_id, offset)
+        .await
+        .expect("commit");
+    admin.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_groups_lag_shows_per_queue_and_moves_with_skip_and_reset() {
+    let c = ConsoleStack::start().await;
+    c.create_topic("LagTopic").await;
+    let admin = AdminClient::new(c.stack.ns_addr()).expect("admin client");
+    admin
+        .create_group(c.stack.addr(), &SubscriptionGroupConfig::new("LagGroup"))
+        .await
+        .expect("group");
+    admin.shutdown().await;
+    for i in 0..5 {
+        c.stack.send("LagTopic", 0, &format!("m{i}"), &[]).await;
+    }
+    commit(&c, "LagGroup", "LagTopic", 0, 2).await;
+
+    let list = c.page("/groups?q=LagGroup").await;
+    let row = section(&list, "id=\"groups\"");
+    assert!(row.contains("href=\"/group?name=LagGroup\""), "{row}");
+    assert!(row.contains("<td>3</td>"), "the group's lag: {row}");
+
+    let group = c.page("/group?name=LagGroup").await;
+    assert!(group.contains("Total lag: 3 message(s)"), "{group}");
+    let progress = section(&group, "id=\"progress\"");
+    assert!(
+        progress.contains("<td>0</td><td>5</td><td>2</td><td>3</td>"),
+        "queue 0: broker offset 5, consumer offset 2, lag 3: {progress}"
+    );
+    assert!(
+        group.contains("No consumer of this group is online."),
+        "{group}"
+    );
+
+    let skipped = c.post("/group/skip", "group=LagGroup&topic=LagTopic").await;
+    assert_eq!(skipped.status, 200, "{}", skipped.body);
+    let group = c.page("/group?name=LagGroup").await;
+    assert!(group.contains("Total lag: 0 message(s)"), "{group}");
+
+    let reset = c
+        .post("/group/reset", "group=LagGroup&topic=LagTopic&time=0")
+        .await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    let group = c.page("/group?name=LagGroup").await;
+    assert!(group.contains("Total lag: 5 message(s)"), "{group}");
+    let bad = c
+        .post("/group/reset", "group=LagGroup&topic=LagTopic&time=soon")
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    c.stop().await;
+}
+
+/// The text of the first cell of the first body row of the table with `id`.
+pub fn first_cell(page: &str, id: &str) -> String {
+    let table = section(page, &format!("id=\"{id}\""));
+    let row = table.split("<tbody><tr><td>").nth(1).unwrap_or("");
+    row.split("</td>").next().unwrap_or("").to_owned()
+}
+
+/// Sends a message through the topic page's form; returns its message id (UNIQ_KEY).
+pub async fn send_from_form(c: &ConsoleStack, topic: &str, key: &str, body: &str) -> String {
+    let form = format!("topic={topic}&tag=TagA&key={key}&body={body}");
+    let sent = c.post("/topic/send", &form).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    first_cell(&sent.body, "sent")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_is_found_by_key_id_and_time_and_shown_with_its_body_escaped() {
+    let c = ConsoleStack::start().await;
+    c.create_topic("FindTopic").await;
+    // <b>hello</b> & "quoted", form-encoded.
+    let body = "%3Cb%3Ehello%3C%2Fb%3E+%26+%22quoted%22";
+    let id = send_from_form(&c, "FindTopic", "order-7", body).await;
+    assert_eq!(id.len(), 32, "a UNIQ_KEY: {id}");
+    send_from_form(&c, "FindTopic", "order-8", "other").await;
+
+    let by_key = c
+        .page_containing(
+            "/messages?by=key&topic=FindTopic&key=order-7",
+            "1 message(s)",
+        )
+        .await;
+    assert!(by_key.contains("1 message(s) found"), "{by_key}");
+    let results = section(&by_key, "id=\"results\"");
+    assert!(
+        results.contains(&id) && results.contains("order-7"),
+        "{results}"
+    );
+    assert!(!results.contains("order-8"), "{results}");
+
+    let by_id = c
+        .page_containing(
+            &format!("/messages?by=id&id={id}&topic=FindTopic"),
+            "1 message(s)",
+        )
+        .await;
+    assert!(by_id.contains("1 message(s) found"), "{by_id}");
+    let by_time = c
+        .page_containing("/messages?by=time&topic=FindTopic", "2 message(s)")
+        .await;
+    assert!(by_time.contains("2 message(s) found"), "{by_time}");
+
+    let one = c.page(&format!("/message?id={id}&topic=FindTopic")).await;
+    assert!(
+        one.contains("<pre id=\"body\">&lt;b&gt;hello&lt;/b&gt; &amp; &quot;quoted&quot;</pre>"),
+        "{one}"
+    );
+    assert!(!one.contains("<b>hello"), "{one}");
+    let stored = section(&one, "id=\"message\"");
+    assert!(stored.contains("broker-a"), "{stored}");
+    assert!(
+        stored.contains("<td>Queue offset</td><td>0</td>"),
+        "{stored}"
+    );
+    assert!(stored.contains("<td>CommitLog offset</td>"), "{stored}");
+    assert!(one.contains("No trace recorded"), "{one}");
+
+    let missing = c.get("/message?id=0123&topic=FindTopic").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    let no_topic = c.get("/messages?by=key&key=x").await;
+    assert_eq!(no_topic.status, 400, "{}", no_topic.body);
+    c.stop().await;
+}
+
+/// Gives the message at `offset_id` back for `group` as a failed consumer would:
+/// `delay_level` -1 sends it to the DLQ at once, 0 to a retry.
+pub async fn send_back(c: &ConsoleStack, group: &str, offset_id: &str, delay_level: i32) {
+    let (_, phys) = id::decode_offset_msg_id(offset_id).expect("an offset id");
+    let (phys, level) = (phys.to_string(), delay_level.to_string());
+    let back = request(
+        RequestCode::CONSUMER_SEND_MSG_BACK,
+        &[
+            ("offset", &phys),
+            ("group", group),
+            ("delayLevel", &level),
+            ("originMsgId", offset_id),
+        ],
+    );
+    let r = c.stack.call(back).await;
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+}
+
+/// The offsetMsgId of message `id` of `topic`, from the message page.
+pub async fn offset_id_of(c: &ConsoleStack, topic: &str, id: &str) -> String {
+    let one = c
+        .page_eventually(&format!("/message?id={id}&topic={topic}"))
+        .await;
+    let table = section(&one, "id=\"message\"");
+    let after = table
+        .split("<td>Offset message id</td><td>")
+        .nth(1)
+        .unwrap_or("");
+    after.split("</td>").next().unwrap_or("").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_is_listed_and_resent_to_its_original_topic() {
+    let c = ConsoleStack::start().await;
+    c.create_topic("DlqTopic").await;
+    let id = send_from_form(&c, "DlqTopic", "dead-1", "poison").await;
+    let offset_id = offset_id_of(&c, "DlqTopic", &id).await;
+    send_back(&c, "DlqGroup", &offset_id, -1).await;
+    c.stack.broker().register_now().await;
+
+    let all = c.page_containing("/dlq", "DlqGroup").await;
+    assert!(all.contains("href=\"/dlq?group=DlqGroup\""), "{all}");
+    let dead = c
+        .page_containing("/dlq?group=DlqGroup", "1 dead letter(s)")
+        .await;
+    assert!(dead.contains("1 dead letter(s) of DlqGroup"), "{dead}");
+    let resend = section(&dead, "id=\"resend\"");
+    assert!(
+        resend.contains(&id) && resend.contains("<td>DlqTopic</td>"),
+        "{resend}"
+    );
+    let dead_offset_id = first_cell(&dead, "results");
+    assert!(dead_offset_id.contains(&id), "{dead_offset_id}");
+    let dead_id = resend
+        .split("name=\"id\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("the resend form's id");
+
+    let resent = c
+        .post("/dlq/resend", &format!("id={dead_id}&group=DlqGroup"))
+        .await;
+    assert_eq!(resent.status, 200, "{}", resent.body);
+    assert!(
+        resent.body.contains("Resent to DlqTopic"),
+        "{}",
+        resent.body
+    );
+    let found = c
+        .page_containing("/messages?by=key&topic=DlqTopic&key=dead-1", "2 message(s)")
+        .await;
+    assert!(
+        found.contains("2 message(s) found"),
+        "original and resent: {found}"
+    );
+    c.stop().await;
+}
+
+/// The value of the row `field` of the message table of `page`.
+pub fn message_field(page: &str, field: &str) -> String {
+    let table = section(page, "id=\"message\"");
+    let after = table
+        .split(&format!("<td>{field}</td><td>"))
+        .nth(1)
+        .unwrap_or("");
+    after.split("</td>").next().unwrap_or("").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_tells_where_a_message_is_who_consumed_it_its_retries_and_dead_letter() {
+    let c = ConsoleStack::start().await;
+    c.create_topic("StoryTopic").await;
+    let id = send_from_form(&c, "StoryTopic", "story-1", "once+upon+a+time").await;
+    let one = c
+        .page_eventually(&format!("/message?id={id}&topic=StoryTopic"))
+        .await;
+    let offset_id = message_field(&one, "Offset message id");
+    let queue: i32 = message_field(&one, "Queue").parse().expect("queue id");
+    commit(&c, "DoneGroup", "StoryTopic", queue, 1).await;
+    commit(&c, "BehindGroup", "StoryTopic", queue, 0).await;
+    send_back(&c, "RetryGroup", &offset_id, 0).await;
+    send_back(&c, "DeadGroup", &offset_id, -1).await;
+    c.stack.broker().register_now().await;
+
+    let path = "/explain?topic=StoryTopic&key=story-1";
+    let story = c.page_containing(path, "1 retry copy(ies)").await;
+    let summary = section(&story, "id=\"summary\"");
+    assert!(
+        summary.contains(&format!("Message {id} of topic StoryTopic")),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!("broker-a queue {queue} at offset 0")),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("1 retry copy(ies); 1 dead letter(s)"),
+        "{summary}"
+    );
+    let groups = section(&story, "id=\"consumption\"");
+    assert!(
+        groups.contains("DoneGroup</a></td><td>consumed</td>"),
+        "{groups}"
+    );
+    assert!(
+        groups.contains("BehindGroup</a></td><td>not yet: 0 message(s) before it</td>"),
+        "{groups}"
+    );
+    let retries = section(&story, "id=\"results\"");
+    assert!(retries.contains("%RETRY%RetryGroup"), "{retries}");
+    assert!(story.contains("%DLQ%DeadGroup"), "{story}");
+    assert!(
+        story.contains("<pre id=\"body\">once upon a time</pre>"),
+        "{story}"
+    );
+
+    let by_id = c.page(&format!("/explain?id={offset_id}")).await;
+    assert!(by_id.contains("1 dead letter(s)"), "{by_id}");
+    let missing = c.get("/explain?id=nope").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    c.stop().await;
 }
