@@ -90,6 +90,15 @@ impl AdminClient {
         self.ask(To::Addr(broker), request, read::json).await
     }
 
+    /// Every subscription group config of `broker` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
+    pub async fn all_subscription_groups(
+        &self,
+        broker: &str,
+    ) -> Result<SubscriptionGroupWrapper, ClientError> {
+        let request = bare(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG);
+        self.ask(To::Addr(broker), request, read::json).await
+    }
+
     /// `group`'s subscription group config on `broker`, from its whole table
     /// (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, which every 4.x broker serves).
     pub async fn subscription_group_config(

@@ -7,6 +7,7 @@ mod broker;
 mod broker_stats;
 mod consume;
 mod consumer;
+mod export;
 mod group;
 pub mod help;
 mod housekeeping;
@@ -245,6 +246,12 @@ pub enum Command {
         about = "Add write perm of a broker in every name server"
     )]
     AddWritePerm(namesrv::BrokerNameArg),
+    #[command(name = "exportMetadata", about = "export metadata")]
+    ExportMetadata(export::ExportMetadata),
+    #[command(name = "exportConfigs", about = "export configs")]
+    ExportConfigs(export::ExportCluster),
+    #[command(name = "exportMetrics", about = "export metrics")]
+    ExportMetrics(export::ExportCluster),
     #[command(name = "startMonitoring", about = "Start Monitoring")]
     StartMonitoring(monitor::StartMonitoring),
     #[command(
@@ -368,6 +375,9 @@ async fn dispatch(
         WipeWritePerm(a) => namesrv::wipe_write_perm(admin, a).await,
         AddWritePerm(a) => namesrv::add_write_perm(admin, a).await,
         StartMonitoring(a) => monitor::start_monitoring(admin, a).await,
+        ExportMetadata(a) => export::export_metadata(admin, a).await,
+        ExportConfigs(a) => export::export_configs(admin, &session.namesrv, a).await,
+        ExportMetrics(a) => export::export_metrics(admin, a).await,
         StatsAll(a) => stats::stats_all(admin, a).await,
         GetNamesrvConfig => namesrv::get_namesrv_config(admin).await,
         UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, a).await,
