@@ -33,6 +33,7 @@ mod client_trace;
 mod client_transaction;
 mod conf_samples;
 mod dashboard;
+mod dashboard_browser;
 mod namesrv_acl;
 mod namesrv_in_process;
 mod namesrv_metrics;
