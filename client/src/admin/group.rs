@@ -109,13 +109,4 @@ impl AdminClient {
         let mut all = self.all_subscription_groups(broker).await?;
         Ok(all.subscription_group_table.remove(group))
     }
-
-    /// Every subscription group config of `broker` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
-    pub async fn all_subscription_groups(
-        &self,
-        broker: &str,
-    ) -> Result<SubscriptionGroupWrapper, ClientError> {
-        let request = bare(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG);
-        self.ask(To::Addr(broker), request, read::json).await
-    }
 }
