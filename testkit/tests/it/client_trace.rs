@@ -223,3 +223,37 @@ async fn transactions_trace_their_half_and_end_to_a_customized_topic() {
         .await
         .is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqadmin_send_message_with_trace_is_found_by_its_id() {
+    let stack = traced_stack(&["AdminTraced"]).await;
+    let ns = stack.ns_addr().to_owned();
+    let sent = mqadmin(
+        &ns,
+        &[
+            "sendMessage",
+            "-t",
+            "AdminTraced",
+            "-p",
+            "from mqadmin",
+            "-k",
+            "adm-1",
+            "-m",
+            "true",
+        ],
+    )
+    .await;
+    let id = sent
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap_or_else(|| panic!("no message id in\n{sent}"))
+        .to_owned();
+    assert!(sent.contains("SEND_OK"), "{sent}");
+    let trace = eventually_some("the send's trace is indexed", WAIT, async || {
+        let out = mqadmin(&ns, &["queryMsgTraceById", "-i", &id]).await;
+        out.lines().any(|l| l.starts_with("Pub ")).then_some(out)
+    })
+    .await;
+    assert!(trace.contains("success"), "{trace}");
+}

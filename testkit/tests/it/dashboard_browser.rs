@@ -59,6 +59,10 @@ impl Browser {
             .as_str()
             .unwrap_or_else(|| panic!("a session: {created}"))
             .to_owned();
+        // Elements of a page still loading after a click are waited for, not missed.
+        let timeouts = browser.session_path("/timeouts");
+        let waits = json!({"implicit": 10_000, "pageLoad": 30_000});
+        browser.call("POST", &timeouts, Some(waits)).await;
         browser
     }
 
@@ -169,6 +173,20 @@ impl Browser {
         );
     }
 
+    /// The current page's body once it shows `expected` (a form's answer page may still be
+    /// loading when the click returns); never reloads, so a POST is not sent twice.
+    async fn text_shown(&self, expected: &str) -> String {
+        let mut text = String::new();
+        for _ in 0..100 {
+            text = self.text("body").await;
+            if text.contains(expected) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the page never showed {expected:?}: {text}");
+    }
+
     /// Saves a PNG of the viewport to `dir/name.png` when screenshots are asked for.
     async fn screenshot(&self, name: &str) {
         let Some(dir) = std::env::var_os("STELLMQ_CONSOLE_SCREENSHOTS") else {
@@ -274,11 +292,8 @@ async fn every_main_page_shows_what_an_operator_needs_in_chromium() {
     b.type_into("#create-topic input[name=writeQueueNums]", "4")
         .await;
     b.click("#create-topic button").await;
-    let created = b.text("body").await;
-    assert!(
-        created.contains("Topic BrowserTopic created or updated on broker-a"),
-        "{created}"
-    );
+    b.text_shown("Topic BrowserTopic created or updated on broker-a")
+        .await;
     c.stack.broker().register_now().await;
     let topics = b
         .text_eventually(&format!("{base}/topics"), "BrowserTopic")
@@ -301,7 +316,7 @@ async fn every_main_page_shows_what_an_operator_needs_in_chromium() {
     )
     .await;
     b.click("#send-message button").await;
-    assert!(b.text("body").await.contains("SEND_OK"));
+    b.text_shown("SEND_OK").await;
     b.open(&format!("{base}/topic?name=BrowserTopic")).await;
     b.screenshot("topic").await;
     let search = format!("{base}/messages?by=key&topic=BrowserTopic&key=browser-1");

@@ -2,11 +2,11 @@
 #![allow(clippy::print_stdout, clippy::print_literal)] // CLI output; header rows are literals
 
 use bytes::Bytes;
-use stellmq_client::{AdminClient, ClientError};
+use stellmq_client::{AdminClient, ClientError, Message, MessageQueue};
 
 use super::masters_of;
 use stellmq_remoting::protocol::headers::QueryMessageRequestHeader;
-use stellmq_remoting::protocol::message::{id, property, MessageRecord, Properties};
+use stellmq_remoting::protocol::message::{id, now_ms, property, MessageRecord, Properties};
 
 #[derive(clap::Args, Debug)]
 pub struct QueryByKey {
@@ -321,12 +321,20 @@ pub struct SendMessage {
     broker_name: Option<String>,
     #[arg(short = 'i', long = "qid")]
     queue_id: Option<i32>,
-    /// Message Trace Enable, Default: false (accepted; mqadmin sends no trace).
+    /// Message Trace Enable, Default: false (true: sent by a traced producer, so
+    /// queryMsgTraceById finds its Pub record).
     #[arg(short = 'm', long = "msgTraceEnable", default_value_t = false, action = clap::ArgAction::Set)]
     trace: bool,
 }
 
-pub async fn send_message(admin: &AdminClient, a: SendMessage) -> Result<(), ClientError> {
+pub async fn send_message(
+    admin: &AdminClient,
+    session: &super::Session,
+    a: SendMessage,
+) -> Result<(), ClientError> {
+    if a.trace {
+        return send_traced(session, a).await;
+    }
     let route = match admin.topic_route(&a.topic).await {
         Ok(route) => route,
         // Not created yet: send through the auto-create template's route.
@@ -347,9 +355,6 @@ pub async fn send_message(admin: &AdminClient, a: SendMessage) -> Result<(), Cli
     }
     if let Some(t) = &a.tags {
         props.insert(property::TAGS, t.clone());
-    }
-    if a.trace {
-        eprintln!("mqadmin sends no message trace; -m is accepted and ignored");
     }
     let queue_id = a.queue_id.unwrap_or(-1);
     let result = admin
@@ -374,6 +379,47 @@ pub async fn send_message(admin: &AdminClient, a: SendMessage) -> Result<(), Cli
         result.queue_id,
         "SEND_OK",
         result.msg_id
+    );
+    Ok(())
+}
+
+/// `sendMessage -m true`: as RocketMQ's command, a producer of a group named by the time,
+/// with message trace on; its shutdown sends the Pub record.
+async fn send_traced(session: &super::Session, a: SendMessage) -> Result<(), ClientError> {
+    let producer = session.traced_producer(&now_ms().to_string()).await?;
+    let mut msg = Message::new(a.topic.clone(), Bytes::from(a.body.into_bytes()));
+    if let Some(k) = &a.key {
+        msg = msg.with_keys([k.clone()]);
+    }
+    if let Some(t) = &a.tags {
+        msg = msg.with_tags(t.clone());
+    }
+    let sent = match (&a.broker_name, a.queue_id) {
+        (Some(broker), Some(queue_id)) => {
+            let queue = MessageQueue {
+                topic: a.topic.clone(),
+                broker_name: broker.clone(),
+                queue_id,
+            };
+            producer.send_to_queue(msg, &queue).await
+        }
+        _ => producer.send(msg).await,
+    };
+    producer.shutdown().await;
+    let sent = sent?;
+    crate::outln!(
+        "{:<32}  {:<4}  {:<20}  {}",
+        "#Broker Name",
+        "#QID",
+        "#Send Result",
+        "#MsgId"
+    );
+    crate::outln!(
+        "{:<32}  {:<4}  {:<20}  {}",
+        sent.queue.broker_name,
+        sent.queue.queue_id,
+        super::session::send_status_name(sent.status),
+        sent.msg_id
     );
     Ok(())
 }

@@ -370,7 +370,7 @@ async fn dispatch(
         QueryMsgByUniqueKey(a) => message::query_by_unique_key(admin, a).await,
         QueryMsgByOffset(a) => message::query_by_offset(admin, a).await,
         PrintMsg(a) => consume::print_msg(admin, a).await,
-        SendMessage(a) => message::send_message(admin, a).await,
+        SendMessage(a) => message::send_message(admin, session, a).await,
         ConsumeMessage(a) => consume::consume_message(admin, a).await,
         WipeWritePerm(a) => namesrv::wipe_write_perm(admin, a).await,
         AddWritePerm(a) => namesrv::add_write_perm(admin, a).await,

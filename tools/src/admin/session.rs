@@ -20,15 +20,27 @@ impl Session {
     /// A producer of `group` with an instance name of its own, as RocketMQ's tools start
     /// theirs (`<group>_<millis>`).
     pub async fn producer(&self, group: &str) -> Result<Producer, ClientError> {
+        Producer::start(self.producer_config(group)).await
+    }
+
+    /// As [`Session::producer`], recording message trace (RocketMQ's `-m true`).
+    pub async fn traced_producer(&self, group: &str) -> Result<Producer, ClientError> {
         Producer::start(ProducerConfig {
+            enable_msg_trace: true,
+            ..self.producer_config(group)
+        })
+        .await
+    }
+
+    fn producer_config(&self, group: &str) -> ProducerConfig {
+        ProducerConfig {
             namesrv_addr: self.namesrv.clone(),
             group: group.to_owned(),
             instance_name: format!("{group}_{}", now_ms()),
             tls: self.tls.clone(),
             credentials: self.credentials.clone(),
             ..Default::default()
-        })
-        .await
+        }
     }
 }
 
