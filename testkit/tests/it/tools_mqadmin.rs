@@ -12,7 +12,7 @@ async fn start() -> Stack {
 }
 
 /// Runs mqadmin with `-n ns`; returns (success, stdout, stderr).
-async fn mqadmin(ns: &str, args: &[&str]) -> (bool, String, String) {
+pub(crate) async fn mqadmin(ns: &str, args: &[&str]) -> (bool, String, String) {
     let mut all: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     all.extend(["-n".to_owned(), ns.to_owned()]);
     let out = tokio::task::spawn_blocking(move || {
@@ -31,7 +31,8 @@ async fn mqadmin(ns: &str, args: &[&str]) -> (bool, String, String) {
     )
 }
 
-async fn ok(ns: &str, args: &[&str]) -> String {
+/// Runs mqadmin with `-n ns` and returns its stdout; it must succeed.
+pub(crate) async fn ok(ns: &str, args: &[&str]) -> String {
     let (success, out, err) = mqadmin(ns, args).await;
     assert!(success, "mqadmin {args:?} failed: {err}\n{out}");
     out

@@ -4,36 +4,11 @@
 
 use std::time::Duration;
 
+use crate::tools_mqadmin::{mqadmin, ok};
 use stellmq_client::{AdminClient, Message, Producer, ProducerConfig};
 use stellmq_remoting::protocol::body::TopicConfig;
 use stellmq_remoting::protocol::message::UtcTime;
-use stellmq_testkit::process::command;
 use stellmq_testkit::Stack;
-
-async fn mqadmin(ns: &str, args: &[&str]) -> (bool, String, String) {
-    let mut all: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
-    all.extend(["-n".to_owned(), ns.to_owned()]);
-    let out = tokio::task::spawn_blocking(move || {
-        command("mqadmin")
-            .args(&all)
-            .env_remove("NAMESRV_ADDR")
-            .output()
-    })
-    .await
-    .expect("join")
-    .expect("runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-async fn ok(ns: &str, args: &[&str]) -> String {
-    let (success, out, err) = mqadmin(ns, args).await;
-    assert!(success, "mqadmin {args:?} failed: {err}\n{out}");
-    out
-}
 
 fn now_ms() -> i64 {
     stellmq_client::admin::now_ms()
