@@ -19,6 +19,7 @@ pub mod offset;
 mod persist;
 pub mod processor;
 pub mod registration;
+pub mod replicas;
 mod routes;
 pub mod runtime;
 pub mod schedule;

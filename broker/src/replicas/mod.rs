@@ -1,0 +1,5 @@
+//! Controller mode (RocketMQ 5's ReplicasManager): the broker's identity granted by the
+//! controller, and the loop that registers with the controllers, sends heartbeats and
+//! switches the broker's role when the controller elects a new master.
+
+pub mod metadata;
