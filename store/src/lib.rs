@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod error;
 pub mod get;
 pub mod index;
+pub mod index_feed;
 mod inner;
 mod maintenance;
 pub mod mapped_file;
