@@ -56,12 +56,16 @@ fn dispatch_loop(inner: &Inner) {
     let mut napped = false;
     while !stopping(inner) {
         let listener = inner.listener.read().clone();
-        match inner.dispatcher.run_once(
-            &inner.commit_log,
-            &inner.queues,
-            &inner.index,
-            listener.as_deref(),
-        ) {
+        let round = {
+            let _paused_by_truncation = inner.dispatch_lock.lock();
+            inner.dispatcher.run_once(
+                &inner.commit_log,
+                &inner.queues,
+                &inner.index,
+                listener.as_deref(),
+            )
+        };
+        match round {
             Ok(0) if napped => {
                 inner.park(&mut seen, Duration::from_millis(10));
                 napped = false;
@@ -233,6 +237,7 @@ fn clean_loop(inner: &Inner) {
 /// Final flush at shutdown; true when everything reached the disk.
 pub(crate) fn final_flush(inner: &Inner) -> bool {
     let listener = inner.listener.read().clone();
+    let _paused_by_truncation = inner.dispatch_lock.lock();
     let _ = inner.dispatcher.run_once(
         &inner.commit_log,
         &inner.queues,

@@ -174,6 +174,7 @@ impl MessageStore {
             index,
             checkpoint,
             dispatcher,
+            dispatch_lock: Mutex::new(()),
             allocator,
             listener: RwLock::new(None),
             poison: Mutex::new(None),
