@@ -110,6 +110,14 @@ impl Dispatcher {
         self.last_store_timestamp.load(Ordering::Acquire)
     }
 
+    /// After the CommitLog was cut at `offset` (the dispatcher not running): continue from
+    /// there at the latest, and report no store time past `store_timestamp`.
+    pub fn rewind(&self, offset: i64, store_timestamp: i64) {
+        self.reput_from.fetch_min(offset, Ordering::AcqRel);
+        self.last_store_timestamp
+            .fetch_min(store_timestamp, Ordering::AcqRel);
+    }
+
     /// Dispatches everything written so far; returns how many records it handled.
     pub fn run_once(
         &self,

@@ -61,6 +61,9 @@ pub(crate) struct Inner {
     pub index_feed: IndexFeed,
     pub checkpoint: Checkpoint,
     pub dispatcher: Dispatcher,
+    /// Held by the dispatcher for each round and by a runtime truncation for its whole
+    /// cut, so the two never interleave. Lock order: this, then the CommitLog's append lock.
+    pub dispatch_lock: Mutex<()>,
     pub allocator: Arc<Allocator>,
     pub listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
     pub poison: Mutex<Option<String>>,

@@ -58,12 +58,16 @@ fn dispatch_loop(inner: &Inner) {
     let mut napped = false;
     while !stopping(inner) {
         let listener = inner.listener.read().clone();
-        match inner.dispatcher.run_once(
-            &inner.commit_log,
-            &inner.queues,
-            IndexSink::Feed(&inner.index_feed, &inner.index),
-            listener.as_deref(),
-        ) {
+        let round = {
+            let _paused_by_truncation = inner.dispatch_lock.lock();
+            inner.dispatcher.run_once(
+                &inner.commit_log,
+                &inner.queues,
+                IndexSink::Feed(&inner.index_feed, &inner.index),
+                listener.as_deref(),
+            )
+        };
+        match round {
             Ok(0) if napped => {
                 inner.park(&mut seen, Duration::from_millis(10));
                 napped = false;
@@ -249,6 +253,7 @@ fn clean_loop(inner: &Inner) {
 /// Final flush at shutdown; true when everything reached the disk.
 pub(crate) fn final_flush(inner: &Inner) -> bool {
     let listener = inner.listener.read().clone();
+    let _paused_by_truncation = inner.dispatch_lock.lock();
     // What the index thread left queued is older than what is still to dispatch.
     inner.index_feed.drain(&inner.index);
     let _ = inner.dispatcher.run_once(

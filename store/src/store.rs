@@ -181,6 +181,7 @@ impl MessageStore {
             index_feed: IndexFeed::default(),
             checkpoint,
             dispatcher,
+            dispatch_lock: Mutex::new(()),
             allocator,
             listener: RwLock::new(None),
             poison: Mutex::new(None),

@@ -45,6 +45,8 @@
 mod master;
 pub mod protocol;
 mod slave;
+pub mod sync_state;
+pub mod term;
 pub mod verify;
 
 use std::time::Duration;
@@ -123,6 +125,23 @@ pub enum HaError {
     Append(#[from] stellmq_store::commitlog::ReplicaError),
     #[error("slave reports offset {reported} beyond this master's log end {max}")]
     AheadOfMaster { reported: i64, max: i64 },
+    #[error(
+        "the slave follows master epoch {followed} but this master's epoch is {master} \
+         (-1: not master): one of them has not learnt the controller's latest election"
+    )]
+    EpochMismatch { followed: i32, master: i32 },
+    #[error("bad epoch entries: {0}")]
+    Epochs(#[from] protocol::v2::EpochWireError),
+    #[error(
+        "no consistent point between this slave's epochs {local:?} and the master's \
+         {master:?}: the logs share no term; clear this broker's store to rejoin"
+    )]
+    NoConsistentPoint {
+        local: Vec<(i32, i64)>,
+        master: Vec<(i32, i64)>,
+    },
+    #[error("cannot cut the log back to the consistent point: {0}")]
+    Truncate(String),
 }
 
 impl HaError {
