@@ -3,3 +3,4 @@
 //! switches the broker's role when the controller elects a new master.
 
 pub mod metadata;
+pub mod register;
