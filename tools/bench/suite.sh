@@ -22,14 +22,15 @@
 # With the defaults the suite takes about 12 minutes. Do not run it beside a build: hold
 # the cargo lock for it (flock /tmp/stellmq-cargo.lock tools/bench/suite.sh ...). Per-run
 # lines go to stdout as they come, then the table (Markdown). KEEP=1 keeps the temp dir.
-# ROWS picks rows (default all: "sync async batch pubsub backlog syncflush").
+# ROWS picks rows (default all: "sync async batch pubsub backlog syncflush"); WARMUP s of
+# sends before the first row (default 2; 0 = none, a fresh store's first seconds).
 set -u
 [ $# -eq 2 ] || { sed -n '2,3p' "$0" >&2; exit 2; }
 OLD=$(cd "$1" && pwd) || exit 2
 NEW=$(cd "$2" && pwd) || exit 2
 TOOLS=$(cd "${TOOLS:-$NEW}" && pwd) || exit 2
 DURATION=${DURATION:-10}; ROUNDS=${ROUNDS:-3}; BACKLOG=${BACKLOG:-1000000}
-SETTLE=${SETTLE:-10}; PAUSE=${PAUSE:-3}
+SETTLE=${SETTLE:-10}; PAUSE=${PAUSE:-3}; WARMUP=${WARMUP:-2}
 ROWS=" ${ROWS:-sync async batch pubsub backlog syncflush} "
 want() { [[ $ROWS == *" $1 "* ]]; }
 for f in $OLD/mqnamesrv $OLD/mqbroker $NEW/mqnamesrv $NEW/mqbroker $TOOLS/mqbench $TOOLS/mqadmin; do
@@ -106,8 +107,10 @@ start_stack() { # bin-dir flush-type -> NS, BROKER, BROKER_PID
   done
   sleep "$SETTLE" # the first segments allocated and pre-faulted
   # Warm-up (not recorded): routes cached, the first pages of the queues touched.
-  timeout 30 $TOOLS/mqbench producer -n "$NS" -t Bench8 -s 1024 -w 16 --duration 2 > /dev/null 2>&1
-  sleep "$PAUSE"
+  if [ "$WARMUP" != 0 ]; then
+    timeout 30 $TOOLS/mqbench producer -n "$NS" -t Bench8 -s 1024 -w 16 --duration "$WARMUP" > /dev/null 2>&1
+    sleep "$PAUSE"
+  fi
 }
 
 stop_stack() {
