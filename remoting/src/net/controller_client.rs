@@ -19,8 +19,11 @@ use crate::protocol::error::{BodyError, HeaderError};
 use crate::protocol::headers::*;
 use crate::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 
-/// How many times a request is re-sent after a leader change before giving up.
-const MAX_ATTEMPTS: usize = 4;
+/// How many times a request is sent before giving up (a Raft election takes 1-2 s).
+const MAX_ATTEMPTS: usize = 12;
+
+/// The pause before retrying where no leader is known yet.
+const RETRY_PAUSE: Duration = Duration::from_millis(300);
 
 /// The `extFields` key a non-leader puts the leader's address under in CONTROLLER_NOT_LEADER.
 pub const LEADER_ADDRESS_FIELD: &str = "controllerLeaderAddress";
@@ -191,7 +194,7 @@ impl ControllerClient {
                 Ok(addr) => addr,
                 Err(e) => {
                     last_error = Some(e);
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    tokio::time::sleep(RETRY_PAUSE).await;
                     continue;
                 }
             };
@@ -206,6 +209,9 @@ impl ControllerClient {
                         .get_non_empty(LEADER_ADDRESS_FIELD)
                         .filter(|named| *named != addr)
                         .map(str::to_owned);
+                    if named.is_none() {
+                        tokio::time::sleep(RETRY_PAUSE).await;
+                    }
                     *self.leader.lock() = named;
                     last_error = Some(ControllerClientError::Remote {
                         addr,
@@ -217,6 +223,7 @@ impl ControllerClient {
                 Err(e) => {
                     *self.leader.lock() = None;
                     last_error = Some(e.into());
+                    tokio::time::sleep(RETRY_PAUSE).await;
                 }
             }
         }

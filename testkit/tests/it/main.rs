@@ -32,6 +32,7 @@ mod client_sql_filter;
 mod client_trace;
 mod client_transaction;
 mod conf_samples;
+mod controller;
 mod dashboard;
 mod dashboard_browser;
 mod namesrv_acl;
