@@ -3,3 +3,7 @@
 //! switches the broker's role when the controller elects a new master.
 
 pub mod metadata;
+pub mod role;
+pub mod switch;
+
+pub use switch::{RoleChange, RoleChangeError, RoleServices, RoleSnapshot, RoleSwitcher};
