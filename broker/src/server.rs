@@ -316,7 +316,9 @@ fn role_switcher(
         },
         stop: state.stop.clone(),
     };
-    Some(Arc::new(RoleSwitcher::new(parts, bc.broker_id)))
+    let roles = Arc::new(RoleSwitcher::new(parts, bc.broker_id));
+    let _ = state.roles.set(roles.clone());
+    Some(roles)
 }
 
 /// Creates the revive log topic and rebuilds the POP checkpoints from it (a master's, before

@@ -65,6 +65,8 @@ pub struct BrokerState {
     pub ha_slave: Option<Arc<HaSlave>>,
     /// Controller mode: the epoch file (`<storePathRootDir>/epochFileCheckpoint`).
     pub epochs: Option<Arc<EpochFile>>,
+    /// Controller mode: the role switcher, set once the broker serves.
+    pub roles: Arc<std::sync::OnceLock<Arc<crate::replicas::RoleSwitcher>>>,
     /// The plain ACL when aclEnable is on.
     pub acl: Option<Arc<AccessValidator>>,
     pub stop: CancellationToken,
@@ -268,6 +270,7 @@ impl BrokerState {
             ha_master,
             ha_slave,
             epochs,
+            roles: Arc::default(),
             acl,
             stop,
         })

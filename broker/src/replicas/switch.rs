@@ -174,6 +174,10 @@ impl RoleSwitcher {
             .list_ending_at(self.store.commit_log_max_offset())
     }
 
+    pub fn max_offset(&self) -> i64 {
+        self.store.commit_log_max_offset()
+    }
+
     /// The SyncStateSet as the controller last accepted it (meaningful on a master).
     pub fn sync_state_set(&self) -> SyncStateSet {
         self.ha_master
