@@ -94,6 +94,12 @@ impl BrokerHandle {
         &self.state.identity.broker_addr
     }
 
+    /// `brokerIP2:haPort`, where its slaves connect (a master's, or any controller-mode
+    /// broker's).
+    pub fn ha_addr(&self) -> &str {
+        &self.state.identity.ha_server_addr
+    }
+
     pub fn store(&self) -> &Arc<MessageStore> {
         &self.state.store
     }
