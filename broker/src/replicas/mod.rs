@@ -4,3 +4,7 @@
 
 pub mod metadata;
 pub mod register;
+pub mod role;
+pub mod switch;
+
+pub use switch::{RoleChange, RoleChangeError, RoleServices, RoleSnapshot, RoleSwitcher};

@@ -17,6 +17,7 @@ mod broker_pop;
 mod broker_pop_process;
 mod broker_process;
 mod broker_reply;
+mod broker_roles;
 mod broker_sql_filter;
 mod broker_timer;
 mod broker_transaction;

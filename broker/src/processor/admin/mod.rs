@@ -3,6 +3,7 @@
 pub mod acl;
 pub mod config;
 pub mod consumer_call;
+pub mod epoch;
 pub mod group;
 pub mod half;
 pub mod offset;
