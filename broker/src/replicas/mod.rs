@@ -8,3 +8,4 @@ pub mod role;
 pub mod switch;
 
 pub use switch::{RoleChange, RoleChangeError, RoleServices, RoleSnapshot, RoleSwitcher};
+pub mod manager;
