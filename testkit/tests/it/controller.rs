@@ -15,6 +15,7 @@ use stellmq_remoting::net::{
 use stellmq_remoting::protocol::body::SyncStateSet;
 use stellmq_remoting::protocol::headers::*;
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use stellmq_testkit::process::command;
 use stellmq_testkit::{eventually, eventually_some};
 use tempfile::TempDir;
 use tokio::net::TcpListener;
@@ -593,4 +594,143 @@ async fn snapshot_and_log_survive_a_restart() {
     let info = sync_data.replicas_info_table.get("b").expect("set b");
     assert_eq!(info.in_sync_replicas.len(), 2);
     assert_eq!(info.not_in_sync_replicas.len(), 1);
+}
+
+/// Runs mqadmin (no name server); returns (success, stdout, stderr).
+async fn mqadmin(args: &[&str]) -> (bool, String, String) {
+    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        command("mqadmin")
+            .args(&args)
+            .env_remove("NAMESRV_ADDR")
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("mqadmin runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn mqadmin_ok(args: &[&str]) -> String {
+    let (ok, out, err) = mqadmin(args).await;
+    assert!(ok, "mqadmin {args:?} failed: {err}\n{out}");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqadmin_controller_commands() {
+    let group = Group::start(1, |_| {}).await;
+    group.leader().await;
+    let addrs = group.addr_list();
+    let client = group.client();
+    let mut brokers = three_brokers(&client, &addrs).await;
+    assert_eq!(
+        elect(&client, Some(1)).await.0,
+        ResponseCode::SUCCESS.as_i32()
+    );
+    assert_eq!(alter(&client, 1, 1, 1, &[1, 2]).await, Ok(2));
+
+    let out = mqadmin_ok(&["getControllerMetaData", "-a", &addrs]).await;
+    assert!(out.contains("#ControllerGroup\ttest-group"), "{out}");
+    assert!(
+        out.contains(&format!("#ControllerLeaderAddress\t{}", group.addrs[0])),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("#Peer:\tn0-{}", group.addrs[0])),
+        "{out}"
+    );
+
+    let out = mqadmin_ok(&["getSyncStateSet", "-a", &addrs, "-b", "b"]).await;
+    assert!(out.contains("#brokerName\tb"), "{out}");
+    assert!(out.contains("#MasterBrokerId\t1"), "{out}");
+    assert!(out.contains("#SyncStateSetNums\t2"), "{out}");
+    assert_eq!(out.matches("NotInSyncReplica:").count(), 1, "{out}");
+
+    let out = mqadmin_ok(&[
+        "electMaster",
+        "-a",
+        &addrs,
+        "-c",
+        "c",
+        "-bn",
+        "b",
+        "-b",
+        "2",
+    ])
+    .await;
+    assert!(out.contains("#MasterEpoch\t2"), "{out}");
+    assert!(
+        out.contains(&format!("#BrokerMasterAddr\t{}", brokers[1].addr)),
+        "{out}"
+    );
+    assert_eq!(replica_info(&client).await.0, Some(2));
+    let (ok, _, err) = mqadmin(&[
+        "electMaster",
+        "-a",
+        &addrs,
+        "-c",
+        "c",
+        "-bn",
+        "b",
+        "-b",
+        "3",
+    ])
+    .await;
+    assert!(
+        !ok && err.contains("elect master failed"),
+        "broker 3 is not in sync: {err}"
+    );
+
+    mqadmin_ok(&[
+        "updateControllerConfig",
+        "-a",
+        &addrs,
+        "-k",
+        "enableElectUncleanMaster",
+        "-v",
+        "true",
+    ])
+    .await;
+    let out = mqadmin_ok(&["getControllerConfig", "-a", &addrs]).await;
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("enableElectUncleanMaster"))
+        .unwrap_or_default();
+    assert!(line.ends_with("=  true"), "{out}");
+
+    brokers[2].stop_beating();
+    eventually("broker 3 is no longer heard from", async || {
+        let data = client
+            .get_sync_state_data(&["b".to_owned()])
+            .await
+            .expect("data");
+        data.replicas_info_table["b"]
+            .not_in_sync_replicas
+            .iter()
+            .any(|r| r.broker_id == 3 && !r.alive)
+    })
+    .await;
+    let out = mqadmin_ok(&["cleanBrokerMetadata", "-a", &addrs, "-bn", "b", "-b", "3"]).await;
+    assert!(
+        out.contains("clear broker b metadata from controller success!"),
+        "{out}"
+    );
+    let data = client
+        .get_sync_state_data(&["b".to_owned()])
+        .await
+        .expect("data");
+    let info = &data.replicas_info_table["b"];
+    let mut all = info
+        .in_sync_replicas
+        .iter()
+        .chain(&info.not_in_sync_replicas);
+    assert!(all.all(|r| r.broker_id != 3), "{info:?}");
+    for broker in &mut brokers {
+        broker.stop_beating();
+    }
 }
