@@ -734,3 +734,35 @@ async fn mqadmin_controller_commands() {
         broker.stop_beating();
     }
 }
+
+#[test]
+fn controller_samples_form_one_group_that_brokers_point_at() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../conf/controller");
+    let mut addrs = Vec::new();
+    for i in 0..3 {
+        let props =
+            stellmq_config::read_properties_file(&dir.join(format!("controller-n{i}.conf")))
+                .expect("sample reads");
+        let mut config = ControllerConfig::default();
+        for (key, value) in &props {
+            assert!(
+                config.set(key, value).expect("valid value"),
+                "unknown key {key}"
+            );
+        }
+        config.validate().expect("valid group");
+        let me = config.self_peer().expect("self");
+        assert_eq!(me.name, format!("n{i}"));
+        assert!(!config.store_dir().starts_with("~"), "~ is expanded");
+        addrs.push(me.addr);
+    }
+    for i in 0..3 {
+        let props = stellmq_config::read_properties_file(&dir.join(format!("broker-n{i}.conf")))
+            .expect("sample reads");
+        assert_eq!(
+            props.get("enableControllerMode").map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(props.get("controllerAddr"), Some(&addrs.join(";")));
+    }
+}
