@@ -33,6 +33,7 @@ mod client_trace;
 mod client_transaction;
 mod conf_samples;
 mod controller;
+mod controller_process;
 mod dashboard;
 mod dashboard_browser;
 mod namesrv_acl;
