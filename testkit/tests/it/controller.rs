@@ -328,10 +328,17 @@ async fn three_controllers_run_a_broker_set_through_failures() {
     // The master's heartbeats stop: broker 2, the only other in-sync replica, takes over
     // (broker 3 has more data but is outside the SyncStateSet).
     brokers[0].stop_beating();
+    let stopped = std::time::Instant::now();
     eventually("broker 2 is elected with epoch 2", async || {
         replica_info(&client).await.0 == Some(2)
     })
     .await;
+    // Heartbeat timeout 1 s + scan interval 0.2 s, with room for a slow machine.
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
     let (master, epoch, set) = replica_info(&client).await;
     assert_eq!((master, epoch), (Some(2), 2));
     assert_eq!(set.sync_state_set, [2].into_iter().collect());
@@ -765,4 +772,46 @@ fn controller_samples_form_one_group_that_brokers_point_at() {
         );
         assert_eq!(props.get("controllerAddr"), Some(&addrs.join(";")));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
+    let mut group = Group::start(3, |c| c.snapshot_every_entries = 2).await;
+    let leader = group.leader().await;
+    let behind = (leader + 1) % 3;
+    group.stop(behind).await;
+    let client = group.client();
+    for i in 1..=6 {
+        let id = client.get_next_broker_id("c", "b").await.expect("next id");
+        assert_eq!(id, i);
+        client
+            .apply_broker_id(&ApplyBrokerIdRequestHeader {
+                cluster_name: Some("c".into()),
+                broker_name: "b".into(),
+                applied_broker_id: id,
+                register_check_code: format!("127.0.0.1:{};x", 20000 + id),
+            })
+            .await
+            .expect("applied");
+    }
+    let leader_node = group.nodes[leader]
+        .as_ref()
+        .expect("leader runs")
+        .node()
+        .clone();
+    eventually("the leader purged its log into a snapshot", async || {
+        leader_node.raft.metrics().borrow().purged.is_some()
+    })
+    .await;
+    group.restart(behind).await;
+    let restarted = group.nodes[behind]
+        .as_ref()
+        .expect("running")
+        .node()
+        .clone();
+    eventually("the lagging controller installs the snapshot", async || {
+        restarted.with_state(|s| s.next_broker_id("b")) == 7
+    })
+    .await;
+    assert!(restarted.raft.metrics().borrow().snapshot.is_some());
 }
