@@ -66,6 +66,15 @@ impl ControllerConfig {
         self.config_black_list.split(';').any(|k| k.trim() == key)
     }
 
+    /// `controllerStorePath` with a leading `~/` as the user's home (as the conf samples use).
+    pub fn store_dir(&self) -> PathBuf {
+        let path = &self.controller_store_path;
+        match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+            (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+            _ => path.clone(),
+        }
+    }
+
     /// The peers, or this controller alone on `listenPort` when none are configured.
     pub fn peers(&self) -> Result<Vec<Peer>, ConfigError> {
         if self.controller_dleger_peers.trim().is_empty() {

@@ -125,7 +125,7 @@ pub async fn start_on(
     config.validate()?;
     let peers = config.peers()?;
     let self_peer = config.self_peer()?;
-    let dir = config.controller_store_path.join("raft");
+    let dir = config.store_dir().join("raft");
     let store_error = |source| ControllerError::Store {
         path: dir.display().to_string(),
         source,

@@ -88,8 +88,7 @@ impl Liveness {
             .is_some_and(|info| info.is_alive(Instant::now()))
     }
 
-    /// Drops expired entries (they are dead either way) and the entries of `broker_name`
-    /// whose ids are in `ids` (cleaned broker data).
+    /// Forgets the heartbeats of `broker_name`'s brokers `ids` (cleaned broker data).
     pub fn remove(&self, broker_name: &str, ids: &[i64]) {
         let mut table = self.table.lock();
         for id in ids {

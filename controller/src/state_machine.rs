@@ -71,10 +71,10 @@ impl StateMachineStore {
         self.state.clone()
     }
 
-    fn snapshot_of(file: &SnapshotFile) -> Result<Snapshot<TypeConfig>, StorageError> {
+    fn snapshot_of(file: &SnapshotFile) -> Result<Snapshot<TypeConfig>, serde_json::Error> {
         Ok(Snapshot {
             meta: file.meta.clone(),
-            snapshot: Box::new(Cursor::new(file.to_bytes().map_err(snapshot_error)?)),
+            snapshot: Box::new(Cursor::new(file.to_bytes()?)),
         })
     }
 }
@@ -101,7 +101,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
         let bytes = file.to_bytes().map_err(snapshot_error)?;
         self.snapshots.save(bytes).await.map_err(snapshot_error)?;
         tracing::info!(snapshot = %file.meta.snapshot_id, "CONTROLLER_SNAPSHOT_SAVED");
-        let snapshot = Self::snapshot_of(&file)?;
+        let snapshot = Self::snapshot_of(&file).map_err(snapshot_error)?;
         self.applying.lock().current = Some(file);
         Ok(snapshot)
     }
@@ -170,6 +170,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
         let current = self.applying.lock().current.clone();
-        current.as_ref().map(Self::snapshot_of).transpose()
+        current
+            .as_ref()
+            .map(Self::snapshot_of)
+            .transpose()
+            .map_err(snapshot_error)
     }
 }

@@ -15,6 +15,7 @@ use stellmq_remoting::net::{
 use stellmq_remoting::protocol::body::SyncStateSet;
 use stellmq_remoting::protocol::headers::*;
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use stellmq_testkit::process::command;
 use stellmq_testkit::{eventually, eventually_some};
 use tempfile::TempDir;
 use tokio::net::TcpListener;
@@ -327,10 +328,17 @@ async fn three_controllers_run_a_broker_set_through_failures() {
     // The master's heartbeats stop: broker 2, the only other in-sync replica, takes over
     // (broker 3 has more data but is outside the SyncStateSet).
     brokers[0].stop_beating();
+    let stopped = std::time::Instant::now();
     eventually("broker 2 is elected with epoch 2", async || {
         replica_info(&client).await.0 == Some(2)
     })
     .await;
+    // Heartbeat timeout 1 s + scan interval 0.2 s, with room for a slow machine.
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
     let (master, epoch, set) = replica_info(&client).await;
     assert_eq!((master, epoch), (Some(2), 2));
     assert_eq!(set.sync_state_set, [2].into_iter().collect());
@@ -593,4 +601,217 @@ async fn snapshot_and_log_survive_a_restart() {
     let info = sync_data.replicas_info_table.get("b").expect("set b");
     assert_eq!(info.in_sync_replicas.len(), 2);
     assert_eq!(info.not_in_sync_replicas.len(), 1);
+}
+
+/// Runs mqadmin (no name server); returns (success, stdout, stderr).
+async fn mqadmin(args: &[&str]) -> (bool, String, String) {
+    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        command("mqadmin")
+            .args(&args)
+            .env_remove("NAMESRV_ADDR")
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("mqadmin runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn mqadmin_ok(args: &[&str]) -> String {
+    let (ok, out, err) = mqadmin(args).await;
+    assert!(ok, "mqadmin {args:?} failed: {err}\n{out}");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqadmin_controller_commands() {
+    let group = Group::start(1, |_| {}).await;
+    group.leader().await;
+    let addrs = group.addr_list();
+    let client = group.client();
+    let mut brokers = three_brokers(&client, &addrs).await;
+    assert_eq!(
+        elect(&client, Some(1)).await.0,
+        ResponseCode::SUCCESS.as_i32()
+    );
+    assert_eq!(alter(&client, 1, 1, 1, &[1, 2]).await, Ok(2));
+
+    let out = mqadmin_ok(&["getControllerMetaData", "-a", &addrs]).await;
+    assert!(out.contains("#ControllerGroup\ttest-group"), "{out}");
+    assert!(
+        out.contains(&format!("#ControllerLeaderAddress\t{}", group.addrs[0])),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("#Peer:\tn0-{}", group.addrs[0])),
+        "{out}"
+    );
+
+    let out = mqadmin_ok(&["getSyncStateSet", "-a", &addrs, "-b", "b"]).await;
+    assert!(out.contains("#brokerName\tb"), "{out}");
+    assert!(out.contains("#MasterBrokerId\t1"), "{out}");
+    assert!(out.contains("#SyncStateSetNums\t2"), "{out}");
+    assert_eq!(out.matches("NotInSyncReplica:").count(), 1, "{out}");
+
+    let out = mqadmin_ok(&[
+        "electMaster",
+        "-a",
+        &addrs,
+        "-c",
+        "c",
+        "-bn",
+        "b",
+        "-b",
+        "2",
+    ])
+    .await;
+    assert!(out.contains("#MasterEpoch\t2"), "{out}");
+    assert!(
+        out.contains(&format!("#BrokerMasterAddr\t{}", brokers[1].addr)),
+        "{out}"
+    );
+    assert_eq!(replica_info(&client).await.0, Some(2));
+    let (ok, _, err) = mqadmin(&[
+        "electMaster",
+        "-a",
+        &addrs,
+        "-c",
+        "c",
+        "-bn",
+        "b",
+        "-b",
+        "3",
+    ])
+    .await;
+    assert!(
+        !ok && err.contains("elect master failed"),
+        "broker 3 is not in sync: {err}"
+    );
+
+    mqadmin_ok(&[
+        "updateControllerConfig",
+        "-a",
+        &addrs,
+        "-k",
+        "enableElectUncleanMaster",
+        "-v",
+        "true",
+    ])
+    .await;
+    let out = mqadmin_ok(&["getControllerConfig", "-a", &addrs]).await;
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("enableElectUncleanMaster"))
+        .unwrap_or_default();
+    assert!(line.ends_with("=  true"), "{out}");
+
+    brokers[2].stop_beating();
+    eventually("broker 3 is no longer heard from", async || {
+        let data = client
+            .get_sync_state_data(&["b".to_owned()])
+            .await
+            .expect("data");
+        data.replicas_info_table["b"]
+            .not_in_sync_replicas
+            .iter()
+            .any(|r| r.broker_id == 3 && !r.alive)
+    })
+    .await;
+    let out = mqadmin_ok(&["cleanBrokerMetadata", "-a", &addrs, "-bn", "b", "-b", "3"]).await;
+    assert!(
+        out.contains("clear broker b metadata from controller success!"),
+        "{out}"
+    );
+    let data = client
+        .get_sync_state_data(&["b".to_owned()])
+        .await
+        .expect("data");
+    let info = &data.replicas_info_table["b"];
+    let mut all = info
+        .in_sync_replicas
+        .iter()
+        .chain(&info.not_in_sync_replicas);
+    assert!(all.all(|r| r.broker_id != 3), "{info:?}");
+    for broker in &mut brokers {
+        broker.stop_beating();
+    }
+}
+
+#[test]
+fn controller_samples_form_one_group_that_brokers_point_at() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../conf/controller");
+    let mut addrs = Vec::new();
+    for i in 0..3 {
+        let props =
+            stellmq_config::read_properties_file(&dir.join(format!("controller-n{i}.conf")))
+                .expect("sample reads");
+        let mut config = ControllerConfig::default();
+        for (key, value) in &props {
+            assert!(
+                config.set(key, value).expect("valid value"),
+                "unknown key {key}"
+            );
+        }
+        config.validate().expect("valid group");
+        let me = config.self_peer().expect("self");
+        assert_eq!(me.name, format!("n{i}"));
+        assert!(!config.store_dir().starts_with("~"), "~ is expanded");
+        addrs.push(me.addr);
+    }
+    for i in 0..3 {
+        let props = stellmq_config::read_properties_file(&dir.join(format!("broker-n{i}.conf")))
+            .expect("sample reads");
+        assert_eq!(
+            props.get("enableControllerMode").map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(props.get("controllerAddr"), Some(&addrs.join(";")));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
+    let mut group = Group::start(3, |c| c.snapshot_every_entries = 2).await;
+    let leader = group.leader().await;
+    let behind = (leader + 1) % 3;
+    group.stop(behind).await;
+    let client = group.client();
+    for i in 1..=6 {
+        let id = client.get_next_broker_id("c", "b").await.expect("next id");
+        assert_eq!(id, i);
+        client
+            .apply_broker_id(&ApplyBrokerIdRequestHeader {
+                cluster_name: Some("c".into()),
+                broker_name: "b".into(),
+                applied_broker_id: id,
+                register_check_code: format!("127.0.0.1:{};x", 20000 + id),
+            })
+            .await
+            .expect("applied");
+    }
+    let leader_node = group.nodes[leader]
+        .as_ref()
+        .expect("leader runs")
+        .node()
+        .clone();
+    eventually("the leader purged its log into a snapshot", async || {
+        leader_node.raft.metrics().borrow().purged.is_some()
+    })
+    .await;
+    group.restart(behind).await;
+    let restarted = group.nodes[behind]
+        .as_ref()
+        .expect("running")
+        .node()
+        .clone();
+    eventually("the lagging controller installs the snapshot", async || {
+        restarted.with_state(|s| s.next_broker_id("b")) == 7
+    })
+    .await;
+    assert!(restarted.raft.metrics().borrow().snapshot.is_some());
 }

@@ -35,6 +35,7 @@ mod client_transaction;
 mod conf_samples;
 mod controller;
 mod controller_process;
+mod controller_raft_process;
 mod dashboard;
 mod dashboard_browser;
 mod namesrv_acl;
