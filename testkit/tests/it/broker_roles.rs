@@ -179,6 +179,25 @@ async fn promotion_and_demotion_at_runtime() {
     );
     nsc.shutdown().await;
 
+    // A slave told of an older election is refused by the new master until it learns.
+    let c = broker(&ns, 3, |_| {}).await;
+    let refused = b.ha_master().expect("HA master side").refused_peers();
+    roles(&c)
+        .change_to_slave(b.addr(), b.ha_addr(), 1, 3)
+        .await
+        .expect("c slave of epoch 1");
+    wait_for("the master refusing a slave of epoch 1", T, || {
+        b.ha_master().is_some_and(|m| m.refused_peers() > refused)
+    })
+    .await;
+    assert_eq!(c.store().commit_log_max_offset(), 0, "nothing streamed");
+    roles(&c)
+        .change_to_slave(b.addr(), b.ha_addr(), 2, 3)
+        .await
+        .expect("c slave of epoch 2");
+    caught_up(b.store(), c.store()).await;
+    assert_same_log(b.store(), c.store());
+
     // Repeated or stale notifications change nothing.
     assert_eq!(
         roles(&b)
