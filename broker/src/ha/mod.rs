@@ -33,6 +33,19 @@
 //! the group is configured differently. Classic RocketMQ slaves therefore cannot replicate
 //! from a StellMQ master.
 //!
+//! # Controller mode (handshake version 2)
+//!
+//! With `enableControllerMode` the master is [`HaMaster::start_controlled`] and the slave
+//! [`HaSlave::start_controlled`]: the magic's version is 2, the hello carries the master
+//! epoch the slave follows and its epoch entries, and the master answers [`ACCEPTED`]
+//! followed by its own entries, or [`protocol::v2::REFUSED_EPOCH`] and its epoch when the
+//! slave follows another term (or it is no master). The slave cuts its store back to the last
+//! consistent point before it reports its offset ([`protocol::v2`],
+//! docs/controller-broker.md). The master tracks the SyncStateSet ([`sync_state`]) within its
+//! [`term`]. A master of one version refuses slaves of the other.
+//!
+//! [`ACCEPTED`]: protocol::ACCEPTED
+//!
 //! # What a slave appends
 //!
 //! A slave checks every record before writing it ([`verify`]): frames must be contiguous, and

@@ -152,7 +152,8 @@ impl SyncStateTracker {
         self.progress.subscribe()
     }
 
-    fn bump(&self) {
+    /// Wakes writers waiting for acknowledgements (they re-check, e.g. that the term is on).
+    pub fn bump(&self) {
         self.progress.send_modify(|n| *n = n.wrapping_add(1));
     }
 

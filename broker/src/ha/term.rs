@@ -54,5 +54,7 @@ impl Controlled {
         if let Some(term) = self.term.lock().take() {
             term.connections.cancel();
         }
+        // Writes waiting for acknowledgements give up now rather than at their timeout.
+        self.sync.bump();
     }
 }

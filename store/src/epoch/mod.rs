@@ -12,11 +12,11 @@
 //!
 //! * [`EpochList`]: the entries and their rules, no I/O (unit-tested on its own).
 //! * [`EpochFile`]: the list persisted in `<storePathRootDir>/epochFileCheckpoint` with its
-//!   `.bak`, in RocketMQ's `CheckpointFile` text layout (see [`file`]). Its methods do file
+//!   `.bak`, in RocketMQ's `CheckpointFile` text layout (see [`mod@file`]). Its methods do file
 //!   I/O and fsync: call them from a blocking thread (`spawn_blocking`), never on a tokio
 //!   worker.
 
-mod entries;
+pub mod entries;
 pub mod file;
 
 pub use entries::{EpochEntry, EpochList, EpochListError};

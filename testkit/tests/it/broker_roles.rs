@@ -3,7 +3,7 @@
 //! The tests play the controller: they call the [`RoleSwitcher`] as the controller client
 //! loop does when the controller elects a master.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use stellmq_broker::ha::sync_state::SyncStateSet;
@@ -153,6 +153,51 @@ async fn promotion_and_demotion_at_runtime() {
     assert_same_log(a.store(), b.store());
     assert_eq!(bodies(a.store()), bodies(b.store()));
 
+    // Both registered their new roles: clients find b as master (brokerId 0), a as slave.
+    let nsc = RawClient::new(ns.addr());
+    let expected: BTreeMap<i64, String> =
+        BTreeMap::from([(0, b.addr().to_owned()), (1, a.addr().to_owned())]);
+    let mut last = None;
+    for _ in 0..100 {
+        let addrs = nsc
+            .route(TOPIC)
+            .await
+            .ok()
+            .and_then(|r| r.broker_datas.into_iter().next())
+            .map(|d| d.broker_addrs.0);
+        if addrs.as_ref() == Some(&expected) {
+            break;
+        }
+        last = addrs;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let route = nsc.route(TOPIC).await.expect("a route");
+    assert_eq!(
+        route.broker_datas.first().map(|d| d.broker_addrs.0.clone()),
+        Some(expected),
+        "name server route (last seen {last:?})"
+    );
+    nsc.shutdown().await;
+
+    // A slave told of an older election is refused by the new master until it learns.
+    let c = broker(&ns, 3, |_| {}).await;
+    let refused = b.ha_master().expect("HA master side").refused_peers();
+    roles(&c)
+        .change_to_slave(b.addr(), b.ha_addr(), 1, 3)
+        .await
+        .expect("c slave of epoch 1");
+    wait_for("the master refusing a slave of epoch 1", T, || {
+        b.ha_master().is_some_and(|m| m.refused_peers() > refused)
+    })
+    .await;
+    assert_eq!(c.store().commit_log_max_offset(), 0, "nothing streamed");
+    roles(&c)
+        .change_to_slave(b.addr(), b.ha_addr(), 2, 3)
+        .await
+        .expect("c slave of epoch 2");
+    caught_up(b.store(), c.store()).await;
+    assert_same_log(b.store(), c.store());
+
     // Repeated or stale notifications change nothing.
     assert_eq!(
         roles(&b)
@@ -198,8 +243,19 @@ async fn promotion_and_demotion_at_runtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejoining_old_master_cuts_what_the_new_master_never_had() {
+    rejoin_after_fail_over(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_old_master_cuts_what_the_new_master_never_had() {
+    rejoin_after_fail_over(true).await;
+}
+
+/// The old master keeps writing after the new one is elected, then rejoins as a slave
+/// (after a restart of its process with `restart`).
+async fn rejoin_after_fail_over(restart: bool) {
     let ns = NameServer::start().await;
-    let a = broker(&ns, 1, |_| {}).await;
+    let mut a = broker(&ns, 1, |_| {}).await;
     let b = broker(&ns, 2, |_| {}).await;
     let (ca, cb) = (RawClient::new(a.addr()), RawClient::new(b.addr()));
     roles(&a)
@@ -233,6 +289,15 @@ async fn a_rejoining_old_master_cuts_what_the_new_master_never_had() {
         cq_before, 15,
         "the old master dispatched its divergent writes"
     );
+    let mut ca = ca;
+    if restart {
+        ca.shutdown().await;
+        a.restart(|c| c.broker.listen_port = 0).await;
+        ca = RawClient::new(a.addr());
+        assert_eq!(a.store().max_offset_in_queue(TOPIC, 0), 15);
+        let (code, _) = send(&ca, "restarted, no role yet").await;
+        assert_eq!(code, ResponseCode::SERVICE_NOT_AVAILABLE.as_i32());
+    }
 
     // a rejoins as a slave of epoch 2: it cuts back to the common point, then replicates.
     roles(&a)
