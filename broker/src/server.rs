@@ -226,8 +226,13 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         None => None,
     };
     let mut tasks = spawn_services(&state, &registrar, &bc, outbound.clone());
-    if let Some(roles) = &roles {
-        tasks.push(start_controller_loop(&state, roles, &bc, outbound)?);
+    match &roles {
+        Some(_) if bc.controller_addr.trim().is_empty() => tracing::warn!(
+            "enableControllerMode is on but controllerAddr is empty: no controller will give \
+             this broker a role"
+        ),
+        Some(roles) => tasks.push(start_controller_loop(&state, roles, &bc, outbound)?),
+        None => {}
     }
     tracing::info!(
         event = "BROKER_STARTED",
