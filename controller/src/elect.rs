@@ -112,6 +112,8 @@ mod tests {
                 max_offset: offset,
                 confirm_offset: offset,
                 election_priority: 0,
+                channel: 0,
+                closed: false,
             },
         );
     }

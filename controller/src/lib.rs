@@ -154,6 +154,7 @@ pub async fn start_on(
         liveness: liveness::Liveness::default(),
         client,
         write_lock: tokio::sync::Mutex::new(()),
+        scan_now: tokio::sync::Notify::new(),
     });
     let mut server = RemotingServer::new(ServerConfig {
         max_frame_size: network::MAX_RAFT_BODY + 1024 * 1024,
@@ -161,6 +162,7 @@ pub async fn start_on(
         ..ServerConfig::default()
     });
     processor::register(&mut server, &node);
+    server.add_listener(Arc::new(tasks::BrokerChannelWatch(node.clone())));
     let server = server
         .start_on(listener)
         .map_err(|source| ControllerError::Bind {

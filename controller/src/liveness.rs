@@ -6,7 +6,9 @@
 //! who is alive, and a master that dies just after a leader change is replaced within its own
 //! heartbeat timeout. A broker a new leader has never heard from counts as alive for a grace
 //! period (the default heartbeat timeout) after it took over, so a leader change alone never
-//! makes a master look dead.
+//! makes a master look dead. When the connection a broker heartbeats over closes (the broker
+//! process died), it counts as dead at once and the leader scans right away, as RocketMQ's
+//! `onBrokerChannelClose` does.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -28,11 +30,15 @@ pub struct BrokerLiveInfo {
     pub confirm_offset: i64,
     /// Lower is preferred (RocketMQ's `electionPriority`).
     pub election_priority: i32,
+    /// The connection the heartbeat came over (0: unknown).
+    pub channel: u64,
+    /// That connection closed: the broker counts as dead until it heartbeats again.
+    pub closed: bool,
 }
 
 impl BrokerLiveInfo {
     pub fn is_alive(&self, now: Instant) -> bool {
-        now.saturating_duration_since(self.last_update) <= self.timeout
+        !self.closed && now.saturating_duration_since(self.last_update) <= self.timeout
     }
 }
 
@@ -87,6 +93,20 @@ impl Liveness {
     pub fn is_heard(&self, broker_name: &str, broker_id: i64) -> bool {
         self.get(broker_name, broker_id)
             .is_some_and(|info| info.is_alive(Instant::now()))
+    }
+
+    /// A broker's connection closed (RocketMQ's `onBrokerChannelClose`): the brokers that
+    /// heartbeat over it count as dead at once. True when there was one.
+    pub fn on_channel_closed(&self, channel: u64) -> bool {
+        let mut table = self.table.lock();
+        let mut any = false;
+        for info in table.brokers.values_mut() {
+            if info.channel == channel && channel != 0 && !info.closed {
+                info.closed = true;
+                any = true;
+            }
+        }
+        any
     }
 
     /// Forgets the heartbeats of `broker_name`'s brokers `ids` (cleaned broker data).

@@ -29,6 +29,9 @@ pub struct ControllerNode {
     pub liveness: Liveness,
     pub client: Arc<RemotingClient>,
     pub write_lock: tokio::sync::Mutex<()>,
+    /// Wakes the leader's scan for dead masters before its interval (a broker's connection
+    /// closed).
+    pub scan_now: tokio::sync::Notify,
 }
 
 impl ControllerNode {

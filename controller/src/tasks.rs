@@ -51,6 +51,7 @@ pub async fn scan_inactive_masters(node: Arc<ControllerNode>, stop: Cancellation
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(interval) => {}
+            _ = node.scan_now.notified() => {}
         }
         if node.is_leader() {
             for broker_name in sets_needing_election(&node) {
@@ -107,6 +108,19 @@ async fn reelect(node: &Arc<ControllerNode>, broker_name: &str) {
                 tracing::warn!(broker_name, attempt, code = %e.code, remark = %e.remark, "CONTROLLER_REELECTION_FAILED");
                 return;
             }
+        }
+    }
+}
+
+/// Marks the brokers heartbeating over a closed connection dead and wakes the scan, so a
+/// master whose process died is replaced at once rather than after its heartbeat timeout.
+pub struct BrokerChannelWatch(pub Arc<ControllerNode>);
+
+impl stellmq_remoting::net::ConnectionListener for BrokerChannelWatch {
+    fn on_close(&self, channel: &stellmq_remoting::net::Channel) {
+        if self.0.liveness.on_channel_closed(channel.id()) {
+            tracing::info!(peer = %channel.peer(), "a broker's connection closed; checking its set");
+            self.0.scan_now.notify_one();
         }
     }
 }

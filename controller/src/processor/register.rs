@@ -155,9 +155,10 @@ pub fn register_broker(
 
 pub fn heartbeat(
     node: Arc<ControllerNode>,
-    _ctx: RequestContext,
+    ctx: RequestContext,
     request: RemotingCommand,
 ) -> ProcessFuture {
+    let channel = ctx.channel.id();
     let work = {
         let (node, request) = (node.clone(), request.clone());
         async move {
@@ -186,6 +187,8 @@ pub fn heartbeat(
                     max_offset: h.max_offset.unwrap_or(-1),
                     confirm_offset: h.confirm_offset.unwrap_or(-1),
                     election_priority: h.election_priority.unwrap_or(i32::MAX),
+                    channel,
+                    closed: false,
                 },
             );
             Ok(request.response_to(ResponseCode::SUCCESS, Some("Heart beat success".to_owned())))

@@ -102,7 +102,7 @@ fn broker_conf(dir: &Path, i: usize, cluster: &str, controllers: &str) -> PathBu
          controllerAddr={controllers}\nlistenPort=0\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\n\
          storePathRootDir={}\nmappedFileSizeCommitLog=8388608\nmaxMessageSize=1048576\n\
          allAckInSyncStateSet=true\nbrokerHeartbeatInterval=300\n\
-         controllerHeartBeatTimeoutMills=2000\nsyncBrokerMetadataPeriod=1000\n\
+         controllerHeartBeatTimeoutMills=4000\nsyncBrokerMetadataPeriod=1000\n\
          haMaxTimeSlaveNotCatchup=5000\n",
         store.display()
     );
@@ -440,6 +440,13 @@ async fn a_broker_set_survives_its_master_and_its_controller_leader() {
         },
     )
     .await;
+    // A controller fail-over alone changes no master.
+    let (still, still_epoch, _) = replica_info(&controllers).await.expect("replica info");
+    assert_eq!(
+        (still.as_str(), still_epoch),
+        (master2.as_str(), epoch2),
+        "the master changed with the controller leader"
+    );
     let second = brokers
         .iter()
         .position(|b| b.addr == master2)
