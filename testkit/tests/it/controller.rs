@@ -542,6 +542,29 @@ async fn garbage_is_refused_and_the_controller_keeps_serving() {
     .with_body(b"\x00\x01garbage".to_vec());
     assert_eq!(send(raft_garbage).await.code, invalid);
 
+    // Every controller code with no header and a junk body: an error with a remark, never
+    // a dropped connection or a dead server.
+    let codes = [
+        RequestCode::CONTROLLER_ALTER_SYNC_STATE_SET,
+        RequestCode::CONTROLLER_ELECT_MASTER,
+        RequestCode::CONTROLLER_REGISTER_BROKER,
+        RequestCode::CONTROLLER_GET_REPLICA_INFO,
+        RequestCode::CONTROLLER_GET_SYNC_STATE_DATA,
+        RequestCode::UPDATE_CONTROLLER_CONFIG,
+        RequestCode::CLEAN_BROKER_DATA,
+        RequestCode::CONTROLLER_GET_NEXT_BROKER_ID,
+        RequestCode::CONTROLLER_APPLY_BROKER_ID,
+        RequestCode::BROKER_HEARTBEAT,
+        RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE,
+        RequestCode::STELLMQ_CONTROLLER_RAFT_SNAPSHOT,
+    ];
+    for code in codes {
+        let junk = RemotingCommand::request(code, ExtFields::new()).with_body(vec![0xFF; 300]);
+        let response = send(junk).await;
+        assert_ne!(response.code, ResponseCode::SUCCESS.as_i32(), "{code}");
+        assert!(!response.remark_str().is_empty(), "{code} explains");
+    }
+
     let client = group.client();
     assert_eq!(
         client
