@@ -838,3 +838,66 @@ async fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
     .await;
     assert!(restarted.raft.metrics().borrow().snapshot.is_some());
 }
+
+fn epoch_cache(_: &(), _ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+    let cache = stellmq_remoting::protocol::body::EpochEntryCache {
+        cluster_name: "c".into(),
+        broker_name: "b".into(),
+        broker_id: 1,
+        epoch_list: vec![
+            stellmq_remoting::protocol::body::EpochEntry {
+                epoch: 1,
+                start_offset: 0,
+                end_offset: 100,
+            },
+            stellmq_remoting::protocol::body::EpochEntry {
+                epoch: 2,
+                start_offset: 100,
+                end_offset: i64::MAX,
+            },
+        ],
+        max_offset: 250,
+    };
+    let body = stellmq_remoting::protocol::body::fastjson::encode(&cache);
+    Ok(Some(request.success_to().with_body(body)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqadmin_get_broker_epoch_reads_a_brokers_epoch_cache() {
+    let ns = stellmq_testkit::NameServer::start().await;
+    let mut server = RemotingServer::new(ServerConfig {
+        listen_addr: "127.0.0.1:0".parse().expect("addr"),
+        ..ServerConfig::default()
+    });
+    server.register(
+        &[RequestCode::GET_BROKER_EPOCH_CACHE],
+        answer(&Arc::new(()), epoch_cache),
+        Lane::new("epoch", 1, 16),
+    );
+    let broker = server.start().await.expect("fake broker listens");
+    let addr = broker.local_addr().to_string();
+    let registered = stellmq_testkit::RawClient::new(ns.addr())
+        .call(
+            stellmq_testkit::Registration::new("c", "b", &addr)
+                .id(1)
+                .request(),
+        )
+        .await;
+    assert_eq!(registered.code, 0, "{:?}", registered.remark);
+
+    for args in [["-b", "b"], ["-c", "c"]] {
+        let out = mqadmin_ok(&["getBrokerEpoch", args[0], args[1], "-n", ns.addr()]).await;
+        assert!(out.contains(&format!("#brokerAddr\t{addr}")), "{out}");
+        assert!(out.contains("#brokerId\t1"), "{out}");
+        assert!(
+            out.contains("#Epoch: EpochEntry{epoch=1, startOffset=0, endOffset=100}"),
+            "{out}"
+        );
+        assert!(
+            out.contains("#Epoch: EpochEntry{epoch=2, startOffset=100, endOffset=250}"),
+            "{out}"
+        );
+    }
+    broker.shutdown().await;
+    ns.shutdown().await;
+}
