@@ -85,3 +85,27 @@ async fn torn_tail_is_dropped_and_appends_continue() {
         "the append after recovery follows the intact records"
     );
 }
+
+#[tokio::test]
+async fn an_unreadable_record_is_cut_with_everything_after_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let mut store = LogStore::open(dir.path()).expect("open");
+        append(&mut store, vec![entry(1, 1)]).await;
+    }
+    let path = dir.path().join("log");
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes.extend(records::encode(b"not a record"));
+    std::fs::write(&path, &bytes).expect("write");
+    {
+        let mut store = LogStore::open(dir.path()).expect("recover");
+        assert_eq!(store.entry_count(), 1);
+        append(&mut store, vec![entry(1, 2)]).await;
+    }
+    let store = LogStore::open(dir.path()).expect("reopen");
+    assert_eq!(
+        store.entry_count(),
+        2,
+        "the append after recovery is readable"
+    );
+}
