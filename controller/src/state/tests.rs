@@ -5,7 +5,7 @@ fn apply_id(state: &mut ControllerState, id: i64, code: &str) -> Applied {
         cluster_name: "c".into(),
         broker_name: "b".into(),
         broker_id: id,
-        address: format!("127.0.0.1:{}", 10000 + id),
+        address: format!("127.0.0.1:{}", id.saturating_add(10000)),
         register_check_code: code.into(),
     })
 }
