@@ -82,6 +82,22 @@ properties_config! {
         trace_topic_enable: bool = "traceTopicEnable" => false,
         /// Topic that message traces are sent to.
         msg_trace_topic_name: String = "msgTraceTopicName" => "RMQ_SYS_TRACE_TOPIC".to_owned(),
+        /// RocketMQ 5 controller mode: the controllers elect this broker group's master and
+        /// hand out broker ids; brokerRole is ignored and the broker starts as a slave
+        /// without a master until the controller says (docs/controller-broker.md).
+        enable_controller_mode: bool = "enableControllerMode" => false,
+        /// Controller mode: the controllers' addresses, `ip:port;ip:port`.
+        controller_addr: String = "controllerAddr" => String::new(),
+        /// Controller mode: how often (ms) the broker asks the controller for its group's
+        /// replica info.
+        sync_broker_metadata_period: u64 = "syncBrokerMetadataPeriod" => 5_000,
+        /// Controller mode: how long (ms) the controller keeps a silent broker alive.
+        controller_heart_beat_timeout_mills: u64 = "controllerHeartBeatTimeoutMills" => 10_000,
+        /// Controller mode: how often (ms) the broker sends the controller a heartbeat.
+        broker_heartbeat_interval: u64 = "brokerHeartbeatInterval" => 1_000,
+        /// Controller mode: this broker's election priority (lower is preferred among
+        /// equally up-to-date replicas).
+        broker_election_priority: i32 = "brokerElectionPriority" => i32::MAX,
         /// How often (ms) the broker registers with every name server.
         register_name_server_period: u64 = "registerNameServerPeriod" => 30_000,
         /// Timeout (ms) of one registration request.
@@ -354,6 +370,8 @@ impl BrokerStartConfig {
             }
         }
         match self.broker.broker_role {
+            // The controller decides roles and ids; brokerId is only a starting value.
+            _ if self.broker.enable_controller_mode => {}
             BrokerRole::AsyncMaster | BrokerRole::SyncMaster => self.broker.broker_id = 0,
             BrokerRole::Slave if self.broker.broker_id <= 0 => {
                 return Err(ConfigError::Rejected {

@@ -1,13 +1,17 @@
 //! Who this broker is, as processors need to say it.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-/// Identity fixed at startup.
+use crate::replicas::role::RuntimeRole;
+
+/// Identity fixed at startup, and the role (brokerId) that controller mode changes at runtime.
 #[derive(Debug, Clone)]
 pub struct BrokerIdentity {
     pub cluster_name: String,
     pub broker_name: String,
-    pub broker_id: i64,
+    /// brokerId and master epoch; fixed for a classic broker.
+    pub role: Arc<RuntimeRole>,
     /// `brokerIP1:listenPort`: what clients dial and every record's STOREHOST.
     pub store_host: SocketAddr,
     pub broker_addr: String,
@@ -18,7 +22,12 @@ pub struct BrokerIdentity {
 
 impl BrokerIdentity {
     pub fn is_master(&self) -> bool {
-        self.broker_id == 0
+        self.role.is_master()
+    }
+
+    /// The brokerId now (0 = master).
+    pub fn broker_id(&self) -> i64 {
+        self.role.broker_id()
     }
 }
 

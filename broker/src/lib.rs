@@ -20,6 +20,7 @@ mod persist;
 pub mod processor;
 pub mod registration;
 pub mod replicas;
+mod role_services;
 mod routes;
 pub mod runtime;
 pub mod schedule;

@@ -64,7 +64,7 @@ impl Registrar {
             broker_addr: self.identity.broker_addr.clone(),
             cluster_name: self.identity.cluster_name.clone(),
             ha_server_addr: self.identity.ha_server_addr.clone(),
-            broker_id: self.identity.broker_id,
+            broker_id: self.identity.broker_id(),
             compressed: Some(config.compressed_register),
             body_crc32: Some((crc32(&bytes) & 0x7FFF_FFFF) as i32),
             heartbeat_timeout_millis: None,
@@ -74,8 +74,18 @@ impl Registrar {
             .with_body(bytes)
     }
 
-    /// Registers with every name server; returns how many accepted.
+    /// Controller mode: the master's main address (for metadata sync), as the controller
+    /// named it.
+    pub fn set_master_addr(&self, addr: Option<String>) {
+        *self.master_addr.write() = addr;
+    }
+
+    /// Registers with every name server; returns how many accepted. A controller-mode
+    /// broker without a role yet registers nowhere (RocketMQ 5 waits for the controller too).
     pub async fn register_all(&self) -> usize {
+        if !self.identity.role.is_assigned() {
+            return 0;
+        }
         let (servers, timeout) = {
             let c = self.config.read();
             (
@@ -142,7 +152,7 @@ impl Registrar {
             broker_name: self.identity.broker_name.clone(),
             broker_addr: self.identity.broker_addr.clone(),
             cluster_name: self.identity.cluster_name.clone(),
-            broker_id: self.identity.broker_id,
+            broker_id: self.identity.broker_id(),
         };
         for ns in servers {
             let request =

@@ -13,8 +13,9 @@ use crate::config::BrokerConfig;
 use crate::context::now_ms;
 use crate::processor::admin::{
     acl::AclAdminProcessor, config::ConfigAdminProcessor, consumer_call::ConsumerCallProcessor,
-    group::GroupAdminProcessor, half::HalfAdminProcessor, offset::OffsetAdminProcessor,
-    stats::StatsAdminProcessor, store::StoreAdminProcessor, topic::TopicAdminProcessor,
+    epoch::EpochAdminProcessor, group::GroupAdminProcessor, half::HalfAdminProcessor,
+    offset::OffsetAdminProcessor, role_notice::RoleNoticeProcessor, stats::StatsAdminProcessor,
+    store::StoreAdminProcessor, topic::TopicAdminProcessor,
 };
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
@@ -101,6 +102,8 @@ struct Processors {
     consumer_call: Arc<ConsumerCallProcessor>,
     half_admin: Arc<HalfAdminProcessor>,
     acl_admin: Arc<AclAdminProcessor>,
+    epoch_admin: Arc<EpochAdminProcessor>,
+    role_notice: Arc<RoleNoticeProcessor>,
 }
 
 impl Processors {
@@ -182,6 +185,13 @@ impl Processors {
                 topics: s.topics.clone(),
                 store: s.store.clone(),
                 schedule: s.schedule.clone(),
+            }),
+            epoch_admin: Arc::new(EpochAdminProcessor {
+                identity: s.identity.clone(),
+                roles: s.roles.clone(),
+            }),
+            role_notice: Arc::new(RoleNoticeProcessor {
+                notices: s.role_notices.clone(),
             }),
             stats_admin: Arc::new(StatsAdminProcessor {
                 store: s.store.clone(),
@@ -533,6 +543,16 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             C::GET_BROKER_RUNTIME_INFO,
             NO_NAMES,
             answer(&p.stats_admin, |p, _, r| p.runtime_info(&r)),
+        ),
+        admin(
+            C::GET_BROKER_EPOCH_CACHE,
+            NO_NAMES,
+            answer(&p.epoch_admin, |p, _, r| p.epoch_cache(&r)),
+        ),
+        admin(
+            C::NOTIFY_BROKER_ROLE_CHANGED,
+            NO_NAMES,
+            answer(&p.role_notice, |p, _, r| p.role_changed(&r)),
         ),
         admin(
             C::GET_CONSUMER_CONNECTION_LIST,

@@ -17,16 +17,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clients::{ConsumerManager, ProducerManager};
 use crate::config::BrokerStartConfig;
-use crate::deferred;
 use crate::ha::{HaMaster, HaSlave};
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::{self, Persisted};
-use crate::processor::pop::revive::{self, ReviveService};
+use crate::processor::pop::revive;
 use crate::registration::Registrar;
+use crate::replicas::switch::SwitchParts;
+use crate::replicas::{RoleServices, RoleSwitcher};
 use crate::routes;
-use crate::slave_sync::SlaveSync;
 use crate::state::{BrokerState, Listeners};
-use crate::transaction::check::{CheckConfig, TransactionCheckService};
 
 #[derive(Debug, Error)]
 pub enum BrokerError {
@@ -54,6 +53,8 @@ pub enum BrokerError {
     Tls(#[from] TlsError),
     #[error("metrics: {0}")]
     Metrics(#[from] stellmq_metrics::MetricsError),
+    #[error("controller mode: {0}")]
+    Controller(#[from] crate::replicas::manager::LoopError),
 }
 
 /// Forgets clients whose connection closed, and tells their groups.
@@ -78,6 +79,8 @@ impl ConnectionListener for ClientChannelWatcher {
 pub struct BrokerHandle {
     server: ServerHandle,
     registrar: Arc<Registrar>,
+    /// Controller mode: switches the role at runtime.
+    roles: Option<Arc<RoleSwitcher>>,
     state: BrokerState,
     tasks: Vec<JoinHandle<()>>,
     metrics: Option<stellmq_metrics::MetricsServer>,
@@ -93,6 +96,12 @@ impl BrokerHandle {
         &self.state.identity.broker_addr
     }
 
+    /// `brokerIP2:haPort`, where its slaves connect (a master's, or any controller-mode
+    /// broker's).
+    pub fn ha_addr(&self) -> &str {
+        &self.state.identity.ha_server_addr
+    }
+
     pub fn store(&self) -> &Arc<MessageStore> {
         &self.state.store
     }
@@ -105,6 +114,12 @@ impl BrokerHandle {
     /// A slave's replication from its master.
     pub fn ha_slave(&self) -> Option<&Arc<HaSlave>> {
         self.state.ha_slave.as_ref()
+    }
+
+    /// Controller mode: the role switcher the controller client loop drives
+    /// (`change_to_master`, `change_to_slave`, the SyncStateSet); `None` for a classic broker.
+    pub fn roles(&self) -> Option<&Arc<RoleSwitcher>> {
+        self.roles.as_ref()
     }
 
     /// The Prometheus endpoint's address, when `metricsExporterType=PROM`.
@@ -163,8 +178,10 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         ..ClientConfig::default()
     };
     let mut listeners = Listeners::bind(&config.broker).await?;
+    // GET_BROKER_CONFIG shows the HA port bound (a new master's slaves look it up there).
+    config.broker.ha_listen_port = listeners.ha_port;
     let state = BrokerState::open(config, &mut listeners).await?;
-    if state.is_master() {
+    if state.is_master() && !state.identity.role.controller_mode() {
         restore_pop(&state).await?;
     }
     let bc = state.config.read().clone();
@@ -199,19 +216,29 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         state.identity.clone(),
         state.config.clone(),
         state.topics.clone(),
-        state.ha_slave.clone(),
+        // In controller mode the controller names the master, not the name servers.
+        state.ha_slave.clone().filter(|_| state.epochs.is_none()),
     ));
+    let roles = role_switcher(&state, &registrar, &bc, &outbound);
     registrar.register_initially().await;
     let metrics = match metrics_addr {
         Some(addr) => Some(crate::metrics::start(addr, &state, rpc).await?),
         None => None,
     };
-    let tasks = spawn_services(&state, &registrar, &bc, outbound);
+    let mut tasks = spawn_services(&state, &registrar, &bc, outbound.clone());
+    match &roles {
+        Some(_) if bc.controller_addr.trim().is_empty() => tracing::warn!(
+            "enableControllerMode is on but controllerAddr is empty: no controller will give \
+             this broker a role"
+        ),
+        Some(roles) => tasks.push(start_controller_loop(&state, roles, &bc, outbound)?),
+        None => {}
+    }
     tracing::info!(
         event = "BROKER_STARTED",
         cluster = %state.identity.cluster_name,
         broker = %state.identity.broker_name,
-        id = state.identity.broker_id,
+        id = state.identity.broker_id(),
         addr = %state.identity.broker_addr,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "broker started"
@@ -219,6 +246,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     Ok(BrokerHandle {
         server,
         registrar,
+        roles,
         state,
         tasks,
         metrics,
@@ -267,49 +295,75 @@ fn spawn_services(
             stop.clone(),
         ));
     }
-    if s.ha_slave.is_some() {
-        let sync = SlaveSync {
-            client: outbound,
-            registrar: registrar.clone(),
-            topics: s.topics.clone(),
-            groups: s.groups.clone(),
-            offsets: s.offsets.clone(),
-            schedule: s.schedule.clone(),
-        };
-        tasks.push(tokio::spawn(sync.run(stop.clone())));
+    if s.identity.role.controller_mode() {
+        // The role switcher starts the services of the role the controller gives.
         return tasks;
     }
-    let persist_every = Duration::from_millis(bc.flush_delay_offset_interval);
-    tasks.push(tokio::spawn(deferred::run(
-        s.schedule.clone(),
-        persist_every,
-        stop.clone(),
-    )));
-    tasks.push(tokio::spawn(deferred::run(
-        s.timers.clone(),
-        persist_every,
-        stop.clone(),
-    )));
-    let revive = ReviveService {
-        core: s.pop.clone(),
-        interval: Duration::from_millis(bc.revive_interval.max(10)),
-    };
-    tasks.push(tokio::spawn(revive.run(stop.clone())));
-    let check = TransactionCheckService::new(
-        s.identity.clone(),
-        s.store.clone(),
-        s.offsets.clone(),
-        s.producers.clone(),
-        s.topics.clone(),
-        s.resolved_transactions.clone(),
-        CheckConfig {
-            timeout_ms: bc.transaction_time_out,
-            check_max: bc.transaction_check_max,
-            interval: Duration::from_millis(bc.transaction_check_interval.max(100)),
-        },
-    );
-    tasks.push(tokio::spawn(Arc::new(check).run(stop.clone())));
+    if s.ha_slave.is_some() {
+        tasks.extend((crate::role_services::slave(s, registrar, outbound))(
+            stop.clone(),
+        ));
+    } else {
+        tasks.extend((crate::role_services::master(s, bc, false))(stop.clone()));
+    }
     tasks
+}
+
+/// Controller mode: the loop that registers with the controllers and follows their view.
+fn start_controller_loop(
+    state: &BrokerState,
+    roles: &Arc<RoleSwitcher>,
+    bc: &crate::config::BrokerConfig,
+    outbound: ClientConfig,
+) -> Result<JoinHandle<()>, BrokerError> {
+    use crate::replicas::manager::{notice_channel, LoopSettings, ReplicasManager};
+    use crate::replicas::metadata::IdentityFiles;
+    use crate::replicas::register::Applicant;
+    let me = Applicant {
+        cluster_name: state.identity.cluster_name.clone(),
+        broker_name: state.identity.broker_name.clone(),
+        address: state.identity.broker_addr.clone(),
+    };
+    let manager = ReplicasManager::new(
+        outbound,
+        roles.clone(),
+        IdentityFiles::in_store(state.store.root_dir()),
+        me,
+        LoopSettings::from_config(bc),
+    )?;
+    let (sender, notices) = notice_channel();
+    let _ = state.role_notices.set(sender);
+    Ok(tokio::spawn(manager.run(notices, state.stop.clone())))
+}
+
+/// Controller mode: the switcher over the broker's parts and its role services.
+fn role_switcher(
+    state: &BrokerState,
+    registrar: &Arc<Registrar>,
+    bc: &crate::config::BrokerConfig,
+    outbound: &ClientConfig,
+) -> Option<Arc<RoleSwitcher>> {
+    let (epochs, ha_master, ha_slave) = (
+        state.epochs.clone()?,
+        state.ha_master.clone()?,
+        state.ha_slave.clone()?,
+    );
+    let parts = SwitchParts {
+        role: state.identity.role.clone(),
+        store: state.store.clone(),
+        epochs,
+        ha_master,
+        ha_slave,
+        registrar: registrar.clone(),
+        services: RoleServices {
+            master: crate::role_services::master(state, bc, true),
+            slave: crate::role_services::slave(state, registrar, outbound.clone()),
+        },
+        stop: state.stop.clone(),
+    };
+    let roles = Arc::new(RoleSwitcher::new(parts, bc.broker_id));
+    let _ = state.roles.set(roles.clone());
+    Some(roles)
 }
 
 /// Creates the revive log topic and rebuilds the POP checkpoints from it (a master's, before

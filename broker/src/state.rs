@@ -23,13 +23,16 @@ use crate::persist::config_path;
 use crate::processor::pop::hold::Arrivals;
 use crate::processor::pop::{PopCore, PopHoldService};
 use crate::processor::pull::{HoldLimits, PullCore, PullHoldService};
+use crate::replicas::role::RuntimeRole;
 use crate::schedule::ScheduleMessageService;
 use crate::server::BrokerError;
 use crate::stats::BrokerStats;
 use crate::timer::TimerService;
 use crate::topic::TopicConfigManager;
 use crate::transaction::Resolved;
+use crate::writer::AckRule;
 use crate::writer::MessageWriter;
+use stellmq_store::epoch::EpochFile;
 
 /// How often a slave retries its connection to the master.
 const HA_RECONNECT: Duration = Duration::from_secs(5);
@@ -60,6 +63,12 @@ pub struct BrokerState {
     pub resolved_transactions: Arc<Resolved>,
     pub ha_master: Option<Arc<HaMaster>>,
     pub ha_slave: Option<Arc<HaSlave>>,
+    /// Controller mode: the epoch file (`<storePathRootDir>/epochFileCheckpoint`).
+    pub epochs: Option<Arc<EpochFile>>,
+    /// Controller mode: the role switcher, set once the broker serves.
+    pub roles: Arc<std::sync::OnceLock<Arc<crate::replicas::RoleSwitcher>>>,
+    /// Controller mode: where NOTIFY_BROKER_ROLE_CHANGED goes (the controller client loop).
+    pub role_notices: Arc<std::sync::OnceLock<crate::replicas::manager::NoticeSender>>,
     /// The plain ACL when aclEnable is on.
     pub acl: Option<Arc<AccessValidator>>,
     pub stop: CancellationToken,
@@ -106,7 +115,7 @@ impl Listeners {
             .local_addr()
             .map_err(io("the listener address"))?
             .port();
-        let ha = if bc.is_master() {
+        let ha = if bc.is_master() || bc.enable_controller_mode {
             let ha_port = if bc.listen_port == 0 {
                 0
             } else {
@@ -142,7 +151,12 @@ impl BrokerState {
     ) -> Result<Self, BrokerError> {
         let bc = config.broker.clone();
         let acl = open_acl(&bc).await?;
-        let identity = Arc::new(identity(&bc, listeners)?);
+        let role = Arc::new(if bc.enable_controller_mode {
+            RuntimeRole::unassigned(bc.broker_id)
+        } else {
+            RuntimeRole::fixed(bc.broker_id)
+        });
+        let identity = Arc::new(identity(&bc, listeners, role)?);
         let store_config = config.store.clone();
         let delay_levels = store_config.delay_levels()?.len();
         let store = Arc::new(
@@ -150,7 +164,21 @@ impl BrokerState {
                 .await
                 .map_err(join_error("store"))??,
         );
-        store.set_replica(!bc.is_master());
+        // A controller-mode broker takes no local write until the controller makes it master.
+        store.set_replica(bc.enable_controller_mode || !bc.is_master());
+        let epochs = if bc.enable_controller_mode {
+            let root = config.store.store_path_root_dir.clone();
+            let epochs = tokio::task::spawn_blocking(move || EpochFile::open(&root))
+                .await
+                .map_err(join_error("the epoch file"))?
+                .map_err(|e| BrokerError::Io {
+                    what: "the epoch file".to_owned(),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
+            Some(Arc::new(epochs))
+        } else {
+            None
+        };
         let root = config.store.store_path_root_dir.clone();
         let limits = Arc::new(AutoCreateLimits::from_config(&bc));
         let tables = {
@@ -162,13 +190,26 @@ impl BrokerState {
             .map_err(join_error("config files"))??
         };
         let stop = CancellationToken::new();
-        let (ha_master, ha_slave) =
-            start_replication(&bc, &store, &tables.topics, listeners, &stop);
-        let writer = MessageWriter::new(store.clone());
-        let writer = Arc::new(match &ha_master {
-            Some(ha) => {
-                writer.with_replication(ha.clone(), bc.broker_role == BrokerRole::SyncMaster)
+        let (ha_master, ha_slave) = match &epochs {
+            Some(epochs) => {
+                start_controlled_replication(&bc, &config.store, &store, epochs, listeners, &stop)
             }
+            None => start_replication(&bc, &store, &tables.topics, listeners, &stop),
+        };
+        let writer = MessageWriter::new(store.clone());
+        let rule = if bc.enable_controller_mode {
+            AckRule::Controller {
+                all_ack: config.store.all_ack_in_sync_state_set,
+                in_sync_replicas: config.store.in_sync_replicas,
+                min_in_sync_replicas: config.store.min_in_sync_replicas,
+            }
+        } else {
+            AckRule::Classic {
+                sync: bc.broker_role == BrokerRole::SyncMaster,
+            }
+        };
+        let writer = Arc::new(match &ha_master {
+            Some(ha) => writer.with_rule(ha.clone(), rule),
             None => writer,
         });
         let config_lock = Arc::new(RwLock::new(bc.clone()));
@@ -230,6 +271,9 @@ impl BrokerState {
             resolved_transactions: Arc::default(),
             ha_master,
             ha_slave,
+            epochs,
+            roles: Arc::default(),
+            role_notices: Arc::default(),
             acl,
             stop,
         })
@@ -259,7 +303,11 @@ async fn open_acl(bc: &BrokerConfig) -> Result<Option<Arc<AccessValidator>>, Bro
     Ok(Some(Arc::new(acl)))
 }
 
-fn identity(bc: &BrokerConfig, listeners: &Listeners) -> Result<BrokerIdentity, BrokerError> {
+fn identity(
+    bc: &BrokerConfig,
+    listeners: &Listeners,
+    role: Arc<RuntimeRole>,
+) -> Result<BrokerIdentity, BrokerError> {
     let broker_addr = format!("{}:{}", bc.broker_ip1, listeners.main_addr.port());
     let store_host: SocketAddr = broker_addr
         .parse()
@@ -267,7 +315,7 @@ fn identity(bc: &BrokerConfig, listeners: &Listeners) -> Result<BrokerIdentity, 
     Ok(BrokerIdentity {
         cluster_name: bc.broker_cluster_name.clone(),
         broker_name: bc.broker_name.clone(),
-        broker_id: bc.broker_id,
+        role,
         store_host,
         broker_addr,
         ha_server_addr: format!("{}:{}", bc.broker_ip2, listeners.ha_port),
@@ -305,6 +353,39 @@ fn start_replication(
         slave
     });
     (master, slave)
+}
+
+/// Controller mode: both sides exist from the start, idle until the controller gives a
+/// role (the master side admits no slave without a term, the slave side dials nobody).
+fn start_controlled_replication(
+    bc: &BrokerConfig,
+    store_config: &stellmq_store::MessageStoreConfig,
+    store: &Arc<MessageStore>,
+    epochs: &Arc<EpochFile>,
+    listeners: &mut Listeners,
+    stop: &CancellationToken,
+) -> (Option<Arc<HaMaster>>, Option<Arc<HaSlave>>) {
+    let group = HaGroup::new(&bc.broker_cluster_name, &bc.broker_name)
+        .with_secret(&bc.replication_secret());
+    let master = listeners.ha.take().map(|l| {
+        HaMaster::start_controlled(
+            store.clone(),
+            l,
+            group.clone(),
+            stop.clone(),
+            epochs.clone(),
+            Duration::from_millis(store_config.ha_max_time_slave_not_catchup),
+        )
+    });
+    let slave = HaSlave::start_controlled(
+        store.clone(),
+        group,
+        bc.broker_id,
+        HA_RECONNECT,
+        stop.clone(),
+        epochs.clone(),
+    );
+    (master, Some(slave))
 }
 
 /// The tables kept in `<storePathRootDir>/config`.

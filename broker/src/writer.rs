@@ -1,6 +1,11 @@
 //! Where broker-side writes go: the store, then replication as the broker role requires
 //! (protocol.md 9.3). Sends, send-backs and transaction commits share it, so a SYNC_MASTER
 //! acknowledges each of them only once a slave has it.
+//!
+//! In controller mode the rule is RocketMQ 5's: a master whose SyncStateSet has fewer than
+//! `minInSyncReplicas` members refuses the write before storing it ("in-sync replicas not
+//! enough"); with `allAckInSyncStateSet` a write is acknowledged once every member has it,
+//! otherwise once `inSyncReplicas` replicas (the master included) have it.
 
 use std::sync::Arc;
 
@@ -22,7 +27,20 @@ pub struct MessageWriter {
 
 struct Replication {
     ha: Arc<HaMaster>,
-    sync: bool,
+    rule: AckRule,
+}
+
+/// When a write is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckRule {
+    /// ASYNC_MASTER (`false`) or SYNC_MASTER (`true`, one slave must have it).
+    Classic { sync: bool },
+    /// Controller mode (see the module docs).
+    Controller {
+        all_ack: bool,
+        in_sync_replicas: usize,
+        min_in_sync_replicas: usize,
+    },
 }
 
 impl MessageWriter {
@@ -35,8 +53,13 @@ impl MessageWriter {
 
     /// A master's writes wake its slaves; with `sync` (SYNC_MASTER) a write is acknowledged
     /// only once a slave confirmed it.
-    pub fn with_replication(mut self, ha: Arc<HaMaster>, sync: bool) -> Self {
-        self.replication = Some(Replication { ha, sync });
+    pub fn with_replication(self, ha: Arc<HaMaster>, sync: bool) -> Self {
+        self.with_rule(ha, AckRule::Classic { sync })
+    }
+
+    /// Writes wake `ha`'s slaves and are acknowledged by `rule`.
+    pub fn with_rule(mut self, ha: Arc<HaMaster>, rule: AckRule) -> Self {
+        self.replication = Some(Replication { ha, rule });
         self
     }
 
@@ -61,11 +84,22 @@ impl MessageWriter {
     /// holds a lane worker should run after giving the worker back.
     pub async fn begin(&self, msgs: Vec<PutMessage>) -> PendingWrite {
         let wait_store_ok = msgs.iter().all(|m| m.wait_store_ok);
+        if let Some(refused) = self.refuse_before_storing() {
+            return PendingWrite {
+                stored: PendingPut::done(refused),
+                replica_wait: None,
+                timeout: self.store.config().sync_flush_timeout(),
+            };
+        }
         let stored = self.store.append_messages(msgs).await;
         let replica_wait = match &self.replication {
             Some(replication) => {
                 replication.ha.wake();
-                (replication.sync && wait_store_ok).then(|| replication.ha.clone())
+                let waits = match replication.rule {
+                    AckRule::Classic { sync } => sync,
+                    AckRule::Controller { .. } => true,
+                };
+                (waits && wait_store_ok).then(|| (replication.ha.clone(), replication.rule))
             }
             None => None,
         };
@@ -77,11 +111,37 @@ impl MessageWriter {
     }
 }
 
+impl MessageWriter {
+    /// Controller mode: a master with too small a SyncStateSet stores nothing.
+    fn refuse_before_storing(&self) -> Option<PutMessageResult> {
+        let replication = self.replication.as_ref()?;
+        let AckRule::Controller {
+            min_in_sync_replicas,
+            ..
+        } = replication.rule
+        else {
+            return None;
+        };
+        let controlled = replication.ha.controlled()?;
+        controlled.term()?;
+        let members = controlled.sync.effective().len();
+        (members < min_in_sync_replicas).then(|| {
+            PutMessageResult::failed(
+                PutMessageStatus::InSyncReplicasNotEnough,
+                format!(
+                    "in-sync replicas not enough: the SyncStateSet has {members}, \
+                     minInSyncReplicas is {min_in_sync_replicas}"
+                ),
+            )
+        })
+    }
+}
+
 /// A write in the CommitLog that may still wait for its flush or a slave.
 pub struct PendingWrite {
     stored: PendingPut,
-    /// SYNC_MASTER: the slave that must confirm it.
-    replica_wait: Option<Arc<HaMaster>>,
+    /// SYNC_MASTER or controller mode: who must confirm it, by which rule.
+    replica_wait: Option<(Arc<HaMaster>, AckRule)>,
     timeout: std::time::Duration,
 }
 
@@ -94,13 +154,24 @@ impl PendingWrite {
     /// The final result, once flushed (SYNC_FLUSH) and confirmed by a slave (SYNC_MASTER).
     pub async fn wait(self) -> PutMessageResult {
         let mut result = self.stored.wait().await;
-        let Some(ha) = self.replica_wait else {
+        let Some((ha, rule)) = self.replica_wait else {
             return result;
         };
         let end = match &result.append {
             Some(append) if result.status == PutMessageStatus::PutOk => append.end_offset,
             _ => return result,
         };
+        if let AckRule::Controller {
+            all_ack,
+            in_sync_replicas,
+            ..
+        } = rule
+        {
+            if !wait_in_sync(&ha, end, all_ack, in_sync_replicas, self.timeout).await {
+                result.status = PutMessageStatus::FlushSlaveTimeout;
+            }
+            return result;
+        }
         if !ha.has_slaves() || end - ha.acked_offset() > SLAVE_FALL_BEHIND_MAX {
             result.status = PutMessageStatus::SlaveNotAvailable;
         } else if !ha.wait_for_slave(end, self.timeout).await {
@@ -108,6 +179,45 @@ impl PendingWrite {
         }
         result
     }
+}
+
+/// Controller mode: waits until every SyncStateSet member (`all_ack`) or `in_sync_replicas`
+/// replicas have `end`; false on timeout. A broker no longer master stops waiting (the write
+/// is not acknowledged).
+async fn wait_in_sync(
+    ha: &HaMaster,
+    end: i64,
+    all_ack: bool,
+    in_sync_replicas: usize,
+    timeout: std::time::Duration,
+) -> bool {
+    let Some(controlled) = ha.controlled() else {
+        return true;
+    };
+    let mut progress = controlled.sync.progress();
+    let done = || {
+        if all_ack {
+            controlled.sync.all_members_have(end)
+        } else {
+            controlled.sync.replicas_with(end) >= in_sync_replicas
+        }
+    };
+    tokio::time::timeout(timeout, async {
+        loop {
+            progress.borrow_and_update();
+            if controlled.term().is_none() {
+                return false;
+            }
+            if done() {
+                return true;
+            }
+            if progress.changed().await.is_err() {
+                return false;
+            }
+        }
+    })
+    .await
+    .unwrap_or(false)
 }
 
 /// The response code of a stored write (flush or replication may have timed out), or the
@@ -136,6 +246,12 @@ pub fn response_code(result: &PutMessageResult) -> Result<ResponseCode, Processo
         PutMessageStatus::OsPageCacheBusy => Err(ProcessorError::new(
             ResponseCode::SYSTEM_BUSY,
             busy_remark::PC_SYNCHRONIZED,
+        )),
+        PutMessageStatus::InSyncReplicasNotEnough => Err(ProcessorError::system(
+            result
+                .remark
+                .clone()
+                .unwrap_or_else(|| "in-sync replicas not enough".into()),
         )),
         PutMessageStatus::UnknownError => Err(ProcessorError::system(
             result

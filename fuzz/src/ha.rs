@@ -15,7 +15,32 @@ const MAX_MESSAGE: usize = 1024;
 pub fn ha_frame(data: &[u8]) -> bool {
     let hello_ok = hello(data);
     let _ = data.first().map(|b| protocol::decode_challenge_len(*b));
-    frames(data) || hello_ok
+    let epochs_ok = epochs(data);
+    frames(data) || hello_ok || epochs_ok
+}
+
+/// Controller mode's epoch blocks (handshake version 2), read as a slave's term and as a
+/// master's entries; what decodes re-encodes to the same bytes.
+fn epochs(data: &[u8]) -> bool {
+    use protocol::v2;
+    let mut ok = false;
+    if let Some((head, rest)) = data.split_first_chunk::<{ v2::TERM_HEAD_LEN }>() {
+        if let Ok((_, count)) = v2::decode_term_head(head) {
+            let body = rest.get(..count * v2::SLAVE_ENTRY_LEN).unwrap_or(rest);
+            ok |= v2::decode_slave_entries(body, count).is_ok();
+        }
+    }
+    if let Some((count, rest)) = data.split_first_chunk::<2>() {
+        if let Ok(count) = v2::decode_master_count(*count) {
+            let body = rest.get(..count * v2::MASTER_ENTRY_LEN).unwrap_or(rest);
+            if let Ok(entries) = v2::decode_master_entries(body, count) {
+                let again = v2::encode_master_entries(&entries).expect("decoded entries encode");
+                assert_eq!(&again[2..], body);
+                ok = true;
+            }
+        }
+    }
+    ok
 }
 
 fn hello(data: &[u8]) -> bool {

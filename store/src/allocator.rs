@@ -129,6 +129,39 @@ impl Allocator {
         }
     }
 
+    /// Deletes the files prepared for segments past `next_base` (the CommitLog was cut
+    /// back; on disk they would leave a gap recovery refuses). Waits (blocking, at most a
+    /// few seconds) for such files still being prepared.
+    pub fn discard_after(&self, next_base: i64) {
+        let beyond = |path: &Path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.parse::<i64>().ok())
+                .is_some_and(|base| base > next_base)
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut slots = self.shared.slots.lock();
+            let paths: Vec<PathBuf> = slots.keys().filter(|p| beyond(p)).cloned().collect();
+            let pending = paths
+                .iter()
+                .any(|p| matches!(slots.get(p), Some(Slot::Pending)));
+            if pending && Instant::now() < deadline {
+                drop(slots);
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            for path in paths {
+                if let Some(Slot::Ready(Ok(file))) = slots.remove(&path) {
+                    if let Err(e) = file.destroy() {
+                        tracing::warn!(path = %path.display(), error = %e, "cannot delete a prepared segment past the cut");
+                    }
+                }
+            }
+            return;
+        }
+    }
+
     pub fn shutdown(&self) {
         self.tx.lock().take();
         if let Some(worker) = self.worker.lock().take() {

@@ -403,6 +403,18 @@ impl CommitLog {
     pub fn truncate(&self, offset: i64) -> Result<(), StoreError> {
         self.segments.truncate(offset)
     }
+
+    /// Cuts a running log at `offset` under the append lock (no append interleaves), forgets
+    /// the cached queue offsets (they are read again from the ConsumeQueues) and lowers the
+    /// last store time to `store_timestamp`.
+    pub fn truncate_running(&self, offset: i64, store_timestamp: i64) -> Result<(), StoreError> {
+        let mut state = self.append.lock();
+        self.segments.truncate(offset)?;
+        state.queue_offsets.clear();
+        self.last_store_timestamp
+            .fetch_min(store_timestamp, Ordering::AcqRel);
+        Ok(())
+    }
 }
 
 pub use stellmq_remoting::protocol::message::now_ms;

@@ -86,6 +86,18 @@ properties_config! {
         warm_mapped_file_enable: bool = "warmMapedFileEnable" => true,
         /// Delay of each level (1 to 18 by default), for delayed messages and retries.
         message_delay_level: String = "messageDelayLevel" => DEFAULT_DELAY_LEVELS.to_owned(),
+        /// Controller mode: a send is acknowledged only once every member of the master's
+        /// SyncStateSet has it (otherwise once `inSyncReplicas` replicas have it).
+        all_ack_in_sync_state_set: bool = "allAckInSyncStateSet" => false,
+        /// Controller mode: replicas (the master included) that must have a send before it
+        /// is acknowledged, when allAckInSyncStateSet is off (1: the master alone).
+        in_sync_replicas: usize = "inSyncReplicas" => 1,
+        /// Controller mode: a master whose SyncStateSet is smaller refuses sends
+        /// ("in-sync replicas not enough").
+        min_in_sync_replicas: usize = "minInSyncReplicas" => 1,
+        /// Controller mode: a slave that has not caught up with its master for this long
+        /// (ms) leaves the SyncStateSet.
+        ha_max_time_slave_not_catchup: u64 = "haMaxTimeSlaveNotCatchup" => 15_000,
     }
 }
 

@@ -22,6 +22,9 @@ pub enum StoreError {
     Poisoned(String),
     #[error("cannot create {path}: {reason}")]
     CreateFile { path: PathBuf, reason: String },
+    /// A runtime truncation the store cannot do (see `MessageStore::truncate_to`).
+    #[error("cannot truncate the store: {0}")]
+    TruncateRefused(String),
     /// A topic name that cannot be a directory of the store (it would leave it).
     #[error("topic name {0:?} cannot name a store directory")]
     UnsafeName(String),

@@ -65,6 +65,9 @@ pub enum PutMessageStatus {
     MessageIllegal,
     PropertiesSizeExceeded,
     OsPageCacheBusy,
+    /// Controller mode: the master's SyncStateSet is smaller than `minInSyncReplicas`; the
+    /// message was not stored.
+    InSyncReplicasNotEnough,
     UnknownError,
 }
 

@@ -16,7 +16,7 @@ pub struct PendingPut {
 
 impl PendingPut {
     /// A result with nothing left to wait for.
-    pub(crate) fn done(result: PutMessageResult) -> Self {
+    pub fn done(result: PutMessageResult) -> Self {
         Self {
             result,
             flush: None,

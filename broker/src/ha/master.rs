@@ -16,7 +16,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{self, SlaveIdentity, NONCE_LEN, PROOF_LEN};
+use super::protocol::{self, v2, SlaveIdentity, NONCE_LEN, PROOF_LEN};
+use super::sync_state::{SyncStateSet, SyncStateTracker};
+use super::term::{Controlled, Term};
 use super::{
     read_exact, HaError, HaGroup, HANDSHAKE_TIMEOUT, HEARTBEAT_INTERVAL, HOUSEKEEPING_INTERVAL,
     TRANSFER_BATCH,
@@ -40,7 +42,12 @@ pub struct HaMaster {
     /// Connections refused (no or a bad handshake, or too many handshaking at once).
     refused: AtomicU64,
     stop: CancellationToken,
+    /// Controller mode (handshake version 2, terms, SyncStateSet); `None` for a classic master.
+    controlled: Option<Controlled>,
 }
+
+/// How often a controller-mode master checks whether members fell behind.
+const SHRINK_CHECK: Duration = Duration::from_millis(200);
 
 impl HaMaster {
     /// Listens on `listener` until `stop` is cancelled, admitting slaves of `group`.
@@ -49,6 +56,33 @@ impl HaMaster {
         listener: TcpListener,
         group: HaGroup,
         stop: CancellationToken,
+    ) -> Arc<Self> {
+        Self::start_inner(store, listener, group, stop, None)
+    }
+
+    /// A master in controller mode: it speaks handshake version 2, admits slaves only
+    /// during a term ([`Self::begin_term`]) and only those following that term's epoch,
+    /// and tracks the SyncStateSet (members leave after `max_not_caught_up` behind).
+    pub fn start_controlled(
+        store: Arc<MessageStore>,
+        listener: TcpListener,
+        group: HaGroup,
+        stop: CancellationToken,
+        epochs: Arc<stellmq_store::epoch::EpochFile>,
+        max_not_caught_up: Duration,
+    ) -> Arc<Self> {
+        let controlled = Controlled::new(epochs, SyncStateTracker::new(max_not_caught_up));
+        let master = Self::start_inner(store, listener, group, stop, Some(controlled));
+        tokio::spawn(check_sync_state_set(master.clone()));
+        master
+    }
+
+    fn start_inner(
+        store: Arc<MessageStore>,
+        listener: TcpListener,
+        group: HaGroup,
+        stop: CancellationToken,
+        controlled: Option<Controlled>,
     ) -> Arc<Self> {
         let master = Arc::new(Self {
             store,
@@ -59,9 +93,40 @@ impl HaMaster {
             handshaking: Arc::new(Semaphore::new(MAX_HANDSHAKING)),
             refused: AtomicU64::new(0),
             stop,
+            controlled,
         });
         tokio::spawn(accept_slaves(master.clone(), listener));
         master
+    }
+
+    /// The controller-mode state; `None` on a classic master.
+    pub fn controlled(&self) -> Option<&Controlled> {
+        self.controlled.as_ref()
+    }
+
+    /// Controller mode: this broker is master of `epoch` from now on (`local_id` is its
+    /// controller broker id, `set` the SyncStateSet the controller gave). Connections of an
+    /// earlier term are closed.
+    pub fn begin_term(&self, epoch: i32, local_id: i64, set: SyncStateSet) {
+        if let Some(c) = &self.controlled {
+            c.begin(epoch, local_id, set, self.store.commit_log_max_offset());
+        }
+    }
+
+    /// Controller mode: this broker is no longer master; its slaves are disconnected and no
+    /// slave is admitted until the next term.
+    pub fn end_term(&self) {
+        if let Some(c) = &self.controlled {
+            c.end();
+        }
+    }
+
+    /// The epoch of the current term (controller mode, while master).
+    pub fn term_epoch(&self) -> Option<i32> {
+        self.controlled
+            .as_ref()
+            .and_then(|c| c.term())
+            .map(|t| t.epoch)
     }
 
     /// Tells slave connections that the CommitLog grew.
@@ -102,8 +167,12 @@ impl HaMaster {
             .is_ok_and(|r| r.is_ok())
     }
 
-    fn record_ack(&self, slave: SocketAddr, offset: i64) {
+    fn record_ack(&self, slave: SocketAddr, slave_id: i64, offset: i64) {
         self.slaves.lock().insert(slave, offset);
+        if let Some(c) = &self.controlled {
+            c.sync
+                .report(slave_id, offset, self.store.commit_log_max_offset());
+        }
         self.acked.send_if_modified(|acked| {
             let grew = offset > *acked;
             if grew {
@@ -154,13 +223,13 @@ async fn serve_peer(
     let (mut reader, mut writer) = stream.into_split();
     let handshake = tokio::time::timeout(
         HANDSHAKE_TIMEOUT,
-        handshake(&master.group, &mut reader, &mut writer),
+        handshake(master, &mut reader, &mut writer),
     )
     .await
     .unwrap_or(Err(HaError::Timeout("no complete handshake within 5 s")));
     drop(permit);
-    let identity = match handshake {
-        Ok(identity) => identity,
+    let (identity, term) = match handshake {
+        Ok(admitted) => admitted,
         Err(reason) => {
             master.refuse(peer, &reason);
             return;
@@ -173,17 +242,48 @@ async fn serve_peer(
         broker_id = identity.broker_id,
         "slave connected"
     );
-    if let Err(reason) = serve_slave(master, reader, writer, peer).await {
-        tracing::warn!(%peer, broker_id = identity.broker_id, %reason, "slave connection closed");
+    let slave_id = identity.broker_id;
+    let served = match (&master.controlled, term) {
+        (Some(c), Some(term)) => {
+            c.sync.connected(slave_id);
+            let served = tokio::select! {
+                r = serve_slave(master, reader, writer, peer, slave_id) => r,
+                _ = term.connections.cancelled() => Err(HaError::Closed("the master's term ended")),
+            };
+            c.sync.disconnected(slave_id);
+            served
+        }
+        _ => serve_slave(master, reader, writer, peer, slave_id).await,
+    };
+    if let Err(reason) = served {
+        tracing::warn!(%peer, broker_id = slave_id, %reason, "slave connection closed");
     }
 }
 
-/// The master's half of the handshake (see the module docs); the admitted slave's identity.
+/// Controller mode: asks members that fell behind to leave the SyncStateSet.
+async fn check_sync_state_set(master: Arc<HaMaster>) {
+    loop {
+        tokio::select! {
+            _ = master.stop.cancelled() => return,
+            _ = tokio::time::sleep(SHRINK_CHECK) => {}
+        }
+        if let Some(c) = &master.controlled {
+            if c.term().is_some() {
+                c.sync.check_shrink(master.store.commit_log_max_offset());
+            }
+        }
+    }
+}
+
+/// The master's half of the handshake (see the module docs); the admitted slave's identity
+/// and, in controller mode, the term it was admitted to.
 async fn handshake(
-    group: &HaGroup,
+    master: &HaMaster,
     reader: &mut OwnedReadHalf,
     writer: &mut OwnedWriteHalf,
-) -> Result<SlaveIdentity, HaError> {
+) -> Result<(SlaveIdentity, Option<Term>), HaError> {
+    let group = &master.group;
+    let version = if master.controlled.is_some() { 2 } else { 1 };
     // The magic alone first, so a classic peer (8-byte report, then silence) is refused at
     // once rather than at the timeout.
     let mut magic = [0u8; 8];
@@ -193,7 +293,7 @@ async fn handshake(
         "the peer closed the connection before its handshake",
     )
     .await?;
-    protocol::check_magic(&magic)?;
+    protocol::check_magic_version(&magic, version)?;
     let mut len = [0u8; 2];
     read_exact(
         reader,
@@ -210,6 +310,11 @@ async fn handshake(
     )
     .await?;
     let identity = SlaveIdentity::decode(&identity_bytes)?;
+    let followed = if version == 2 {
+        Some(read_slave_term(reader).await?)
+    } else {
+        None
+    };
     protocol::admit(&identity, &group.cluster_name, &group.broker_name)?;
     match group.secret() {
         None => send(writer, &protocol::encode_challenge(None)).await?,
@@ -227,8 +332,53 @@ async fn handshake(
             protocol::verify_proof(secret, &nonce, &identity_bytes, &proof)?;
         }
     }
-    send(writer, &[protocol::ACCEPTED]).await?;
-    Ok(identity)
+    let (Some(controlled), Some(followed)) = (&master.controlled, followed) else {
+        send(writer, &[protocol::ACCEPTED]).await?;
+        return Ok((identity, None));
+    };
+    match controlled.term() {
+        Some(term) if term.epoch == followed => {
+            let entries = controlled
+                .epochs
+                .list_ending_at(master.store.commit_log_max_offset());
+            let mut answer = vec![protocol::ACCEPTED];
+            answer.extend_from_slice(&v2::encode_master_entries(entries.entries())?);
+            send(writer, &answer).await?;
+            Ok((identity, Some(term)))
+        }
+        term => {
+            let master_epoch = term.map_or(-1, |t| t.epoch);
+            let mut answer = vec![v2::REFUSED_EPOCH];
+            answer.extend_from_slice(&master_epoch.to_be_bytes());
+            send(writer, &answer).await?;
+            Err(HaError::EpochMismatch {
+                followed,
+                master: master_epoch,
+            })
+        }
+    }
+}
+
+/// Version 2: the epoch the slave follows (its entries are for its own truncation and only
+/// checked for form here).
+async fn read_slave_term(reader: &mut OwnedReadHalf) -> Result<i32, HaError> {
+    let mut head = [0u8; v2::TERM_HEAD_LEN];
+    read_exact(
+        reader,
+        &mut head,
+        "the peer closed the connection during its handshake",
+    )
+    .await?;
+    let (followed, count) = v2::decode_term_head(&head)?;
+    let mut entries = vec![0u8; count * v2::SLAVE_ENTRY_LEN];
+    read_exact(
+        reader,
+        &mut entries,
+        "the peer closed the connection during its handshake",
+    )
+    .await?;
+    v2::decode_slave_entries(&entries, count)?;
+    Ok(followed)
 }
 
 async fn send(writer: &mut OwnedWriteHalf, bytes: &[u8]) -> Result<(), HaError> {
@@ -244,10 +394,11 @@ async fn serve_slave(
     mut reader: OwnedReadHalf,
     mut writer: OwnedWriteHalf,
     peer: SocketAddr,
+    slave_id: i64,
 ) -> Result<(), HaError> {
     let first = read_report(&mut reader).await?;
     check_report(master, first)?;
-    master.record_ack(peer, first);
+    master.record_ack(peer, slave_id, first);
     let (report_tx, mut report_rx) = watch::channel(first);
     let reports = tokio::spawn(async move {
         while let Ok(offset) = read_report(&mut reader).await {
@@ -256,7 +407,7 @@ async fn serve_slave(
             }
         }
     });
-    let result = stream_log(master, &mut writer, &mut report_rx, peer, first).await;
+    let result = stream_log(master, &mut writer, &mut report_rx, (peer, slave_id), first).await;
     reports.abort();
     result
 }
@@ -265,7 +416,7 @@ async fn stream_log(
     master: &Arc<HaMaster>,
     writer: &mut OwnedWriteHalf,
     reports: &mut watch::Receiver<i64>,
-    peer: SocketAddr,
+    (peer, slave_id): (SocketAddr, i64),
     first: i64,
 ) -> Result<(), HaError> {
     let mut next = master.store.replication_start(first);
@@ -276,7 +427,7 @@ async fn stream_log(
         let offset = *reports.borrow_and_update();
         if offset != acked {
             check_report(master, offset)?;
-            master.record_ack(peer, offset);
+            master.record_ack(peer, slave_id, offset);
             acked = offset;
             last_report = tokio::time::Instant::now();
         }

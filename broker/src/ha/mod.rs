@@ -33,6 +33,19 @@
 //! the group is configured differently. Classic RocketMQ slaves therefore cannot replicate
 //! from a StellMQ master.
 //!
+//! # Controller mode (handshake version 2)
+//!
+//! With `enableControllerMode` the master is [`HaMaster::start_controlled`] and the slave
+//! [`HaSlave::start_controlled`]: the magic's version is 2, the hello carries the master
+//! epoch the slave follows and its epoch entries, and the master answers [`ACCEPTED`]
+//! followed by its own entries, or [`protocol::v2::REFUSED_EPOCH`] and its epoch when the
+//! slave follows another term (or it is no master). The slave cuts its store back to the last
+//! consistent point before it reports its offset ([`protocol::v2`],
+//! docs/controller-broker.md). The master tracks the SyncStateSet ([`sync_state`]) within its
+//! [`term`]. A master of one version refuses slaves of the other.
+//!
+//! [`ACCEPTED`]: protocol::ACCEPTED
+//!
 //! # What a slave appends
 //!
 //! A slave checks every record before writing it ([`verify`]): frames must be contiguous, and
@@ -45,6 +58,8 @@
 mod master;
 pub mod protocol;
 mod slave;
+pub mod sync_state;
+pub mod term;
 pub mod verify;
 
 use std::time::Duration;
@@ -123,6 +138,23 @@ pub enum HaError {
     Append(#[from] stellmq_store::commitlog::ReplicaError),
     #[error("slave reports offset {reported} beyond this master's log end {max}")]
     AheadOfMaster { reported: i64, max: i64 },
+    #[error(
+        "the slave follows master epoch {followed} but this master's epoch is {master} \
+         (-1: not master): one of them has not learnt the controller's latest election"
+    )]
+    EpochMismatch { followed: i32, master: i32 },
+    #[error("bad epoch entries: {0}")]
+    Epochs(#[from] protocol::v2::EpochWireError),
+    #[error(
+        "no consistent point between this slave's epochs {local:?} and the master's \
+         {master:?}: the logs share no term; clear this broker's store to rejoin"
+    )]
+    NoConsistentPoint {
+        local: Vec<(i32, i64)>,
+        master: Vec<(i32, i64)>,
+    },
+    #[error("cannot cut the log back to the consistent point: {0}")]
+    Truncate(String),
 }
 
 impl HaError {

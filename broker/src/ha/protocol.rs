@@ -38,7 +38,10 @@ pub enum HandshakeError {
     ClassicReport(i64),
     #[error("bad handshake magic {0:02x?}")]
     BadMagic([u8; 8]),
-    #[error("unsupported handshake version {0} (this broker speaks {HANDSHAKE_VERSION})")]
+    #[error(
+        "unsupported handshake version {0} (a classic master speaks {HANDSHAKE_VERSION}, one \
+         in controller mode 2: are both brokers in the same mode?)"
+    )]
     UnsupportedVersion(u16),
     #[error("identity of {0} bytes (at most {MAX_IDENTITY_LEN})")]
     IdentityTooLong(usize),
@@ -127,7 +130,12 @@ pub fn encode_hello(identity_bytes: &[u8]) -> Result<Vec<u8>, HandshakeError> {
 
 /// Checks the hello's first 8 bytes, naming what a peer sent instead of the magic.
 pub fn check_magic(magic: &[u8; 8]) -> Result<(), HandshakeError> {
-    if *magic == HANDSHAKE_MAGIC {
+    check_magic_version(magic, HANDSHAKE_VERSION)
+}
+
+/// [`check_magic`] for a master that speaks `version` (1 classic, 2 controller mode).
+pub fn check_magic_version(magic: &[u8; 8], version: u16) -> Result<(), HandshakeError> {
+    if magic[..6] == HANDSHAKE_MAGIC[..6] && u16::from_be_bytes([magic[6], magic[7]]) == version {
         return Ok(());
     }
     if magic[..6] == HANDSHAKE_MAGIC[..6] {
@@ -299,6 +307,8 @@ pub fn decode_frame_header(header: &[u8; FRAME_HEADER_LEN]) -> Result<FrameHeade
         .ok_or(FrameError::BadSize(size))?;
     Ok(FrameHeader { offset, size })
 }
+
+pub mod v2;
 
 #[cfg(test)]
 mod tests;

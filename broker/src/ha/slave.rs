@@ -1,19 +1,21 @@
 //! The slave side: keeps a connection to the master's HA port, identifies itself, and
 //! appends what the master streams once [`ReplicaVerifier`] has checked it.
 
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
 use stellmq_remoting::protocol::message::record::BLANK_MAGIC;
+use stellmq_store::epoch::{EpochEntry, EpochFile, EpochList};
 use stellmq_store::MessageStore;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{watch, Mutex as AsyncMutex, Notify, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{self, SlaveIdentity, FRAME_HEADER_LEN, MIN_NONCE_LEN, PROOF_LEN};
+use super::protocol::{self, v2, SlaveIdentity, FRAME_HEADER_LEN, MIN_NONCE_LEN, PROOF_LEN};
 use super::verify::{Append, ReplicaVerifier};
 use super::{
     read_exact, HaError, HaGroup, HANDSHAKE_TIMEOUT, HEARTBEAT_INTERVAL, HOUSEKEEPING_INTERVAL,
@@ -23,13 +25,24 @@ use super::{
 /// The slave side: keeps a connection to the master's HA port and appends what it streams.
 pub struct HaSlave {
     group: HaGroup,
-    broker_id: i64,
+    broker_id: AtomicI64,
     master_addr: watch::Sender<Option<String>>,
     /// Notified when the master cannot be reached, so the broker asks the name servers again
     /// (a restarted master may have a new address).
     lost_master: Arc<Notify>,
     /// The master's log end as last seen in a frame header.
     master_offset: watch::Sender<i64>,
+    /// Held while connected to a master (and by a truncation running for that
+    /// connection), so [`HaSlave::stop_following`] can wait until no master's bytes arrive.
+    following: Arc<AsyncMutex<()>>,
+    /// Controller mode (handshake version 2); `None` for a classic slave.
+    controlled: Option<SlaveTerm>,
+}
+
+/// A controller-mode slave's epoch history and the master epoch it follows.
+struct SlaveTerm {
+    epochs: Arc<EpochFile>,
+    followed: AtomicI32,
 }
 
 impl HaSlave {
@@ -62,15 +75,85 @@ impl HaSlave {
         stop: CancellationToken,
         lost_master: Arc<Notify>,
     ) -> Arc<Self> {
-        let slave = Arc::new(Self {
+        Self::start_inner(store, group, broker_id, retry, stop, lost_master, None)
+    }
+
+    /// A slave in controller mode: handshake version 2 with the epoch it follows
+    /// ([`Self::follow`]) and its epoch history; before replicating it cuts its log back to
+    /// the last point it shares with the master, and it records the master's terms as their
+    /// bytes arrive. It dials no master until told one.
+    pub fn start_controlled(
+        store: Arc<MessageStore>,
+        group: HaGroup,
+        broker_id: i64,
+        retry: Duration,
+        stop: CancellationToken,
+        epochs: Arc<EpochFile>,
+    ) -> Arc<Self> {
+        let term = SlaveTerm {
+            epochs,
+            followed: AtomicI32::new(-1),
+        };
+        let lost_master = Arc::new(Notify::new());
+        Self::start_inner(
+            store,
             group,
             broker_id,
+            retry,
+            stop,
+            lost_master,
+            Some(term),
+        )
+    }
+
+    fn start_inner(
+        store: Arc<MessageStore>,
+        group: HaGroup,
+        broker_id: i64,
+        retry: Duration,
+        stop: CancellationToken,
+        lost_master: Arc<Notify>,
+        controlled: Option<SlaveTerm>,
+    ) -> Arc<Self> {
+        let slave = Arc::new(Self {
+            group,
+            broker_id: AtomicI64::new(broker_id),
             master_addr: watch::Sender::new(None),
             lost_master,
             master_offset: watch::Sender::new(0),
+            following: Arc::new(AsyncMutex::new(())),
+            controlled,
         });
         tokio::spawn(replicate(slave.clone(), store, retry, stop));
         slave
+    }
+
+    /// Controller mode: replicate as `broker_id` from the master at `ha_addr`, elected with
+    /// `epoch`. A new epoch reconnects even to the same address (the handshake then compares
+    /// histories again).
+    pub fn follow(&self, ha_addr: &str, epoch: i32, broker_id: i64) {
+        self.broker_id.store(broker_id, Ordering::Release);
+        if let Some(term) = &self.controlled {
+            let old = term.followed.swap(epoch, Ordering::AcqRel);
+            if old != epoch {
+                self.clear_master();
+            }
+        }
+        self.set_master(ha_addr);
+    }
+
+    /// Stops replicating and waits until the connection (and any truncation it started)
+    /// is over, so no master's byte is appended after this returns.
+    pub async fn stop_following(&self) {
+        self.clear_master();
+        drop(self.following.lock().await);
+    }
+
+    /// Controller mode: the master epoch this slave follows (-1 before any).
+    pub fn followed_epoch(&self) -> i32 {
+        self.controlled
+            .as_ref()
+            .map_or(-1, |t| t.followed.load(Ordering::Acquire))
     }
 
     pub fn set_master(&self, addr: &str) {
@@ -100,7 +183,7 @@ impl HaSlave {
         SlaveIdentity {
             cluster_name: self.group.cluster_name.clone(),
             broker_name: self.group.broker_name.clone(),
-            broker_id: self.broker_id,
+            broker_id: self.broker_id.load(Ordering::Acquire),
         }
     }
 }
@@ -123,7 +206,10 @@ async fn replicate(
                 _ = stop.cancelled() => return,
                 // A new master address ends the connection to the old one.
                 _ = addrs.changed() => continue,
-                r = follow_master(&slave, &store, &addr) => {
+                r = async {
+                    let guard = slave.following.clone().lock_owned().await;
+                    follow_master(&slave, &store, &addr, guard).await
+                } => {
                     if let Err(reason) = r {
                         tracing::warn!(master = %addr, %reason, "HA connection to the master closed");
                     }
@@ -139,19 +225,36 @@ async fn replicate(
     }
 }
 
-async fn follow_master(slave: &HaSlave, store: &MessageStore, addr: &str) -> Result<(), HaError> {
+async fn follow_master(
+    slave: &HaSlave,
+    store: &Arc<MessageStore>,
+    addr: &str,
+    guard: OwnedMutexGuard<()>,
+) -> Result<(), HaError> {
     let stream = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr))
         .await
         .map_err(|_| HaError::Timeout("connect timed out"))?
         .map_err(HaError::io("connect"))?;
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
-    tokio::time::timeout(
+    let master_epochs = tokio::time::timeout(
         HANDSHAKE_TIMEOUT,
         handshake(slave, &mut reader, &mut writer),
     )
     .await
     .map_err(|_| HaError::Timeout("the master did not complete the handshake within 5 s"))??;
+    let (mut later_terms, _guard) = match (&slave.controlled, master_epochs) {
+        (Some(term), Some(master)) => {
+            let (store, epochs) = (store.clone(), term.epochs.clone());
+            tokio::task::spawn_blocking(move || {
+                (join_master_history(&store, &epochs, &master), guard)
+            })
+            .await
+            .map_err(|e| HaError::Truncate(e.to_string()))
+            .and_then(|(joined, guard)| Ok((joined?, guard)))?
+        }
+        _ => (Vec::new(), guard),
+    };
     tracing::info!(event = "HA_MASTER_CONNECTED", master = %addr, "replicating from the master");
     let config = store.config();
     let mut reported = store.commit_log_max_offset();
@@ -182,6 +285,9 @@ async fn follow_master(slave: &HaSlave, store: &MessageStore, addr: &str) -> Res
         for append in &pushed.appends {
             apply(store, append).await?;
         }
+        if let Some(term) = &slave.controlled {
+            record_terms(store, &term.epochs, &mut later_terms).await?;
+        }
         if let Some(refused) = pushed.error {
             return Err(refused.into());
         }
@@ -197,14 +303,24 @@ async fn follow_master(slave: &HaSlave, store: &MessageStore, addr: &str) -> Res
     }
 }
 
-/// The slave's half of the handshake (see the module docs).
+/// The slave's half of the handshake (see the module docs); in controller mode the master's
+/// epoch entries.
 async fn handshake(
     slave: &HaSlave,
     reader: &mut OwnedReadHalf,
     writer: &mut OwnedWriteHalf,
-) -> Result<(), HaError> {
+) -> Result<Option<Vec<EpochEntry>>, HaError> {
     let identity_bytes = slave.identity().encode()?;
-    send(writer, &protocol::encode_hello(&identity_bytes)?).await?;
+    let mut hello = protocol::encode_hello(&identity_bytes)?;
+    if let Some(term) = &slave.controlled {
+        hello[..8].copy_from_slice(&v2::HANDSHAKE_MAGIC_V2);
+        let local = term.epochs.list();
+        hello.extend_from_slice(&v2::encode_term(
+            term.followed.load(Ordering::Acquire),
+            local.entries(),
+        )?);
+    }
+    send(writer, &hello).await?;
     let mut len = [0u8; 1];
     read_exact(
         reader,
@@ -246,12 +362,111 @@ async fn handshake(
         "the master closed the connection during the handshake: it refused this slave's proof (haAuthSecret differs)",
     )
     .await?;
+    if slave.controlled.is_some() && accepted[0] == v2::REFUSED_EPOCH {
+        let mut epoch = [0u8; 4];
+        read_exact(reader, &mut epoch, "the master closed the connection").await?;
+        return Err(HaError::EpochMismatch {
+            followed: slave.followed_epoch(),
+            master: i32::from_be_bytes(epoch),
+        });
+    }
     if accepted[0] != protocol::ACCEPTED {
         return Err(HaError::Misconfigured(
             "the master ended the handshake with an unknown byte",
         ));
     }
-    Ok(())
+    if slave.controlled.is_none() {
+        return Ok(None);
+    }
+    let mut count = [0u8; 2];
+    read_exact(
+        reader,
+        &mut count,
+        "the master closed the connection during the handshake",
+    )
+    .await?;
+    let count = v2::decode_master_count(count)?;
+    let mut entries = vec![0u8; count * v2::MASTER_ENTRY_LEN];
+    read_exact(
+        reader,
+        &mut entries,
+        "the master closed the connection during the handshake",
+    )
+    .await?;
+    Ok(Some(v2::decode_master_entries(&entries, count)?))
+}
+
+/// Blocking: cuts the log back to the last point it shares with the master (RocketMQ's
+/// `AutoSwitchHAClient.doTruncate`; a slave without history keeps its log), takes the
+/// master's terms up to its log end as its own history, and returns the later terms, to
+/// be recorded as their bytes arrive.
+fn join_master_history(
+    store: &MessageStore,
+    epochs: &EpochFile,
+    master: &[EpochEntry],
+) -> Result<Vec<(i32, i64)>, HaError> {
+    let local_max = store.commit_log_max_offset();
+    let local = epochs.list_ending_at(local_max);
+    let master = EpochList::from_entries(master.to_vec());
+    if !local.is_empty() {
+        let pairs = |l: &EpochList| -> Vec<(i32, i64)> {
+            l.entries()
+                .iter()
+                .map(|e| (e.epoch, e.start_offset))
+                .collect()
+        };
+        let point =
+            local
+                .find_consistent_point(&master)
+                .ok_or_else(|| HaError::NoConsistentPoint {
+                    local: pairs(&local),
+                    master: pairs(&master),
+                })?;
+        if point < local_max {
+            tracing::warn!(
+                event = "HA_TRUNCATE",
+                local_max,
+                consistent_point = point,
+                "cutting bytes the new master never had"
+            );
+            store
+                .truncate_to(point)
+                .map_err(|e| HaError::Truncate(e.to_string()))?;
+        }
+    }
+    let end = store.commit_log_max_offset();
+    let (have, later): (Vec<EpochEntry>, Vec<EpochEntry>) =
+        master.entries().iter().partition(|e| e.start_offset <= end);
+    epochs
+        .replace(EpochList::from_pairs(
+            have.iter().map(|e| (e.epoch, e.start_offset)),
+        ))
+        .map_err(|e| HaError::Truncate(e.to_string()))?;
+    Ok(later.iter().map(|e| (e.epoch, e.start_offset)).collect())
+}
+
+/// Records the master's terms whose first bytes this slave now has.
+async fn record_terms(
+    store: &MessageStore,
+    epochs: &Arc<EpochFile>,
+    later: &mut Vec<(i32, i64)>,
+) -> Result<(), HaError> {
+    let end = store.commit_log_max_offset();
+    let reached: Vec<(i32, i64)> = later.iter().copied().filter(|(_, s)| *s <= end).collect();
+    if reached.is_empty() {
+        return Ok(());
+    }
+    later.retain(|(_, s)| *s > end);
+    let epochs = epochs.clone();
+    tokio::task::spawn_blocking(move || {
+        for (epoch, start) in reached {
+            epochs.append(epoch, start)?;
+        }
+        Ok::<_, stellmq_store::epoch::EpochFileError>(())
+    })
+    .await
+    .map_err(|e| HaError::Truncate(e.to_string()))?
+    .map_err(|e| HaError::Truncate(e.to_string()))
 }
 
 /// The filler written after a blank's header.

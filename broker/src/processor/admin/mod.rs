@@ -3,10 +3,12 @@
 pub mod acl;
 pub mod config;
 pub mod consumer_call;
+pub mod epoch;
 pub mod group;
 pub mod half;
 pub mod offset;
 pub mod progress;
+pub mod role_notice;
 pub mod stats;
 pub mod store;
 pub mod topic;

@@ -1,0 +1,302 @@
+//! The master's SyncStateSet in controller mode (RocketMQ 5's `AutoSwitchHAService`): the
+//! replicas whose logs hold everything the master acknowledged, so the controller may elect
+//! any of them.
+//!
+//! The controller owns the set: a master starts its term with the set the controller gave it
+//! ([`SyncStateTracker::begin`]) and changes it only when the controller accepted a change
+//! ([`SyncStateTracker::apply`], with the set's epoch). What the master *wants* is published
+//! on a watch channel ([`SyncStateTracker::wanted`]): a slave joins once it reported the
+//! master's max offset (and at least the start of the master's term); a member leaves once
+//! it has not caught up for `haMaxTimeSlaveNotCatchup` (a member not connected counts as not
+//! caught up since the term began). Until the controller answers, acknowledgements count the
+//! union of the accepted and the wanted set, as RocketMQ does, so shrinking never weakens a
+//! write before the controller agreed.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+/// A SyncStateSet and the epoch the controller gave it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncStateSet {
+    /// Controller broker ids (the master's own among them).
+    pub members: BTreeSet<i64>,
+    pub epoch: i32,
+}
+
+struct Progress {
+    acked: i64,
+    caught_up: Instant,
+    connections: usize,
+}
+
+struct State {
+    local_id: i64,
+    applied: SyncStateSet,
+    wanted: Option<BTreeSet<i64>>,
+    slaves: HashMap<i64, Progress>,
+    term_started: Instant,
+    term_start_offset: i64,
+}
+
+/// The master's view of its SyncStateSet and its slaves' progress.
+pub struct SyncStateTracker {
+    state: Mutex<State>,
+    wanted: watch::Sender<Option<BTreeSet<i64>>>,
+    /// Bumped on every report and set change: writers waiting for acknowledgements re-check.
+    progress: watch::Sender<u64>,
+    max_not_caught_up: Duration,
+}
+
+impl SyncStateTracker {
+    pub fn new(max_not_caught_up: Duration) -> Self {
+        Self {
+            state: Mutex::new(State {
+                local_id: -1,
+                applied: SyncStateSet::default(),
+                wanted: None,
+                slaves: HashMap::new(),
+                term_started: Instant::now(),
+                term_start_offset: 0,
+            }),
+            wanted: watch::Sender::new(None),
+            progress: watch::Sender::new(0),
+            max_not_caught_up,
+        }
+    }
+
+    /// A new term: `local_id` is the master's controller id, `set` what the controller gave.
+    pub fn begin(&self, local_id: i64, set: SyncStateSet, term_start_offset: i64) {
+        let mut s = self.state.lock();
+        s.local_id = local_id;
+        s.applied = set;
+        s.applied.members.insert(local_id);
+        s.wanted = None;
+        s.term_started = Instant::now();
+        s.term_start_offset = term_start_offset;
+        let now = Instant::now();
+        for p in s.slaves.values_mut() {
+            p.caught_up = now;
+        }
+        drop(s);
+        self.wanted.send_replace(None);
+        self.bump();
+    }
+
+    /// The set the controller accepted; ignored unless its epoch is newer. True if applied.
+    pub fn apply(&self, set: SyncStateSet) -> bool {
+        let mut s = self.state.lock();
+        if set.epoch <= s.applied.epoch {
+            return false;
+        }
+        tracing::info!(event = "SYNC_STATE_SET_APPLIED", members = ?set.members, epoch = set.epoch, "SyncStateSet changed");
+        if s.wanted.as_ref() == Some(&set.members) {
+            s.wanted = None;
+        }
+        s.applied = set;
+        let wanted = s.wanted.clone();
+        drop(s);
+        self.wanted.send_replace(wanted);
+        self.bump();
+        true
+    }
+
+    /// The set the controller last accepted.
+    pub fn applied(&self) -> SyncStateSet {
+        self.state.lock().applied.clone()
+    }
+
+    /// The set the master asks for, `None` when it wants no change: the controller loop
+    /// sends it with ALTER_SYNC_STATE_SET and applies the answer with [`Self::apply`].
+    pub fn wanted(&self) -> watch::Receiver<Option<BTreeSet<i64>>> {
+        self.wanted.subscribe()
+    }
+
+    /// The members acknowledgements count: the accepted set and, while the controller has
+    /// not answered, the wanted one.
+    pub fn effective(&self) -> BTreeSet<i64> {
+        let s = self.state.lock();
+        let mut members = s.applied.members.clone();
+        if let Some(w) = &s.wanted {
+            members.extend(w.iter().copied());
+        }
+        members
+    }
+
+    /// How many replicas (the master included) have `offset`.
+    pub fn replicas_with(&self, offset: i64) -> usize {
+        1 + self
+            .state
+            .lock()
+            .slaves
+            .values()
+            .filter(|p| p.connections > 0 && p.acked >= offset)
+            .count()
+    }
+
+    /// Whether every member but the master has `offset`.
+    pub fn all_members_have(&self, offset: i64) -> bool {
+        let members = self.effective();
+        let s = self.state.lock();
+        members.iter().filter(|id| **id != s.local_id).all(|id| {
+            s.slaves
+                .get(id)
+                .is_some_and(|p| p.connections > 0 && p.acked >= offset)
+        })
+    }
+
+    /// A receiver woken on every report and set change.
+    pub fn progress(&self) -> watch::Receiver<u64> {
+        self.progress.subscribe()
+    }
+
+    /// Wakes writers waiting for acknowledgements (they re-check, e.g. that the term is on).
+    pub fn bump(&self) {
+        self.progress.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub fn connected(&self, slave_id: i64) {
+        let mut s = self.state.lock();
+        s.slaves
+            .entry(slave_id)
+            .or_insert(Progress {
+                acked: 0,
+                caught_up: Instant::now(),
+                connections: 0,
+            })
+            .connections += 1;
+    }
+
+    pub fn disconnected(&self, slave_id: i64) {
+        if let Some(p) = self.state.lock().slaves.get_mut(&slave_id) {
+            p.connections = p.connections.saturating_sub(1);
+        }
+        self.bump();
+    }
+
+    /// A slave reported `acked`; the master's log ends at `master_max`.
+    pub fn report(&self, slave_id: i64, acked: i64, master_max: i64) {
+        let mut s = self.state.lock();
+        let start = s.term_start_offset;
+        let Some(p) = s.slaves.get_mut(&slave_id) else {
+            return;
+        };
+        p.acked = acked;
+        let caught_up = acked >= master_max;
+        if caught_up {
+            p.caught_up = Instant::now();
+        }
+        let is_member = s.applied.members.contains(&slave_id)
+            || s.wanted.as_ref().is_some_and(|w| w.contains(&slave_id));
+        let joins = caught_up && acked >= start && !is_member;
+        let wanted = joins.then(|| {
+            let mut w = s
+                .wanted
+                .clone()
+                .unwrap_or_else(|| s.applied.members.clone());
+            w.insert(slave_id);
+            tracing::info!(
+                event = "SYNC_STATE_SET_EXPAND",
+                slave_id,
+                acked,
+                "slave caught up: asking to add it"
+            );
+            s.wanted = Some(w.clone());
+            w
+        });
+        drop(s);
+        if let Some(w) = wanted {
+            self.wanted.send_replace(Some(w));
+        }
+        self.bump();
+    }
+
+    /// Periodic check: members that have not caught up for `haMaxTimeSlaveNotCatchup`
+    /// are asked to leave.
+    pub fn check_shrink(&self, master_max: i64) {
+        let mut s = self.state.lock();
+        let now = Instant::now();
+        let local = s.local_id;
+        let term_started = s.term_started;
+        let base = s
+            .wanted
+            .clone()
+            .unwrap_or_else(|| s.applied.members.clone());
+        let mut keep = base.clone();
+        for id in base.iter().filter(|id| **id != local) {
+            let last = match s.slaves.get_mut(id) {
+                Some(p) if p.connections > 0 && p.acked >= master_max => {
+                    p.caught_up = now;
+                    now
+                }
+                Some(p) => p.caught_up.max(term_started),
+                None => term_started,
+            };
+            if now.duration_since(last) > self.max_not_caught_up {
+                tracing::warn!(
+                    event = "SYNC_STATE_SET_SHRINK",
+                    slave_id = id,
+                    "slave has not caught up: asking to remove it"
+                );
+                keep.remove(id);
+            }
+        }
+        if keep == base {
+            return;
+        }
+        let wanted = (keep != s.applied.members).then_some(keep);
+        s.wanted = wanted.clone();
+        drop(s);
+        self.wanted.send_replace(wanted);
+        self.bump();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(ids: &[i64], epoch: i32) -> SyncStateSet {
+        SyncStateSet {
+            members: ids.iter().copied().collect(),
+            epoch,
+        }
+    }
+
+    #[test]
+    fn a_caught_up_slave_is_wanted_then_applied() {
+        let t = SyncStateTracker::new(Duration::from_secs(60));
+        t.begin(1, set(&[1], 1), 100);
+        t.connected(2);
+        t.report(2, 50, 200);
+        assert_eq!(*t.wanted().borrow(), None, "behind: not yet");
+        t.report(2, 200, 200);
+        assert_eq!(*t.wanted().borrow(), Some([1, 2].into()));
+        assert_eq!(t.effective(), [1, 2].into());
+        assert!(!t.apply(set(&[1, 2], 1)), "same epoch: ignored");
+        assert!(t.apply(set(&[1, 2], 2)));
+        assert_eq!(*t.wanted().borrow(), None);
+        assert!(t.all_members_have(200));
+        assert!(!t.all_members_have(201));
+        assert_eq!(t.replicas_with(200), 2);
+    }
+
+    #[test]
+    fn a_member_that_falls_behind_is_asked_out_but_still_counts_until_applied() {
+        let t = SyncStateTracker::new(Duration::from_millis(20));
+        t.begin(1, set(&[1, 2], 3), 0);
+        t.connected(2);
+        t.report(2, 100, 100);
+        t.check_shrink(100);
+        assert_eq!(*t.wanted().borrow(), None);
+        std::thread::sleep(Duration::from_millis(40));
+        t.check_shrink(500);
+        assert_eq!(*t.wanted().borrow(), Some([1].into()));
+        assert_eq!(t.effective(), [1, 2].into(), "until the controller agrees");
+        assert!(t.apply(set(&[1], 4)));
+        assert_eq!(t.effective(), [1].into());
+        assert!(t.all_members_have(10_000), "no other member");
+    }
+}
