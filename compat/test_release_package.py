@@ -12,7 +12,7 @@ import time
 
 from conftest import BIN, ROOT
 
-BINARIES = ["mqnamesrv", "mqbroker", "mqadmin", "mqbench", "mqproxy", "mqdashboard"]
+BINARIES = ["mqnamesrv", "mqbroker", "mqadmin", "mqbench", "mqproxy", "mqdashboard", "mqcontroller"]
 SCRIPTS = ["play.sh", "mqshutdown", "common.sh"]
 
 

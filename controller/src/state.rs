@@ -211,7 +211,7 @@ impl ControllerState {
             ),
             None => {
                 set.brokers.insert(broker_id, info);
-                set.next_broker_id = set.next_broker_id.max(broker_id + 1);
+                set.next_broker_id = set.next_broker_id.max(broker_id.saturating_add(1));
                 Applied::ok()
             }
         }
@@ -265,10 +265,10 @@ impl ControllerState {
                 );
             }
             set.sync_state_set = [id].into_iter().collect();
-            set.sync_state_set_epoch += 1;
+            set.sync_state_set_epoch = set.sync_state_set_epoch.saturating_add(1);
         }
         set.master_broker_id = new_master;
-        set.master_epoch += 1;
+        set.master_epoch = set.master_epoch.saturating_add(1);
         Applied::ok()
     }
 
@@ -290,7 +290,7 @@ impl ControllerState {
             return refusal;
         }
         set.sync_state_set = new_set.clone();
-        set.sync_state_set_epoch += 1;
+        set.sync_state_set_epoch = set.sync_state_set_epoch.saturating_add(1);
         Applied::ok()
     }
 

@@ -10,6 +10,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use stellmq_remoting::protocol::body::fastjson::{self, Style};
 use stellmq_remoting::protocol::body::{
+    BrokerReplicasInfo, ElectMasterResponseBody, EpochEntryCache, SyncStateSet,
+};
+use stellmq_remoting::protocol::body::{
     ConsumeStats, ConsumerOffsetSerializeWrapper, DataVersion, DelayOffsetSerializeWrapper,
     HeartbeatData, KvTable, LockBatchRequestBody, LockBatchResponseBody, RegisterBrokerBody,
     ResetOffsetBody, SubscriptionData, SubscriptionGroupConfig, SubscriptionGroupWrapper,
@@ -41,7 +44,18 @@ pub fn json_body(data: &[u8]) -> bool {
         round_trip::<ConsumerOffsetSerializeWrapper>(data),
         round_trip::<DelayOffsetSerializeWrapper>(data),
     ];
-    requests.into_iter().chain(others).any(|ok| ok)
+    // Controller mode (RocketMQ 5): bodies from brokers, controllers and tools.
+    let controller = [
+        round_trip::<SyncStateSet>(data),
+        round_trip::<ElectMasterResponseBody>(data),
+        round_trip::<BrokerReplicasInfo>(data),
+        round_trip::<EpochEntryCache>(data),
+    ];
+    requests
+        .into_iter()
+        .chain(others)
+        .chain(controller)
+        .any(|ok| ok)
 }
 
 fn round_trip<T>(data: &[u8]) -> bool

@@ -48,7 +48,7 @@ pub fn alter_sync_state_set(
                 new_sync_state_set: set.sync_state_set.clone(),
             })
             .await?;
-            let epoch = set.sync_state_set_epoch + 1;
+            let epoch = set.sync_state_set_epoch.saturating_add(1);
             let response = AlterSyncStateSetResponseHeader {
                 new_sync_state_set_epoch: epoch,
             };

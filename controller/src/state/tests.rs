@@ -5,7 +5,7 @@ fn apply_id(state: &mut ControllerState, id: i64, code: &str) -> Applied {
         cluster_name: "c".into(),
         broker_name: "b".into(),
         broker_id: id,
-        address: format!("127.0.0.1:{}", 10000 + id),
+        address: format!("127.0.0.1:{}", id.saturating_add(10000)),
         register_check_code: code.into(),
     })
 }
@@ -158,4 +158,13 @@ fn clean_removes_ids_or_the_whole_set() {
         again.code,
         ResponseCode::CONTROLLER_INVALID_CLEAN_BROKER_METADATA.as_i32()
     );
+}
+
+#[test]
+fn extreme_ids_and_epochs_do_not_overflow() {
+    let mut state = three_brokers();
+    assert!(apply_id(&mut state, i64::MAX, "max").is_ok());
+    assert_eq!(state.next_broker_id("b"), i64::MAX);
+    let stale = alter(&mut state, 1, i32::MAX, i32::MAX, &[1]);
+    assert!(!stale.is_ok());
 }

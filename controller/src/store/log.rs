@@ -96,14 +96,16 @@ impl LogStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e),
         };
-        let (payloads, valid) = records::decode_all(&bytes);
+        let (payloads, _) = records::decode_all(&bytes);
         let mut data = LogData::default();
-        let mut kept = 0usize;
+        // Bytes of the records replayed: the file is cut after them, so an append never
+        // follows a record recovery could not read.
+        let mut valid = 0usize;
         for payload in payloads {
             match serde_json::from_slice::<LogRecord>(payload) {
                 Ok(record) => {
                     data.replay(record);
-                    kept += 1;
+                    valid += records::framed_len(payload);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "CONTROLLER_LOG_RECORD_UNREADABLE: recovery stops here");
@@ -112,7 +114,7 @@ impl LogStore {
             }
         }
         if valid < bytes.len() {
-            tracing::warn!(path = %path.display(), kept, dropped_bytes = bytes.len() - valid, "CONTROLLER_LOG_TORN_TAIL_DROPPED");
+            tracing::warn!(path = %path.display(), dropped_bytes = bytes.len() - valid, "CONTROLLER_LOG_TORN_TAIL_DROPPED");
         }
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
         file.set_len(valid as u64)?;

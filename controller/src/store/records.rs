@@ -22,6 +22,11 @@ pub fn encode(payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The bytes a payload takes in the file, header included.
+pub fn framed_len(payload: &[u8]) -> usize {
+    HEADER + payload.len()
+}
+
 /// The intact records at the start of `bytes`, and the length they span.
 pub fn decode_all(bytes: &[u8]) -> (Vec<&[u8]>, usize) {
     let mut records = Vec::new();

@@ -542,6 +542,29 @@ async fn garbage_is_refused_and_the_controller_keeps_serving() {
     .with_body(b"\x00\x01garbage".to_vec());
     assert_eq!(send(raft_garbage).await.code, invalid);
 
+    // Every controller code with no header and a junk body: an error with a remark, never
+    // a dropped connection or a dead server.
+    let codes = [
+        RequestCode::CONTROLLER_ALTER_SYNC_STATE_SET,
+        RequestCode::CONTROLLER_ELECT_MASTER,
+        RequestCode::CONTROLLER_REGISTER_BROKER,
+        RequestCode::CONTROLLER_GET_REPLICA_INFO,
+        RequestCode::CONTROLLER_GET_SYNC_STATE_DATA,
+        RequestCode::UPDATE_CONTROLLER_CONFIG,
+        RequestCode::CLEAN_BROKER_DATA,
+        RequestCode::CONTROLLER_GET_NEXT_BROKER_ID,
+        RequestCode::CONTROLLER_APPLY_BROKER_ID,
+        RequestCode::BROKER_HEARTBEAT,
+        RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE,
+        RequestCode::STELLMQ_CONTROLLER_RAFT_SNAPSHOT,
+    ];
+    for code in codes {
+        let junk = RemotingCommand::request(code, ExtFields::new()).with_body(vec![0xFF; 300]);
+        let response = send(junk).await;
+        assert_ne!(response.code, ResponseCode::SUCCESS.as_i32(), "{code}");
+        assert!(!response.remark_str().is_empty(), "{code} explains");
+    }
+
     let client = group.client();
     assert_eq!(
         client
@@ -814,4 +837,67 @@ async fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
     })
     .await;
     assert!(restarted.raft.metrics().borrow().snapshot.is_some());
+}
+
+fn epoch_cache(_: &(), _ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+    let cache = stellmq_remoting::protocol::body::EpochEntryCache {
+        cluster_name: "c".into(),
+        broker_name: "b".into(),
+        broker_id: 1,
+        epoch_list: vec![
+            stellmq_remoting::protocol::body::EpochEntry {
+                epoch: 1,
+                start_offset: 0,
+                end_offset: 100,
+            },
+            stellmq_remoting::protocol::body::EpochEntry {
+                epoch: 2,
+                start_offset: 100,
+                end_offset: i64::MAX,
+            },
+        ],
+        max_offset: 250,
+    };
+    let body = stellmq_remoting::protocol::body::fastjson::encode(&cache);
+    Ok(Some(request.success_to().with_body(body)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqadmin_get_broker_epoch_reads_a_brokers_epoch_cache() {
+    let ns = stellmq_testkit::NameServer::start().await;
+    let mut server = RemotingServer::new(ServerConfig {
+        listen_addr: "127.0.0.1:0".parse().expect("addr"),
+        ..ServerConfig::default()
+    });
+    server.register(
+        &[RequestCode::GET_BROKER_EPOCH_CACHE],
+        answer(&Arc::new(()), epoch_cache),
+        Lane::new("epoch", 1, 16),
+    );
+    let broker = server.start().await.expect("fake broker listens");
+    let addr = broker.local_addr().to_string();
+    let registered = stellmq_testkit::RawClient::new(ns.addr())
+        .call(
+            stellmq_testkit::Registration::new("c", "b", &addr)
+                .id(1)
+                .request(),
+        )
+        .await;
+    assert_eq!(registered.code, 0, "{:?}", registered.remark);
+
+    for args in [["-b", "b"], ["-c", "c"]] {
+        let out = mqadmin_ok(&["getBrokerEpoch", args[0], args[1], "-n", ns.addr()]).await;
+        assert!(out.contains(&format!("#brokerAddr\t{addr}")), "{out}");
+        assert!(out.contains("#brokerId\t1"), "{out}");
+        assert!(
+            out.contains("#Epoch: EpochEntry{epoch=1, startOffset=0, endOffset=100}"),
+            "{out}"
+        );
+        assert!(
+            out.contains("#Epoch: EpochEntry{epoch=2, startOffset=100, endOffset=250}"),
+            "{out}"
+        );
+    }
+    broker.shutdown().await;
+    ns.shutdown().await;
 }

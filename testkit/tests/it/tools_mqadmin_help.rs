@@ -214,6 +214,7 @@ const ROCKETMQ_LETTERS: &[(&str, &str)] = &[
     // RocketMQ 5's controller commands (their `-bn` is `--brokerName` here).
     ("cleanBrokerMetadata", "abcl"),
     ("electMaster", "abc"),
+    ("getBrokerEpoch", "cbi"),
     ("getControllerConfig", "a"),
     ("getControllerMetaData", "a"),
     ("getSyncStateSet", "acbi"),

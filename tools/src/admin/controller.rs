@@ -12,7 +12,9 @@ use stellmq_remoting::net::controller_client::parse_controller_addrs;
 use stellmq_remoting::net::{
     ClientConfig, ControllerClient, ControllerClientError, RemotingClient,
 };
-use stellmq_remoting::protocol::body::{fastjson, ElectMasterResponseBody, ReplicaIdentity};
+use stellmq_remoting::protocol::body::{
+    fastjson, ElectMasterResponseBody, EpochEntryCache, ReplicaIdentity,
+};
 use stellmq_remoting::protocol::headers::*;
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 
@@ -281,4 +283,77 @@ pub async fn update_controller_config(a: UpdateControllerConfig) -> Result<(), C
         a.key, a.value
     );
     Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct GetBrokerEpoch {
+    /// which cluster
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// which broker to fetch
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: Option<String>,
+    /// the interval(second) of get info
+    #[arg(short = 'i', long = "interval")]
+    interval: Option<u64>,
+}
+
+/// The addresses (every broker id) of `-b brokerName` or of every broker set of `-c`.
+async fn epoch_broker_addrs(
+    admin: &AdminClient,
+    a: &GetBrokerEpoch,
+) -> Result<Vec<String>, ClientError> {
+    let info = admin.cluster_info().await?;
+    let names: Vec<String> = match (&a.broker_name, &a.cluster) {
+        (Some(name), _) => vec![name.clone()],
+        (None, Some(cluster)) => info
+            .cluster_addr_table
+            .get(cluster)
+            .map(|names| names.iter().cloned().collect())
+            .unwrap_or_default(),
+        (None, None) => {
+            return Err(ClientError::Invalid(
+                "give -b brokerName or -c clusterName".into(),
+            ))
+        }
+    };
+    Ok(names
+        .iter()
+        .filter_map(|name| info.broker_addr_table.get(name))
+        .flat_map(|data| data.broker_addrs.0.values().cloned())
+        .collect())
+}
+
+/// GET_BROKER_EPOCH_CACHE of every broker named, printed as RocketMQ 5 prints it (the last
+/// entry ends at the broker's max offset).
+pub async fn get_broker_epoch(admin: &AdminClient, a: GetBrokerEpoch) -> Result<(), ClientError> {
+    loop {
+        for addr in epoch_broker_addrs(admin, &a).await? {
+            let request =
+                RemotingCommand::request(RequestCode::GET_BROKER_EPOCH_CACHE, ExtFields::new());
+            let response = admin.call(&addr, request).await?;
+            let cache: EpochEntryCache = fastjson::decode(&response.body)?;
+            print!(
+                "\n#clusterName\t{}\n#brokerName\t{}\n#brokerAddr\t{addr}\n#brokerId\t{}",
+                cache.cluster_name, cache.broker_name, cache.broker_id
+            );
+            let last = cache.epoch_list.len().saturating_sub(1);
+            for (i, entry) in cache.epoch_list.iter().enumerate() {
+                let end = if i == last {
+                    cache.max_offset
+                } else {
+                    entry.end_offset
+                };
+                print!(
+                    "\n#Epoch: EpochEntry{{epoch={}, startOffset={}, endOffset={end}}}",
+                    entry.epoch, entry.start_offset
+                );
+            }
+            println!();
+        }
+        match a.interval {
+            Some(secs) if secs > 0 => tokio::time::sleep(Duration::from_secs(secs)).await,
+            _ => return Ok(()),
+        }
+    }
 }

@@ -315,6 +315,8 @@ pub enum Command {
         about = "Clean metadata of broker on controller."
     )]
     CleanBrokerMetadata(controller::CleanBrokerMetadata),
+    #[command(name = "getBrokerEpoch", about = "Fetch broker epoch entries.")]
+    GetBrokerEpoch(controller::GetBrokerEpoch),
     #[command(name = "getControllerConfig", about = "Get controller config.")]
     GetControllerConfig(controller::ControllerAddr),
     #[command(name = "updateControllerConfig", about = "Update controller config.")]
@@ -447,6 +449,7 @@ async fn dispatch(
         UpdateGlobalWhiteAddr(a) => acl::update_global_white_addr(admin, a).await,
         ClusterAclConfigVersion(t) => acl::cluster_acl_config_version(admin, t).await,
         GetAclConfig(t) => acl::get_acl_config(admin, t).await,
+        GetBrokerEpoch(a) => controller::get_broker_epoch(admin, a).await,
         GetControllerMetaData(_)
         | GetSyncStateSet(_)
         | ElectMaster(_)

@@ -85,3 +85,49 @@ async fn torn_tail_is_dropped_and_appends_continue() {
         "the append after recovery follows the intact records"
     );
 }
+
+#[tokio::test]
+async fn an_unreadable_record_is_cut_with_everything_after_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let mut store = LogStore::open(dir.path()).expect("open");
+        append(&mut store, vec![entry(1, 1)]).await;
+    }
+    let path = dir.path().join("log");
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes.extend(records::encode(b"not a record"));
+    std::fs::write(&path, &bytes).expect("write");
+    {
+        let mut store = LogStore::open(dir.path()).expect("recover");
+        assert_eq!(store.entry_count(), 1);
+        append(&mut store, vec![entry(1, 2)]).await;
+    }
+    let store = LogStore::open(dir.path()).expect("reopen");
+    assert_eq!(
+        store.entry_count(),
+        2,
+        "the append after recovery is readable"
+    );
+}
+
+#[test]
+fn arbitrary_bytes_recover_without_panicking() {
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) as u8
+    };
+    for round in 0..200 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut bytes: Vec<u8> = (0..(round * 7) % 512).map(|_| next()).collect();
+        if round % 3 == 0 {
+            // A valid frame around junk JSON, then junk.
+            let mut framed = records::encode(&bytes);
+            framed.extend(&bytes);
+            bytes = framed;
+        }
+        std::fs::write(dir.path().join("log"), &bytes).expect("write");
+        let store = LogStore::open(dir.path()).expect("recovery never fails on content");
+        assert_eq!(store.entry_count(), 0);
+    }
+}
