@@ -73,7 +73,9 @@ fn bodies(store: &MessageStore) -> Vec<String> {
 async fn caught_up(master: &MessageStore, slave: &MessageStore) {
     let target = master.commit_log_max_offset();
     wait_for(&format!("the slave reaching {target}"), T, || {
-        slave.commit_log_max_offset() == target && slave.dispatch_behind_bytes() == 0
+        slave.commit_log_max_offset() == target
+            && slave.dispatch_behind_bytes() == 0
+            && master.dispatch_behind_bytes() == 0
     })
     .await;
 }
@@ -456,5 +458,43 @@ async fn all_ack_sends_wait_for_every_member() {
         b.store().commit_log_max_offset(),
         a.store().commit_log_max_offset()
     );
+    ca.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_restarted_within_its_term_goes_on() {
+    let ns = NameServer::start().await;
+    let mut a = broker(&ns, 1, |_| {}).await;
+    roles(&a)
+        .change_to_master(1, set(&[1], 1))
+        .await
+        .expect("a master");
+    let ca = RawClient::new(a.addr());
+    send_ok(&ca, "before").await;
+    ca.shutdown().await;
+    let history = roles(&a).epoch_entries();
+
+    a.restart(|c| c.broker.listen_port = 0).await;
+    let ca = RawClient::new(a.addr());
+    let (code, _) = send(&ca, "no role yet").await;
+    assert_eq!(code, ResponseCode::SERVICE_NOT_AVAILABLE.as_i32());
+    // The controller still names it master of epoch 1: the term continues, the history
+    // keeps its entry (no second start for epoch 1).
+    assert_eq!(
+        roles(&a)
+            .change_to_master(1, set(&[1], 1))
+            .await
+            .expect("again master"),
+        RoleChange::Changed
+    );
+    assert_eq!(roles(&a).epoch_entries().entries().len(), 1);
+    assert_eq!(
+        roles(&a).epoch_entries().first(),
+        history.first(),
+        "same term start"
+    );
+    send_ok(&ca, "after").await;
+    wait_for("both messages readable", T, || bodies(a.store()).len() == 2).await;
+    assert_eq!(bodies(a.store()), ["before", "after"]);
     ca.shutdown().await;
 }
