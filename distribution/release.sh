@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release package, RocketMQ's layout: stellmq-<version>-<target>.tar.gz holding
-#   bin/      mqnamesrv, mqbroker, mqadmin, mqbench, mqproxy, mqdashboard (release builds) and the scripts
+#   bin/      mqnamesrv, mqbroker, mqadmin, mqbench, mqproxy, mqdashboard, mqcontroller (release builds) and the scripts
 #             of distribution/bin that are not wrappers of those (play.sh, mqshutdown, common.sh)
 #   conf/     the sample configurations
 #   docs/, LICENSE, README.md
@@ -21,7 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STELLMQ_HOME="$ROOT"
 source "$ROOT/distribution/bin/common.sh"
 
-BINARIES=(mqnamesrv mqbroker mqadmin mqbench mqproxy mqdashboard)
+BINARIES=(mqnamesrv mqbroker mqadmin mqbench mqproxy mqdashboard mqcontroller)
 
 usage() {
     sed -n '9,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2

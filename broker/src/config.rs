@@ -95,6 +95,9 @@ properties_config! {
         controller_heart_beat_timeout_mills: u64 = "controllerHeartBeatTimeoutMills" => 10_000,
         /// Controller mode: how often (ms) the broker sends the controller a heartbeat.
         broker_heartbeat_interval: u64 = "brokerHeartbeatInterval" => 1_000,
+        /// Controller mode: this broker's election priority (lower is preferred among
+        /// equally up-to-date replicas).
+        broker_election_priority: i32 = "brokerElectionPriority" => i32::MAX,
         /// How often (ms) the broker registers with every name server.
         register_name_server_period: u64 = "registerNameServerPeriod" => 30_000,
         /// Timeout (ms) of one registration request.

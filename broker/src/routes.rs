@@ -14,8 +14,8 @@ use crate::context::now_ms;
 use crate::processor::admin::{
     acl::AclAdminProcessor, config::ConfigAdminProcessor, consumer_call::ConsumerCallProcessor,
     epoch::EpochAdminProcessor, group::GroupAdminProcessor, half::HalfAdminProcessor,
-    offset::OffsetAdminProcessor, stats::StatsAdminProcessor, store::StoreAdminProcessor,
-    topic::TopicAdminProcessor,
+    offset::OffsetAdminProcessor, role_notice::RoleNoticeProcessor, stats::StatsAdminProcessor,
+    store::StoreAdminProcessor, topic::TopicAdminProcessor,
 };
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
@@ -103,6 +103,7 @@ struct Processors {
     half_admin: Arc<HalfAdminProcessor>,
     acl_admin: Arc<AclAdminProcessor>,
     epoch_admin: Arc<EpochAdminProcessor>,
+    role_notice: Arc<RoleNoticeProcessor>,
 }
 
 impl Processors {
@@ -188,6 +189,9 @@ impl Processors {
             epoch_admin: Arc::new(EpochAdminProcessor {
                 identity: s.identity.clone(),
                 roles: s.roles.clone(),
+            }),
+            role_notice: Arc::new(RoleNoticeProcessor {
+                notices: s.role_notices.clone(),
             }),
             stats_admin: Arc::new(StatsAdminProcessor {
                 store: s.store.clone(),
@@ -544,6 +548,11 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             C::GET_BROKER_EPOCH_CACHE,
             NO_NAMES,
             answer(&p.epoch_admin, |p, _, r| p.epoch_cache(&r)),
+        ),
+        admin(
+            C::NOTIFY_BROKER_ROLE_CHANGED,
+            NO_NAMES,
+            answer(&p.role_notice, |p, _, r| p.role_changed(&r)),
         ),
         admin(
             C::GET_CONSUMER_CONNECTION_LIST,

@@ -53,6 +53,8 @@ pub enum BrokerError {
     Tls(#[from] TlsError),
     #[error("metrics: {0}")]
     Metrics(#[from] stellmq_metrics::MetricsError),
+    #[error("controller mode: {0}")]
+    Controller(#[from] crate::replicas::manager::LoopError),
 }
 
 /// Forgets clients whose connection closed, and tells their groups.
@@ -176,6 +178,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         ..ClientConfig::default()
     };
     let mut listeners = Listeners::bind(&config.broker).await?;
+    // GET_BROKER_CONFIG shows the HA port bound (a new master's slaves look it up there).
+    config.broker.ha_listen_port = listeners.ha_port;
     let state = BrokerState::open(config, &mut listeners).await?;
     if state.is_master() && !state.identity.role.controller_mode() {
         restore_pop(&state).await?;
@@ -221,7 +225,10 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         Some(addr) => Some(crate::metrics::start(addr, &state, rpc).await?),
         None => None,
     };
-    let tasks = spawn_services(&state, &registrar, &bc, outbound);
+    let mut tasks = spawn_services(&state, &registrar, &bc, outbound.clone());
+    if let Some(roles) = &roles {
+        tasks.push(start_controller_loop(&state, roles, &bc, outbound)?);
+    }
     tracing::info!(
         event = "BROKER_STARTED",
         cluster = %state.identity.cluster_name,
@@ -295,6 +302,33 @@ fn spawn_services(
         tasks.extend((crate::role_services::master(s, bc, false))(stop.clone()));
     }
     tasks
+}
+
+/// Controller mode: the loop that registers with the controllers and follows their view.
+fn start_controller_loop(
+    state: &BrokerState,
+    roles: &Arc<RoleSwitcher>,
+    bc: &crate::config::BrokerConfig,
+    outbound: ClientConfig,
+) -> Result<JoinHandle<()>, BrokerError> {
+    use crate::replicas::manager::{notice_channel, LoopSettings, ReplicasManager};
+    use crate::replicas::metadata::IdentityFiles;
+    use crate::replicas::register::Applicant;
+    let me = Applicant {
+        cluster_name: state.identity.cluster_name.clone(),
+        broker_name: state.identity.broker_name.clone(),
+        address: state.identity.broker_addr.clone(),
+    };
+    let manager = ReplicasManager::new(
+        outbound,
+        roles.clone(),
+        IdentityFiles::in_store(state.store.root_dir()),
+        me,
+        LoopSettings::from_config(bc),
+    )?;
+    let (sender, notices) = notice_channel();
+    let _ = state.role_notices.set(sender);
+    Ok(tokio::spawn(manager.run(notices, state.stop.clone())))
 }
 
 /// Controller mode: the switcher over the broker's parts and its role services.

@@ -67,6 +67,8 @@ pub struct BrokerState {
     pub epochs: Option<Arc<EpochFile>>,
     /// Controller mode: the role switcher, set once the broker serves.
     pub roles: Arc<std::sync::OnceLock<Arc<crate::replicas::RoleSwitcher>>>,
+    /// Controller mode: where NOTIFY_BROKER_ROLE_CHANGED goes (the controller client loop).
+    pub role_notices: Arc<std::sync::OnceLock<crate::replicas::manager::NoticeSender>>,
     /// The plain ACL when aclEnable is on.
     pub acl: Option<Arc<AccessValidator>>,
     pub stop: CancellationToken,
@@ -271,6 +273,7 @@ impl BrokerState {
             ha_slave,
             epochs,
             roles: Arc::default(),
+            role_notices: Arc::default(),
             acl,
             stop,
         })

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use stellmq_config::{format_documented, read_properties_file, ConfigError};
-use stellmq_namesrv::NamesrvConfig;
+use stellmq_controller::{ControllerConfig, ControllerHandle};
+use stellmq_namesrv::{NamesrvConfig, NamesrvHandle};
 use stellmq_remoting::net::process::{init_logging, run_until_terminated};
 use stellmq_remoting::net::tls::TlsConfig;
 
@@ -31,7 +32,9 @@ struct Args {
     namesrv_addr: Option<String>,
 }
 
-fn load_config(args: &Args) -> Result<(NamesrvConfig, TlsConfig), ConfigError> {
+type Loaded = (NamesrvConfig, TlsConfig, Option<ControllerConfig>);
+
+fn load_config(args: &Args) -> Result<Loaded, ConfigError> {
     let mut config = NamesrvConfig::default();
     let props = match &args.config_file {
         Some(path) => read_properties_file(path)?,
@@ -39,12 +42,57 @@ fn load_config(args: &Args) -> Result<(NamesrvConfig, TlsConfig), ConfigError> {
     };
     config.apply(&props)?;
     let tls = TlsConfig::load(&props)?;
-    Ok((config, tls))
+    Ok((config, tls, embedded_controller(&props)?))
+}
+
+/// With `enableControllerInNamesrv=true` (RocketMQ 5), a controller runs in this process on
+/// its own port, configured by the controller keys of the same file. `listenPort` there is
+/// the name server's, so the controller's single-node default stays 9878.
+fn embedded_controller(
+    props: &std::collections::BTreeMap<String, String>,
+) -> Result<Option<ControllerConfig>, ConfigError> {
+    let enabled = props
+        .get("enableControllerInNamesrv")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if !enabled {
+        return Ok(None);
+    }
+    let mut controller = ControllerConfig::default();
+    controller.apply(props)?;
+    controller.listen_port = ControllerConfig::default().listen_port;
+    controller.validate()?;
+    Ok(Some(controller))
+}
+
+async fn start_all(
+    config: NamesrvConfig,
+    tls: TlsConfig,
+    controller: Option<ControllerConfig>,
+) -> Result<(NamesrvHandle, Option<ControllerHandle>), String> {
+    let namesrv = stellmq_namesrv::start_with_tls(config, tls)
+        .await
+        .map_err(|e| e.to_string())?;
+    let controller = match controller {
+        Some(c) => Some(
+            stellmq_controller::start(c)
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
+        None => None,
+    };
+    Ok((namesrv, controller))
+}
+
+async fn stop_all(handles: (NamesrvHandle, Option<ControllerHandle>)) {
+    if let Some(controller) = handles.1 {
+        controller.shutdown().await;
+    }
+    handles.0.shutdown().await;
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let (config, tls) = match load_config(&args) {
+    let (config, tls, controller) = match load_config(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("mqnamesrv: {e}");
@@ -66,13 +114,13 @@ fn main() -> ExitCode {
     // Scripts wait for the boot line to know the server is up.
     run_until_terminated(
         "mqnamesrv",
-        stellmq_namesrv::start_with_tls(config, tls),
-        |h| {
+        start_all(config, tls, controller),
+        |(ns, _)| {
             format!(
                 "The Name Server boot success. serializeType=JSON, address {}",
-                h.local_addr()
+                ns.local_addr()
             )
         },
-        |h| h.shutdown(),
+        stop_all,
     )
 }

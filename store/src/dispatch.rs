@@ -1,5 +1,6 @@
-//! The reput service: follows the CommitLog and writes ConsumeQueue and index entries, then
-//! tells the listener (long polling) that a queue has new messages.
+//! The reput service: follows the CommitLog, writes ConsumeQueue entries and tells the
+//! listener (long polling) that a queue has new messages; index entries go to an
+//! [`IndexSink`] (the index thread's feed, or the index itself during recovery).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -8,7 +9,7 @@ use stellmq_remoting::protocol::message::{property, sys_flag, tags_code, Message
 use crate::commitlog::{CommitLog, NextRecord};
 use crate::consume_queue::ConsumeQueueStore;
 use crate::error::StoreError;
-use crate::index::IndexService;
+use crate::index_feed::{IndexJob, IndexSink};
 
 /// The delay-message topic, whose tags code is the delivery time (protocol.md 7.1).
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
@@ -41,7 +42,13 @@ pub struct DispatchRequest {
 }
 
 impl DispatchRequest {
-    pub fn from_record(record: &MessageRecord, size: i32, delay_levels: &[i64]) -> Self {
+    /// `with_keys`: collect the index keys (only wanted when the index is on).
+    pub fn from_record(
+        record: &MessageRecord,
+        size: i32,
+        delay_levels: &[i64],
+        with_keys: bool,
+    ) -> Self {
         let kind = sys_flag::transaction_type(record.head.sys_flag);
         let props = &record.properties;
         let tags_code = if record.topic == SCHEDULE_TOPIC {
@@ -53,12 +60,12 @@ impl DispatchRequest {
         } else {
             tags_code(props.tags())
         };
-        let mut keys: Vec<String> = props
-            .keys()
-            .map(|k| format!("{}#{}", record.topic, k))
-            .collect();
-        if let Some(uniq) = props.get(property::UNIQ_KEY) {
-            keys.push(format!("{}#{}", record.topic, uniq));
+        let mut keys: Vec<String> = Vec::new();
+        if with_keys {
+            keys.extend(props.keys().map(|k| format!("{}#{}", record.topic, k)));
+            if let Some(uniq) = props.get(property::UNIQ_KEY) {
+                keys.push(format!("{}#{}", record.topic, uniq));
+            }
         }
         Self {
             topic: record.topic.clone(),
@@ -116,8 +123,22 @@ impl Dispatcher {
         &self,
         log: &CommitLog,
         queues: &ConsumeQueueStore,
-        index: &IndexService,
+        index: IndexSink<'_>,
         listener: Option<&dyn MessageArrivingListener>,
+    ) -> Result<usize, StoreError> {
+        let mut jobs = Vec::new();
+        let result = self.dispatch_all(log, queues, index, listener, &mut jobs);
+        hand_over(index, jobs);
+        result
+    }
+
+    fn dispatch_all(
+        &self,
+        log: &CommitLog,
+        queues: &ConsumeQueueStore,
+        index: IndexSink<'_>,
+        listener: Option<&dyn MessageArrivingListener>,
+        jobs: &mut Vec<IndexJob>,
     ) -> Result<usize, StoreError> {
         let mut offset = self.reput_from();
         if offset < log.min_offset() {
@@ -140,9 +161,16 @@ impl Dispatcher {
                             });
                         }
                     };
-                    let req =
-                        DispatchRequest::from_record(&record, size as i32, &self.delay_levels);
-                    self.dispatch(&req, queues, index, listener)?;
+                    let req = DispatchRequest::from_record(
+                        &record,
+                        size as i32,
+                        &self.delay_levels,
+                        self.index_enabled,
+                    );
+                    self.dispatch(req, queues, index, listener, jobs)?;
+                    if jobs.len() >= HAND_OVER_EVERY {
+                        hand_over(index, std::mem::take(jobs));
+                    }
                     offset += size as i64;
                     handled += 1;
                     self.reput_from.store(offset, Ordering::Release);
@@ -158,10 +186,11 @@ impl Dispatcher {
 
     fn dispatch(
         &self,
-        req: &DispatchRequest,
+        req: DispatchRequest,
         queues: &ConsumeQueueStore,
-        index: &IndexService,
+        index: IndexSink<'_>,
         listener: Option<&dyn MessageArrivingListener>,
+        jobs: &mut Vec<IndexJob>,
     ) -> Result<(), StoreError> {
         if req.to_consume_queue {
             match queues.find_or_create(&req.topic, req.queue_id) {
@@ -173,12 +202,6 @@ impl Dispatcher {
                     return Ok(());
                 }
                 Err(e) => return Err(e),
-            }
-        }
-        if self.index_enabled && req.to_index {
-            // The index only serves key lookups: losing an entry must not stop consumption.
-            if let Err(e) = index.put(&req.keys, req.phys_offset, req.store_timestamp) {
-                tracing::error!(offset = req.phys_offset, error = %e, "cannot index a message; its keys will not be found");
             }
         }
         self.last_store_timestamp
@@ -194,6 +217,35 @@ impl Dispatcher {
                 );
             }
         }
+        if self.index_enabled && req.to_index && !req.keys.is_empty() {
+            let job = IndexJob {
+                phys_offset: req.phys_offset,
+                store_timestamp: req.store_timestamp,
+                keys: req.keys,
+            };
+            match index {
+                IndexSink::Direct(index) => {
+                    // The index only serves key lookups: losing an entry must not stop
+                    // consumption.
+                    if let Err(e) = index.put(&job.keys, job.phys_offset, job.store_timestamp) {
+                        tracing::error!(offset = job.phys_offset, error = %e, "cannot index a message; its keys will not be found");
+                    }
+                }
+                IndexSink::Feed(..) => jobs.push(job),
+            }
+        }
         Ok(())
+    }
+}
+
+/// Index jobs are handed to the feed at least this often within one round.
+const HAND_OVER_EVERY: usize = 4096;
+
+/// Queues a round's index jobs; a feed over its bound is drained here (backpressure).
+fn hand_over(index: IndexSink<'_>, jobs: Vec<IndexJob>) {
+    if let IndexSink::Feed(feed, index) = index {
+        if feed.push(jobs) {
+            feed.drain(index);
+        }
     }
 }

@@ -284,6 +284,11 @@ impl IndexService {
             .store((last + 1).min(commit_log_end), Ordering::Release);
     }
 
+    /// Where indexing continues after recovery; `None` when there is no index file yet.
+    pub fn resume_point(&self) -> Option<i64> {
+        (!self.files.read().is_empty()).then(|| self.resume_from.load(Ordering::Acquire))
+    }
+
     /// Indexes the keys of one message.
     pub fn put(&self, keys: &[String], phy: i64, store_timestamp: i64) -> Result<(), StoreError> {
         if keys.is_empty() || phy < self.resume_from.load(Ordering::Acquire) {

@@ -18,6 +18,7 @@ use crate::config::{FlushDiskType, MessageStoreConfig};
 use crate::consume_queue::ConsumeQueueStore;
 use crate::dispatch::{Dispatcher, MessageArrivingListener};
 use crate::index::IndexService;
+use crate::index_feed::IndexFeed;
 
 /// Fraction (0..1) of the disk holding a path that is in use.
 pub type DiskUsageProbe = Arc<dyn Fn(&Path) -> Option<f64> + Send + Sync>;
@@ -56,6 +57,8 @@ pub(crate) struct Inner {
     pub commit_log: CommitLog,
     pub queues: ConsumeQueueStore,
     pub index: IndexService,
+    /// Index entries waiting for the index thread.
+    pub index_feed: IndexFeed,
     pub checkpoint: Checkpoint,
     pub dispatcher: Dispatcher,
     /// Held by the dispatcher for each round and by a runtime truncation for its whole

@@ -20,6 +20,7 @@ pub mod epoch;
 pub mod error;
 pub mod get;
 pub mod index;
+pub mod index_feed;
 mod inner;
 mod maintenance;
 pub mod mapped_file;

@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::FlushDiskType;
+use crate::index_feed::IndexSink;
 use crate::inner::{FlushError, Inner};
 use crate::mapped_file::PAGE_SIZE;
 
@@ -30,6 +31,7 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Vec<JoinHandle<()>> {
     };
     [
         spawn("stellmq-dispatch", inner, dispatch_loop),
+        spawn("stellmq-index", inner, index_loop),
         spawn("stellmq-flush-commitlog", inner, flush),
         spawn("stellmq-flush-cq", inner, consume_queue_flush_loop),
         spawn("stellmq-clean", inner, clean_loop),
@@ -61,7 +63,7 @@ fn dispatch_loop(inner: &Inner) {
             inner.dispatcher.run_once(
                 &inner.commit_log,
                 &inner.queues,
-                &inner.index,
+                IndexSink::Feed(&inner.index_feed, &inner.index),
                 listener.as_deref(),
             )
         };
@@ -79,6 +81,15 @@ fn dispatch_loop(inner: &Inner) {
                 tracing::error!(error = %e, "dispatch failed; retrying in 1 s");
                 inner.sleep(Duration::from_secs(1));
             }
+        }
+    }
+}
+
+/// Writes the index entries the dispatcher queued (see [`crate::index_feed`]).
+fn index_loop(inner: &Inner) {
+    while !stopping(inner) {
+        if inner.index_feed.drain(&inner.index) == 0 {
+            inner.index_feed.wait(Duration::from_millis(10));
         }
     }
 }
@@ -167,6 +178,11 @@ fn async_flush_loop(inner: &Inner) {
 /// failed flush poisons the store like a failed CommitLog flush.
 fn flush_queues_and_checkpoint(inner: &Inner, least_bytes: usize) -> bool {
     let ts = inner.dispatcher.last_store_timestamp();
+    let index_ts = if inner.config.message_index_enable {
+        inner.index_feed.last_timestamp()
+    } else {
+        ts
+    };
     let mut queues_ok = true;
     for cq in inner.queues.all() {
         if cq.unflushed() > 0 && cq.unflushed() >= least_bytes {
@@ -192,8 +208,8 @@ fn flush_queues_and_checkpoint(inner: &Inner, least_bytes: usize) -> bool {
             if queues_ok && least_bytes <= 1 {
                 c.logics_msg_timestamp = ts;
             }
-            if index_ok {
-                c.index_msg_timestamp = ts;
+            if index_ok && index_ts > 0 {
+                c.index_msg_timestamp = index_ts;
             }
         });
     }
@@ -238,10 +254,12 @@ fn clean_loop(inner: &Inner) {
 pub(crate) fn final_flush(inner: &Inner) -> bool {
     let listener = inner.listener.read().clone();
     let _paused_by_truncation = inner.dispatch_lock.lock();
+    // What the index thread left queued is older than what is still to dispatch.
+    inner.index_feed.drain(&inner.index);
     let _ = inner.dispatcher.run_once(
         &inner.commit_log,
         &inner.queues,
-        &inner.index,
+        IndexSink::Direct(&inner.index),
         listener.as_deref(),
     );
     let log_ok = flush_commit_log(inner).is_ok();

@@ -18,6 +18,7 @@ use crate::consume_queue::ConsumeQueueStore;
 use crate::dispatch::{Dispatcher, MessageArrivingListener};
 use crate::error::{open_read_write, IoContext, StoreError};
 use crate::index::IndexService;
+use crate::index_feed::{IndexFeed, IndexSink};
 use crate::inner::{DiskUsageProbe, FlushRequest, Inner, StoreStats};
 use crate::mapped_file::segment_name;
 use crate::message::{PutMessage, PutMessageResult, PutMessageStatus};
@@ -131,18 +132,23 @@ impl MessageStore {
             cq.recover(outcome.valid_end)?;
             reput_from = reput_from.max(cq.max_phys_offset());
         }
-        if crashed {
-            reput_from = reput_from.min(outcome.scan_start);
-        }
-        let reput_from = reput_from.clamp(commit_log.min_offset(), outcome.valid_end);
         index.truncate(outcome.valid_end)?;
         index.set_resume_point(outcome.valid_end);
+        if crashed {
+            reput_from = reput_from.min(outcome.scan_start);
+            // The index thread may have been behind the ConsumeQueues when the broker died.
+            if let Some(indexed_to) = index.resume_point() {
+                reput_from = reput_from.min(indexed_to);
+            }
+        }
+        let reput_from = reput_from.clamp(commit_log.min_offset(), outcome.valid_end);
         let dispatcher = Dispatcher::new(
             reput_from,
             config.delay_levels()?,
             config.message_index_enable,
         );
-        let redispatched = dispatcher.run_once(&commit_log, &queues, &index, None)?;
+        let redispatched =
+            dispatcher.run_once(&commit_log, &queues, IndexSink::Direct(&index), None)?;
         for cq in queues.all() {
             cq.correct_min_offset(commit_log.min_offset());
         }
@@ -172,6 +178,7 @@ impl MessageStore {
             commit_log,
             queues,
             index,
+            index_feed: IndexFeed::default(),
             checkpoint,
             dispatcher,
             dispatch_lock: Mutex::new(()),
@@ -505,6 +512,7 @@ impl MessageStore {
         }
         self.inner.stopping.store(true, Ordering::Release);
         self.inner.wake_all();
+        self.inner.index_feed.wake();
         {
             let (lock, cv) = &self.inner.pause;
             let _guard = lock.lock();

@@ -54,6 +54,8 @@ impl MessageStore {
         for cq in inner.queues.all() {
             cq.recover(offset)?;
         }
+        // Entries still queued for the index thread are written first, so the cut drops them.
+        inner.index_feed.drain(&inner.index);
         inner.index.truncate(offset)?;
         inner.index.set_resume_point(offset);
         inner.dispatcher.rewind(offset, resume_ts);

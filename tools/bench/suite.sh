@@ -22,13 +22,17 @@
 # With the defaults the suite takes about 12 minutes. Do not run it beside a build: hold
 # the cargo lock for it (flock /tmp/stellmq-cargo.lock tools/bench/suite.sh ...). Per-run
 # lines go to stdout as they come, then the table (Markdown). KEEP=1 keeps the temp dir.
+# ROWS picks rows (default all: "sync async batch pubsub backlog syncflush"); WARMUP s of
+# sends before the first row (default 2; 0 = none, a fresh store's first seconds).
 set -u
 [ $# -eq 2 ] || { sed -n '2,3p' "$0" >&2; exit 2; }
 OLD=$(cd "$1" && pwd) || exit 2
 NEW=$(cd "$2" && pwd) || exit 2
 TOOLS=$(cd "${TOOLS:-$NEW}" && pwd) || exit 2
 DURATION=${DURATION:-10}; ROUNDS=${ROUNDS:-3}; BACKLOG=${BACKLOG:-1000000}
-SETTLE=${SETTLE:-10}; PAUSE=${PAUSE:-3}
+SETTLE=${SETTLE:-10}; PAUSE=${PAUSE:-3}; WARMUP=${WARMUP:-2}
+ROWS=" ${ROWS:-sync async batch pubsub backlog syncflush} "
+want() { [[ $ROWS == *" $1 "* ]]; }
 for f in $OLD/mqnamesrv $OLD/mqbroker $NEW/mqnamesrv $NEW/mqbroker $TOOLS/mqbench $TOOLS/mqadmin; do
   [ -x "$f" ] || { echo "suite.sh: $f missing (build with cargo build --release)" >&2; exit 2; }
 done
@@ -103,8 +107,10 @@ start_stack() { # bin-dir flush-type -> NS, BROKER, BROKER_PID
   done
   sleep "$SETTLE" # the first segments allocated and pre-faulted
   # Warm-up (not recorded): routes cached, the first pages of the queues touched.
-  timeout 30 $TOOLS/mqbench producer -n "$NS" -t Bench8 -s 1024 -w 16 --duration 2 > /dev/null 2>&1
-  sleep "$PAUSE"
+  if [ "$WARMUP" != 0 ]; then
+    timeout 30 $TOOLS/mqbench producer -n "$NS" -t Bench8 -s 1024 -w 16 --duration "$WARMUP" > /dev/null 2>&1
+    sleep "$PAUSE"
+  fi
 }
 
 stop_stack() {
@@ -170,17 +176,19 @@ echo "# suite: old=$OLD new=$NEW tools=$TOOLS DURATION=$DURATION ROUNDS=$ROUNDS 
 for round in $(seq "$ROUNDS"); do
   for build in old new; do
     dir=$OLD; [ $build = new ] && dir=$NEW
+    want sync || want async || want batch || want pubsub || want backlog || continue
     wait_for_quiet
     start_stack "$dir" ASYNC_FLUSH
-    producer_run "$round" $build "sync -w 64" -w 64
-    producer_run "$round" $build "async -w 64 -y true" -w 64 -y true
-    producer_run "$round" $build "batch -w 8 -b 32" -w 8 -b 32
-    pubsub_run "$round" $build
-    backlog_run "$round" $build
+    want sync && producer_run "$round" $build "sync -w 64" -w 64
+    want async && producer_run "$round" $build "async -w 64 -y true" -w 64 -y true
+    want batch && producer_run "$round" $build "batch -w 8 -b 32" -w 8 -b 32
+    want pubsub && pubsub_run "$round" $build
+    want backlog && backlog_run "$round" $build
     stop_stack
   done
   for build in old new; do
     dir=$OLD; [ $build = new ] && dir=$NEW
+    want syncflush || continue
     wait_for_quiet
     start_stack "$dir" SYNC_FLUSH
     producer_run "$round" $build "SYNC_FLUSH sync -w 64" -w 64

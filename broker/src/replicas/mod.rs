@@ -27,7 +27,9 @@
 //! describes the whole picture.
 
 pub mod metadata;
+pub mod register;
 pub mod role;
 pub mod switch;
 
 pub use switch::{RoleChange, RoleChangeError, RoleServices, RoleSnapshot, RoleSwitcher};
+pub mod manager;

@@ -10,6 +10,7 @@
 
 mod channel;
 mod client;
+pub mod controller_client;
 mod error;
 #[cfg(feature = "process")]
 pub mod process;
@@ -19,6 +20,7 @@ pub mod tls;
 
 pub use channel::{Channel, ChannelConfig, InFlight, InboundHandler, PendingResponse, SlowReader};
 pub use client::{ClientConfig, RemotingClient};
+pub use controller_client::{ControllerClient, ControllerClientError, ControllerResponse};
 pub use error::RemotingError;
 pub use processor::{
     answer, handler, AnswerFn, HandlerFn, Lane, ProcessFuture, ProcessResult, ProcessorError,

@@ -21,7 +21,8 @@ fn broker_samples(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).expect("conf/ lists") {
         let path = entry.expect("a conf/ entry").path();
-        if path.is_dir() {
+        // conf/controller/ holds controllers and controller-mode brokers: controller.rs.
+        if path.is_dir() && !path.ends_with("controller") {
             found.extend(broker_samples(&path));
         } else if path
             .extension()

@@ -211,6 +211,13 @@ const ROCKETMQ_LETTERS: &[(&str, &str)] = &[
     ("updateTopic", "bctrwpous"),
     ("updateTopicPerm", "bctp"),
     ("wipeWritePerm", "b"),
+    // RocketMQ 5's controller commands (their `-bn` is `--brokerName` here).
+    ("cleanBrokerMetadata", "abcl"),
+    ("electMaster", "abc"),
+    ("getControllerConfig", "a"),
+    ("getControllerMetaData", "a"),
+    ("getSyncStateSet", "acbi"),
+    ("updateControllerConfig", "akv"),
 ];
 
 #[test]

@@ -186,6 +186,18 @@ pub enum Early {
 /// RocketMQ's `MQAdminStartup` rules: no arguments or `help` list the commands, `help X`
 /// prints X's options, and a command name matches in any case.
 pub fn early(args: Vec<String>) -> Early {
+    // RocketMQ 5's controller commands take the two-letter `-bn` (brokerName), which clap
+    // has no short form for.
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| {
+            if a == "-bn" {
+                "--brokerName".to_owned()
+            } else {
+                a
+            }
+        })
+        .collect();
     match args.as_slice() {
         [] => Early::Print(command_list()),
         [help] if help == "help" => Early::Print(command_list()),

@@ -7,6 +7,7 @@ mod broker;
 mod broker_stats;
 mod consume;
 mod consumer;
+mod controller;
 mod export;
 mod group;
 pub mod help;
@@ -294,10 +295,43 @@ pub enum Command {
         about = "List all of acl config information in cluster"
     )]
     GetAclConfig(Target),
+    #[command(
+        name = "getControllerMetaData",
+        about = "Get controller cluster's metadata."
+    )]
+    GetControllerMetaData(controller::ControllerAddr),
+    #[command(
+        name = "getSyncStateSet",
+        about = "Fetch syncStateSet for target brokers."
+    )]
+    GetSyncStateSet(controller::GetSyncStateSet),
+    #[command(
+        name = "electMaster",
+        about = "Re-elect the specified broker as master."
+    )]
+    ElectMaster(controller::ElectMaster),
+    #[command(
+        name = "cleanBrokerMetadata",
+        about = "Clean metadata of broker on controller."
+    )]
+    CleanBrokerMetadata(controller::CleanBrokerMetadata),
+    #[command(name = "getControllerConfig", about = "Get controller config.")]
+    GetControllerConfig(controller::ControllerAddr),
+    #[command(name = "updateControllerConfig", about = "Update controller config.")]
+    UpdateControllerConfig(controller::UpdateControllerConfig),
 }
 
 /// Runs one command; errors come back for `main` to print.
 pub async fn run(cli: Cli) -> Result<(), ClientError> {
+    let namesrv_flag = cli
+        .namesrv
+        .clone()
+        .or_else(|| std::env::var("NAMESRV_ADDR").ok());
+    let tls = cli.tls.client_tls();
+    let command = match run_controller_command(namesrv_flag, tls, cli.command).await {
+        Ok(result) => return result,
+        Err(command) => command,
+    };
     let namesrv = cli
         .namesrv
         .or_else(|| std::env::var("NAMESRV_ADDR").ok())
@@ -313,9 +347,34 @@ pub async fn run(cli: Cli) -> Result<(), ClientError> {
         credentials,
     };
     let admin = AdminClient::connect(&session.namesrv, &session.tls, session.credentials.clone())?;
-    let result = dispatch(&admin, &session, cli.command).await;
+    let result = dispatch(&admin, &session, command).await;
     admin.shutdown().await;
     result
+}
+
+/// Runs a controller command (no name server needed); any other command comes back.
+async fn run_controller_command(
+    namesrv: Option<String>,
+    tls: stellmq_client::ClientTlsConfig,
+    command: Command,
+) -> Result<Result<(), ClientError>, Command> {
+    use Command::*;
+    Ok(match command {
+        GetControllerMetaData(a) => controller::get_controller_metadata(a).await,
+        GetSyncStateSet(a) => {
+            let session = Session {
+                namesrv: namesrv.unwrap_or_default(),
+                tls,
+                credentials: None,
+            };
+            controller::get_sync_state_set(a, &session).await
+        }
+        ElectMaster(a) => controller::elect_master(a).await,
+        CleanBrokerMetadata(a) => controller::clean_broker_metadata(a).await,
+        GetControllerConfig(a) => controller::get_controller_config(a).await,
+        UpdateControllerConfig(a) => controller::update_controller_config(a).await,
+        other => return Err(other),
+    })
 }
 
 async fn dispatch(
@@ -388,6 +447,14 @@ async fn dispatch(
         UpdateGlobalWhiteAddr(a) => acl::update_global_white_addr(admin, a).await,
         ClusterAclConfigVersion(t) => acl::cluster_acl_config_version(admin, t).await,
         GetAclConfig(t) => acl::get_acl_config(admin, t).await,
+        GetControllerMetaData(_)
+        | GetSyncStateSet(_)
+        | ElectMaster(_)
+        | CleanBrokerMetadata(_)
+        | GetControllerConfig(_)
+        | UpdateControllerConfig(_) => Err(ClientError::Invalid(
+            "controller commands are run before connecting to a name server".into(),
+        )),
     }
 }
 

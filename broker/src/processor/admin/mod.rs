@@ -8,6 +8,7 @@ pub mod group;
 pub mod half;
 pub mod offset;
 pub mod progress;
+pub mod role_notice;
 pub mod stats;
 pub mod store;
 pub mod topic;

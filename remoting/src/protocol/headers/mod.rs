@@ -8,6 +8,7 @@
 mod acl;
 mod admin;
 mod consumer;
+mod controller;
 mod namesrv;
 mod pop;
 mod producer;
@@ -16,6 +17,7 @@ mod query;
 pub use acl::*;
 pub use admin::*;
 pub use consumer::*;
+pub use controller::*;
 pub use namesrv::*;
 pub use pop::*;
 pub use producer::*;
