@@ -226,8 +226,16 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         None => None,
     };
     let mut tasks = spawn_services(&state, &registrar, &bc, outbound.clone());
-    if let Some(roles) = &roles {
-        tasks.push(start_controller_loop(&state, roles, &bc, outbound)?);
+    match &roles {
+        Some(roles) if !bc.controller_addr.trim().is_empty() => {
+            tasks.push(start_controller_loop(&state, roles, &bc, outbound)?);
+        }
+        // Embedded uses and tests drive the role through `BrokerHandle::roles()` themselves.
+        Some(_) => tracing::warn!(
+            "enableControllerMode without controllerAddr: no controller loop; the role changes \
+             only through the RoleSwitcher API"
+        ),
+        None => {}
     }
     tracing::info!(
         event = "BROKER_STARTED",
