@@ -280,9 +280,21 @@ async fn rejoin_after_fail_over(restart: bool) {
         .await
         .expect("b master");
     for i in 0..5 {
-        send_ok(&ca, &format!("divergent-{i}-{}", "d".repeat(100 * i))).await;
+        let body = format!("divergent-{i}-{}", "d".repeat(100 * i));
+        let r = ca
+            .send(TOPIC, 0, &body, &[("KEYS", &format!("divergent-{i}"))])
+            .await;
+        assert_eq!(r.code, 0, "{}", r.remark_str());
     }
     assert!(a.store().commit_log_max_offset() > common_end);
+    wait_for("the divergent keys indexed on the old master", T, || {
+        a.store()
+            .query_message(TOPIC, "divergent-1", 8, 0, i64::MAX)
+            .messages
+            .len()
+            == 1
+    })
+    .await;
     for i in 0..3 {
         send_ok(&cb, &format!("new-master-{i}")).await;
     }
