@@ -227,14 +227,11 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     };
     let mut tasks = spawn_services(&state, &registrar, &bc, outbound.clone());
     match &roles {
-        Some(roles) if !bc.controller_addr.trim().is_empty() => {
-            tasks.push(start_controller_loop(&state, roles, &bc, outbound)?);
-        }
-        // Embedded uses and tests drive the role through `BrokerHandle::roles()` themselves.
-        Some(_) => tracing::warn!(
-            "enableControllerMode without controllerAddr: no controller loop; the role changes \
-             only through the RoleSwitcher API"
+        Some(_) if bc.controller_addr.trim().is_empty() => tracing::warn!(
+            "enableControllerMode is on but controllerAddr is empty: no controller will give \
+             this broker a role"
         ),
+        Some(roles) => tasks.push(start_controller_loop(&state, roles, &bc, outbound)?),
         None => {}
     }
     tracing::info!(

@@ -1,9 +1,12 @@
-//! Broker liveness, kept by the leader only (RocketMQ's `DefaultBrokerHeartbeatManager`):
-//! the last heartbeat of every broker with its timeout, epoch, offsets and election priority.
+//! Broker liveness (RocketMQ's `DefaultBrokerHeartbeatManager`): the last heartbeat of every
+//! broker with its timeout, epoch, offsets and election priority.
 //!
-//! A new leader knows no heartbeat yet; brokers it has not heard from count as alive for a
-//! grace period (the default heartbeat timeout) after it took over, so a leader change alone
-//! never makes masters look dead.
+//! Brokers send their heartbeats to every controller, as RocketMQ's do, and every controller
+//! records them, leader or not; only the leader acts on them. So a new leader already knows
+//! who is alive, and a master that dies just after a leader change is replaced within its own
+//! heartbeat timeout. A broker a new leader has never heard from counts as alive for a grace
+//! period (the default heartbeat timeout) after it took over, so a leader change alone never
+//! makes a master look dead.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -55,11 +58,9 @@ impl Liveness {
             .insert((broker_name.to_owned(), broker_id), info);
     }
 
-    /// Forgets everything and starts (or stops) counting the leader's grace period.
+    /// Starts (or stops) counting the leader's grace period; the heartbeats stay.
     pub fn reset(&self, leader: bool) {
-        let mut table = self.table.lock();
-        table.brokers.clear();
-        table.leader_since = leader.then(Instant::now);
+        self.table.lock().leader_since = leader.then(Instant::now);
     }
 
     pub fn get(&self, broker_name: &str, broker_id: i64) -> Option<BrokerLiveInfo> {

@@ -13,7 +13,7 @@ use crate::elect::ElectRequest;
 use crate::node::ControllerNode;
 use crate::processor::elect_and_notify;
 
-/// Resets the liveness table whenever this controller gains or loses leadership.
+/// Starts or stops the liveness grace period whenever this controller gains or loses leadership.
 pub async fn follow_leadership(node: Arc<ControllerNode>, stop: CancellationToken) {
     let mut metrics = node.raft.metrics();
     let mut leading: Option<u64> = None;

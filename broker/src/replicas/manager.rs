@@ -7,8 +7,9 @@
 //!   send a first heartbeat; then take the role the controller names, or, when the set has no
 //!   master, ask the controller to elect one (CONTROLLER_ELECT_MASTER). Retried every
 //!   [`RETRY`] until it works.
-//! * Every `brokerHeartbeatInterval`: BROKER_HEARTBEAT to the leader with the last epoch, the
-//!   CommitLog max offset and `brokerElectionPriority`.
+//! * Every `brokerHeartbeatInterval`: BROKER_HEARTBEAT to every controller (so a new leader
+//!   already knows who is alive) with the last epoch, the CommitLog max offset and
+//!   `brokerElectionPriority`.
 //! * Every `syncBrokerMetadataPeriod`: CONTROLLER_GET_REPLICA_INFO. A newer master epoch
 //!   switches the role; no master triggers an election; the same epoch on a master updates the
 //!   SyncStateSet. A controller that forgot the broker (CONTROLLER_BROKER_METADATA_NOT_EXIST,
@@ -31,8 +32,8 @@ use stellmq_remoting::protocol::body::fastjson;
 use stellmq_remoting::protocol::body::ElectMasterResponseBody;
 use stellmq_remoting::protocol::body::SyncStateSet as SyncStateSetBody;
 use stellmq_remoting::protocol::headers::{
-    AlterSyncStateSetRequestHeader, BrokerHeartbeatRequestHeader, ElectMasterRequestHeader,
-    ElectMasterResponseHeader,
+    AlterSyncStateSetRequestHeader, BrokerHeartbeatRequestHeader, CommandHeader,
+    ElectMasterRequestHeader, ElectMasterResponseHeader,
 };
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 use tokio::sync::mpsc;
@@ -328,8 +329,22 @@ impl ReplicasManager {
             heartbeat_timeout_mills: Some(self.settings.heartbeat_timeout_ms),
             election_priority: Some(self.settings.election_priority),
         };
-        if let Err(e) = self.controllers.heartbeat(&header).await {
-            tracing::debug!(error = %e, "controller heartbeat failed");
+        // To every controller, as RocketMQ's brokers do: a new leader must already know who is
+        // alive. Each is its own task, so a hung controller never delays the loop.
+        let request =
+            RemotingCommand::request(RequestCode::BROKER_HEARTBEAT, header.to_ext_fields());
+        let timeout = self.settings.heartbeat_interval.max(Duration::from_secs(1));
+        for addr in self.controllers.addrs() {
+            let (brokers, addr, request) = (self.brokers.clone(), addr.clone(), request.clone());
+            tokio::spawn(async move {
+                match brokers.invoke(&addr, request, timeout).await {
+                    Ok(r) if r.code == ResponseCode::SUCCESS.as_i32() => {}
+                    Ok(r) => {
+                        tracing::debug!(controller = %addr, code = r.code, remark = %r.remark_str(), "heartbeat refused")
+                    }
+                    Err(e) => tracing::debug!(controller = %addr, error = %e, "heartbeat failed"),
+                }
+            });
         }
     }
 

@@ -167,9 +167,7 @@ pub fn heartbeat(
             let Some(broker_id) = h.broker_id else {
                 return Err(invalid("Heart beat with empty brokerId"));
             };
-            if !node.is_leader() {
-                return Err(node.not_leader());
-            }
+            // Followers record heartbeats too: a new leader must know who is alive.
             let timeout = h
                 .heartbeat_timeout_mills
                 .filter(|ms| *ms > 0)
