@@ -109,6 +109,11 @@ async fn cut_append_different_bytes_read_back_and_restart() {
     };
     assert_eq!(bodies(&store, 0), expect(0));
     assert_eq!(bodies(&store, 1), expect(1));
+    // Index entries are written by their own thread after dispatch: poll.
+    let deadline = std::time::Instant::now() + T;
+    while keys_found(&store, "new-3") == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert_eq!(keys_found(&store, "new-3"), 1);
     drop(store);
 

@@ -436,6 +436,10 @@ async fn stream_log(
         }
         let woken = master.new_data.notified();
         if let Some(chunk) = master.store.replication_chunk(next, TRANSFER_BATCH) {
+            if let Some(c) = &master.controlled {
+                c.sync
+                    .sample(slave_id, master.store.commit_log_max_offset());
+            }
             write_frame(writer, next, &chunk).await?;
             next += chunk.len() as i64;
             last_sent = tokio::time::Instant::now();

@@ -2,6 +2,12 @@
 //! replicas whose logs hold everything the master acknowledged, so the controller may elect
 //! any of them.
 //!
+//! "Caught up" is measured in time, as RocketMQ's last-transfer rule does: while streaming,
+//! the master samples its max offset (at most every [`SAMPLE_EVERY`]); a report at or past a
+//! sample means the slave was caught up as of that sample's time. So a slave that trails a
+//! busy master by milliseconds stays in the set, one that trails by more than
+//! `haMaxTimeSlaveNotCatchup` leaves it.
+//!
 //! The controller owns the set: a master starts its term with the set the controller gave it
 //! ([`SyncStateTracker::begin`]) and changes it only when the controller accepted a change
 //! ([`SyncStateTracker::apply`], with the set's epoch). What the master *wants* is published
@@ -12,7 +18,7 @@
 //! union of the accepted and the wanted set, as RocketMQ does, so shrinking never weakens a
 //! write before the controller agreed.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -26,10 +32,39 @@ pub struct SyncStateSet {
     pub epoch: i32,
 }
 
+/// How often the master's max offset is sampled per slave while it streams.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(50);
+/// Samples kept per slave (older ones are dropped; at [`SAMPLE_EVERY`] this is ~100 s).
+const MAX_SAMPLES: usize = 2048;
+
 struct Progress {
     acked: i64,
     caught_up: Instant,
     connections: usize,
+    /// (when, the master's max offset then), oldest first.
+    samples: VecDeque<(Instant, i64)>,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Self {
+            acked: 0,
+            caught_up: Instant::now(),
+            connections: 0,
+            samples: VecDeque::new(),
+        }
+    }
+
+    /// The slave has `acked`: it was caught up as of the newest sample it covers.
+    fn covered(&mut self, acked: i64) {
+        while let Some((at, max)) = self.samples.front().copied() {
+            if max > acked {
+                break;
+            }
+            self.caught_up = self.caught_up.max(at);
+            self.samples.pop_front();
+        }
+    }
 }
 
 struct State {
@@ -161,11 +196,7 @@ impl SyncStateTracker {
         let mut s = self.state.lock();
         s.slaves
             .entry(slave_id)
-            .or_insert(Progress {
-                acked: 0,
-                caught_up: Instant::now(),
-                connections: 0,
-            })
+            .or_insert_with(Progress::new)
             .connections += 1;
     }
 
@@ -176,6 +207,26 @@ impl SyncStateTracker {
         self.bump();
     }
 
+    /// The master streamed to `slave_id` while its log ended at `master_max`: a later report
+    /// at or past it means the slave was caught up now.
+    pub fn sample(&self, slave_id: i64, master_max: i64) {
+        let mut s = self.state.lock();
+        let Some(p) = s.slaves.get_mut(&slave_id) else {
+            return;
+        };
+        let now = Instant::now();
+        if p.samples
+            .back()
+            .is_some_and(|(at, _)| now.duration_since(*at) < SAMPLE_EVERY)
+        {
+            return;
+        }
+        if p.samples.len() >= MAX_SAMPLES {
+            p.samples.pop_front();
+        }
+        p.samples.push_back((now, master_max));
+    }
+
     /// A slave reported `acked`; the master's log ends at `master_max`.
     pub fn report(&self, slave_id: i64, acked: i64, master_max: i64) {
         let mut s = self.state.lock();
@@ -184,9 +235,11 @@ impl SyncStateTracker {
             return;
         };
         p.acked = acked;
+        p.covered(acked);
         let caught_up = acked >= master_max;
         if caught_up {
             p.caught_up = Instant::now();
+            p.samples.clear();
         }
         let is_member = s.applied.members.contains(&slave_id)
             || s.wanted.as_ref().is_some_and(|w| w.contains(&slave_id));
@@ -298,5 +351,28 @@ mod tests {
         assert!(t.apply(set(&[1], 4)));
         assert_eq!(t.effective(), [1].into());
         assert!(t.all_members_have(10_000), "no other member");
+    }
+
+    #[test]
+    fn a_slave_trailing_a_busy_master_by_little_stays_caught_up() {
+        let t = SyncStateTracker::new(Duration::from_millis(400));
+        t.begin(1, set(&[1, 2], 1), 0);
+        t.connected(2);
+        // The master keeps writing: the slave never equals the max at report time, but it
+        // always has what the master had a moment ago.
+        let mut max = 0;
+        for _ in 0..8 {
+            max += 1000;
+            t.sample(2, max);
+            std::thread::sleep(SAMPLE_EVERY + Duration::from_millis(5));
+            t.report(2, max, max + 500);
+            t.check_shrink(max + 500);
+        }
+        assert_eq!(*t.wanted().borrow(), None, "stays in the set");
+        // It stops acknowledging: out after the limit.
+        std::thread::sleep(Duration::from_millis(500));
+        t.sample(2, max + 5000);
+        t.check_shrink(max + 5000);
+        assert_eq!(*t.wanted().borrow(), Some([1].into()));
     }
 }

@@ -73,7 +73,9 @@ fn bodies(store: &MessageStore) -> Vec<String> {
 async fn caught_up(master: &MessageStore, slave: &MessageStore) {
     let target = master.commit_log_max_offset();
     wait_for(&format!("the slave reaching {target}"), T, || {
-        slave.commit_log_max_offset() == target && slave.dispatch_behind_bytes() == 0
+        slave.commit_log_max_offset() == target
+            && slave.dispatch_behind_bytes() == 0
+            && master.dispatch_behind_bytes() == 0
     })
     .await;
 }
@@ -278,9 +280,21 @@ async fn rejoin_after_fail_over(restart: bool) {
         .await
         .expect("b master");
     for i in 0..5 {
-        send_ok(&ca, &format!("divergent-{i}-{}", "d".repeat(100 * i))).await;
+        let body = format!("divergent-{i}-{}", "d".repeat(100 * i));
+        let r = ca
+            .send(TOPIC, 0, &body, &[("KEYS", &format!("divergent-{i}"))])
+            .await;
+        assert_eq!(r.code, 0, "{}", r.remark_str());
     }
     assert!(a.store().commit_log_max_offset() > common_end);
+    wait_for("the divergent keys indexed on the old master", T, || {
+        a.store()
+            .query_message(TOPIC, "divergent-1", 8, 0, i64::MAX)
+            .messages
+            .len()
+            == 1
+    })
+    .await;
     for i in 0..3 {
         send_ok(&cb, &format!("new-master-{i}")).await;
     }
@@ -456,5 +470,43 @@ async fn all_ack_sends_wait_for_every_member() {
         b.store().commit_log_max_offset(),
         a.store().commit_log_max_offset()
     );
+    ca.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_restarted_within_its_term_goes_on() {
+    let ns = NameServer::start().await;
+    let mut a = broker(&ns, 1, |_| {}).await;
+    roles(&a)
+        .change_to_master(1, set(&[1], 1))
+        .await
+        .expect("a master");
+    let ca = RawClient::new(a.addr());
+    send_ok(&ca, "before").await;
+    ca.shutdown().await;
+    let history = roles(&a).epoch_entries();
+
+    a.restart(|c| c.broker.listen_port = 0).await;
+    let ca = RawClient::new(a.addr());
+    let (code, _) = send(&ca, "no role yet").await;
+    assert_eq!(code, ResponseCode::SERVICE_NOT_AVAILABLE.as_i32());
+    // The controller still names it master of epoch 1: the term continues, the history
+    // keeps its entry (no second start for epoch 1).
+    assert_eq!(
+        roles(&a)
+            .change_to_master(1, set(&[1], 1))
+            .await
+            .expect("again master"),
+        RoleChange::Changed
+    );
+    assert_eq!(roles(&a).epoch_entries().entries().len(), 1);
+    assert_eq!(
+        roles(&a).epoch_entries().first(),
+        history.first(),
+        "same term start"
+    );
+    send_ok(&ca, "after").await;
+    wait_for("both messages readable", T, || bodies(a.store()).len() == 2).await;
+    assert_eq!(bodies(a.store()), ["before", "after"]);
     ca.shutdown().await;
 }
