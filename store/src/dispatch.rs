@@ -127,8 +127,12 @@ impl Dispatcher {
         listener: Option<&dyn MessageArrivingListener>,
     ) -> Result<usize, StoreError> {
         let mut jobs = Vec::new();
-        let result = self.dispatch_all(log, queues, index, listener, &mut jobs);
+        let mut offset = self.reput_from().max(log.min_offset());
+        let result = self.dispatch_all(log, queues, index, listener, &mut jobs, &mut offset);
+        // Progress is published only once the index jobs are queued, so "dispatched" (no
+        // bytes behind) also means every dispatched message's keys reached the index feed.
         hand_over(index, jobs);
+        self.reput_from.store(offset, Ordering::Release);
         result
     }
 
@@ -139,14 +143,11 @@ impl Dispatcher {
         index: IndexSink<'_>,
         listener: Option<&dyn MessageArrivingListener>,
         jobs: &mut Vec<IndexJob>,
+        offset: &mut i64,
     ) -> Result<usize, StoreError> {
-        let mut offset = self.reput_from();
-        if offset < log.min_offset() {
-            offset = log.min_offset();
-        }
         let mut handled = 0;
         loop {
-            match log.next_record(offset) {
+            match log.next_record(*offset) {
                 NextRecord::Record(bytes) => {
                     let size = bytes.len();
                     let record = match MessageRecord::decode(&bytes, false) {
@@ -154,10 +155,10 @@ impl Dispatcher {
                         Err(e) => {
                             // Appends publish whole records, so this is corruption: stop here
                             // rather than skip data; recovery will deal with it.
-                            tracing::error!(offset, error = %e, "undecodable CommitLog record; dispatch halted");
+                            tracing::error!(offset = *offset, error = %e, "undecodable CommitLog record; dispatch halted");
                             return Err(StoreError::Corrupt {
                                 path: log.segments().dir().to_owned(),
-                                reason: format!("record at {offset}: {e}"),
+                                reason: format!("record at {}: {e}", *offset),
                             });
                         }
                     };
@@ -168,17 +169,14 @@ impl Dispatcher {
                         self.index_enabled,
                     );
                     self.dispatch(req, queues, index, listener, jobs)?;
+                    *offset += size as i64;
+                    handled += 1;
                     if jobs.len() >= HAND_OVER_EVERY {
                         hand_over(index, std::mem::take(jobs));
+                        self.reput_from.store(*offset, Ordering::Release);
                     }
-                    offset += size as i64;
-                    handled += 1;
-                    self.reput_from.store(offset, Ordering::Release);
                 }
-                NextRecord::Skip(next) => {
-                    offset = next;
-                    self.reput_from.store(offset, Ordering::Release);
-                }
+                NextRecord::Skip(next) => *offset = next,
                 NextRecord::None => return Ok(handled),
             }
         }

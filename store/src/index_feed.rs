@@ -85,6 +85,12 @@ impl IndexFeed {
         jobs.len()
     }
 
+    /// Nothing queued and nothing being written.
+    pub fn is_idle(&self) -> bool {
+        // Pending first: a drain takes `indexing` before it empties `pending`.
+        self.pending.lock().is_empty() && self.indexing.try_lock().is_some()
+    }
+
     /// Waits up to `timeout` for jobs.
     pub fn wait(&self, timeout: Duration) {
         let mut pending = self.pending.lock();

@@ -447,10 +447,11 @@ impl MessageStore {
         (self.inner.commit_log.max_offset() - self.inner.dispatcher.reput_from()).max(0)
     }
 
-    /// Waits (blocking) until everything written is dispatched, up to `timeout`.
+    /// Waits (blocking) until everything written is dispatched (ConsumeQueues and index), up
+    /// to `timeout`.
     pub fn wait_dispatched(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        while self.dispatch_behind_bytes() > 0 {
+        while self.dispatch_behind_bytes() > 0 || !self.inner.index_feed.is_idle() {
             if Instant::now() > deadline {
                 return false;
             }
