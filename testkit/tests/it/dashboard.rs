@@ -204,10 +204,19 @@ async fn a_groups_lag_shows_per_queue_and_moves_with_skip_and_reset() {
         .create_group(c.stack.addr(), &SubscriptionGroupConfig::new("LagGroup"))
         .await
         .expect("group");
-    admin.shutdown().await;
     for i in 0..5 {
         c.stack.send("LagTopic", 0, &format!("m{i}"), &[]).await;
     }
+    // Sends are acknowledged before their ConsumeQueue entries exist (dispatch is
+    // asynchronous); the lag is counted from the queue's end.
+    stellmq_testkit::eventually("the 5 messages are dispatched", async || {
+        admin
+            .max_offset(c.stack.addr(), "LagTopic", 0)
+            .await
+            .is_ok_and(|max| max == 5)
+    })
+    .await;
+    admin.shutdown().await;
     commit(&c, "LagGroup", "LagTopic", 0, 2).await;
 
     let list = c.page("/groups?q=LagGroup").await;
