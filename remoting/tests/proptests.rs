@@ -33,6 +33,7 @@ fn arb_command() -> impl Strategy<Value = RemotingCommand> {
                 remark,
                 ext_fields: fields.into_iter().collect::<ExtFields>(),
                 body: Bytes::from(body),
+                body_parts: Vec::new(),
                 serialize_type: if binary {
                     SerializeType::RocketMq
                 } else {

@@ -174,16 +174,23 @@ impl ConsumeQueue {
         Some(CqEntry::decode(raw))
     }
 
-    /// Up to `max_bytes / 20` entries from `logical`, never past the end of its file.
-    /// `None` when the file holding `logical` is gone.
-    pub fn entries_from(&self, logical: i64, max_bytes: usize) -> Option<Vec<CqEntry>> {
+    /// Hands `visit` the entries from `logical` on, up to `max_bytes / 20` of them and never
+    /// past the end of its file, decoded as they are read (a pull scans up to 16,000 bytes
+    /// for a filter but mostly stops after 32 entries). `None` when the file holding
+    /// `logical` is gone.
+    pub fn visit_entries_from<R>(
+        &self,
+        logical: i64,
+        max_bytes: usize,
+        visit: impl FnOnce(&mut dyn Iterator<Item = CqEntry>) -> R,
+    ) -> Option<R> {
         let pos = logical.checked_mul(ENTRY_SIZE as i64)?;
         let file = self.segments.find(pos)?;
         let start = (pos - file.base()) as usize;
         let available = file.wrote_position().saturating_sub(start);
         let len = (available.min(max_bytes) / ENTRY_SIZE) * ENTRY_SIZE;
         let raw = file.read(start, len)?;
-        Some(raw.chunks_exact(ENTRY_SIZE).map(CqEntry::decode).collect())
+        Some(visit(&mut raw.chunks_exact(ENTRY_SIZE).map(CqEntry::decode)))
     }
 
     /// Start of the file after the one holding `logical` (for OFFSET_FOUND_NULL).

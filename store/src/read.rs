@@ -87,12 +87,13 @@ impl MessageStore {
             return result;
         }
         let scan_bytes = (max_nums * ENTRY_SIZE).max(16_000);
-        let Some(entries) = cq.entries_from(offset, scan_bytes) else {
+        let collected = cq.visit_entries_from(offset, scan_bytes, |entries| {
+            self.collect(&mut result, offset, entries, max_nums, filter)
+        });
+        if collected.is_none() {
             result.status = GetMessageStatus::OffsetFoundNull;
             result.next_begin_offset = cq.roll_next_file(offset);
-            return result;
-        };
-        self.collect(&mut result, offset, &entries, max_nums, filter);
+        }
         result
     }
 
@@ -100,7 +101,7 @@ impl MessageStore {
         &self,
         result: &mut GetMessageResult,
         offset: i64,
-        entries: &[CqEntry],
+        entries: &mut dyn Iterator<Item = CqEntry>,
         max_nums: usize,
         filter: &dyn MessageFilter,
     ) {

@@ -91,7 +91,7 @@ fn frame_weight(command: &RemotingCommand) -> usize {
         .iter()
         .map(|(k, v)| k.len() + v.len() + 32)
         .sum();
-    FRAME_OVERHEAD + command.body.len() + fields + command.remark.as_ref().map_or(0, String::len)
+    FRAME_OVERHEAD + command.body_len() + fields + command.remark.as_ref().map_or(0, String::len)
 }
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);

@@ -42,6 +42,10 @@ pub struct RemotingCommand {
     pub remark: Option<String>,
     pub ext_fields: ExtFields,
     pub body: Bytes,
+    /// More body bytes, written after `body` as they are: a pull answer made of stored
+    /// records goes out without first being copied into one buffer. The peer sees one
+    /// body; decoded frames never have parts.
+    pub body_parts: Vec<Bytes>,
     /// The header encoding this command arrived in, or will be written in.
     pub serialize_type: SerializeType,
 }
@@ -63,6 +67,7 @@ impl RemotingCommand {
             remark: None,
             ext_fields,
             body: Bytes::new(),
+            body_parts: Vec::new(),
             serialize_type: SerializeType::Json,
         }
     }
@@ -78,6 +83,7 @@ impl RemotingCommand {
             remark,
             ext_fields: ExtFields::new(),
             body: Bytes::new(),
+            body_parts: Vec::new(),
             serialize_type: SerializeType::Json,
         }
     }
@@ -105,7 +111,24 @@ impl RemotingCommand {
 
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = body.into();
+        self.body_parts.clear();
         self
+    }
+
+    /// The body as pieces written back to back (see [`Self::body_parts`]).
+    pub fn with_body_parts(mut self, mut parts: Vec<Bytes>) -> Self {
+        if parts.len() == 1 {
+            self.body = parts.swap_remove(0);
+        } else {
+            self.body = Bytes::new();
+        }
+        self.body_parts = parts;
+        self
+    }
+
+    /// Length of the whole body, parts included.
+    pub fn body_len(&self) -> usize {
+        self.body.len() + self.body_parts.iter().map(Bytes::len).sum::<usize>()
     }
 
     pub fn with_ext_fields(mut self, ext_fields: ExtFields) -> Self {

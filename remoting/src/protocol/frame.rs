@@ -76,7 +76,7 @@ pub fn encode_prefix(cmd: &RemotingCommand) -> BytesMut {
         SerializeType::RocketMq => header_binary::encode(cmd, &mut header),
     }
     let mut out = BytesMut::with_capacity(8 + header.len());
-    let length = 4 + header.len() + cmd.body.len();
+    let length = 4 + header.len() + cmd.body_len();
     out.put_u32(length as u32);
     out.put_u32(((cmd.serialize_type as u32) << 24) | (header.len() as u32 & 0x00FF_FFFF));
     out.extend_from_slice(&header);
@@ -86,9 +86,12 @@ pub fn encode_prefix(cmd: &RemotingCommand) -> BytesMut {
 /// Encodes a whole frame into `dst`.
 pub fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) {
     let prefix = encode_prefix(cmd);
-    dst.reserve(prefix.len() + cmd.body.len());
+    dst.reserve(prefix.len() + cmd.body_len());
     dst.extend_from_slice(&prefix);
     dst.extend_from_slice(&cmd.body);
+    for part in &cmd.body_parts {
+        dst.extend_from_slice(part);
+    }
 }
 
 /// Encodes a whole frame into a new buffer.
@@ -102,6 +105,24 @@ pub fn encode_to_bytes(cmd: &RemotingCommand) -> Bytes {
 mod tests {
     use super::*;
     use crate::protocol::ExtFields;
+
+    #[test]
+    fn body_parts_go_out_as_one_body() {
+        let whole = RemotingCommand::new_response(crate::protocol::ResponseCode::SUCCESS, None)
+            .with_body(Bytes::from_static(b"onetwothree"));
+        let parts = whole.clone().with_body_parts(vec![
+            Bytes::from_static(b"one"),
+            Bytes::from_static(b"two"),
+            Bytes::from_static(b"three"),
+        ]);
+        assert_eq!(parts.body_len(), 11);
+        let wire = encode_to_bytes(&parts);
+        assert_eq!(wire, encode_to_bytes(&whole));
+        let mut buf = BytesMut::from(&wire[..]);
+        let decoded = decode(&mut buf, 1 << 20).unwrap().unwrap();
+        assert_eq!(decoded.body, Bytes::from_static(b"onetwothree"));
+        assert!(decoded.body_parts.is_empty());
+    }
 
     #[test]
     fn incomplete_frames_wait_for_more() {

@@ -67,6 +67,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, FrameError> {
         remark,
         ext_fields,
         body: bytes::Bytes::new(),
+        body_parts: Vec::new(),
         serialize_type: SerializeType::RocketMq,
     })
 }

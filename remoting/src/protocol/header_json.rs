@@ -75,6 +75,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, FrameError> {
         remark: parsed.remark,
         ext_fields: parsed.ext_fields.unwrap_or_default(),
         body: bytes::Bytes::new(),
+        body_parts: Vec::new(),
         serialize_type: SerializeType::Json,
     })
 }

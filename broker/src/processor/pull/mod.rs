@@ -196,7 +196,7 @@ impl PullCore {
                 },
             )?;
         let max = usize::try_from(h.max_msg_nums).unwrap_or(0).clamp(1, 256);
-        let result =
+        let mut result =
             self.store
                 .get_messages(&h.topic, h.queue_id, h.queue_offset, max, &tag_filter);
 
@@ -255,7 +255,7 @@ impl PullCore {
                 result.messages.len() as u64,
                 bytes as u64,
             );
-            response = response.with_body(result.concat());
+            response = response.with_body_parts(std::mem::take(&mut result.messages));
         }
         Ok(Pulled::Answer(response))
     }
