@@ -17,8 +17,9 @@
 # new (old, new, old, new ...), medians. Broker CPU per message = utime+stime of the broker
 # (/proc/<pid>/stat) over the run, divided by the messages of the run (the consumer row:
 # by messages sent, each also delivered; the backlog row: consumption only). A fresh broker
-# waits SETTLE s before its first run and every run is followed by PAUSE s, so that segment
-# pre-allocation and flushing after one run do not land in the next (see acl-bench.sh).
+# waits SETTLE s before its first run, and every run is followed by `sync` (the kernel's
+# writeback of what the run wrote finished, at most 120 s) and PAUSE s, so that segment
+# pre-allocation and writeback after one run do not land in the next (see acl-bench.sh).
 # With the defaults the suite takes about 12 minutes. Do not run it beside a build: hold
 # the cargo lock for it (flock /tmp/stellmq-cargo.lock tools/bench/suite.sh ...). Per-run
 # lines go to stdout as they come, then the table (Markdown). KEEP=1 keeps the temp dir.
@@ -109,7 +110,7 @@ start_stack() { # bin-dir flush-type -> NS, BROKER, BROKER_PID
   # Warm-up (not recorded): routes cached, the first pages of the queues touched.
   if [ "$WARMUP" != 0 ]; then
     timeout 30 $TOOLS/mqbench producer -n "$NS" -t Bench8 -s 1024 -w 16 --duration "$WARMUP" > /dev/null 2>&1
-    sleep "$PAUSE"
+    settle_disk
   fi
 }
 
@@ -120,27 +121,42 @@ stop_stack() {
   rm -rf "$W/stack"
 }
 
+settle_disk() { # the last run's writeback done (sync), then PAUSE s
+  timeout 120 sync
+  sleep "$PAUSE"
+}
+
+# CPU seconds of the clients (mqbench) this shell has waited for so far. `times` must run in
+# this shell, not in a $(...) subshell, which has waited for none of them.
+client_times() { times > "$W/times"; }
+times_secs() {
+  awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.3f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$W/times"
+}
+client_mark() { client_times; CLIENT0=$(times_secs); } # beside t0: clients' CPU from here on
+
 record() { # round build mode tps p50 p99 ticks messages [note]
-  local cpu
+  local cpu client now
+  client_times; now=$(times_secs)
   cpu=$(awk -v t="$7" -v hz="$HZ" -v x="$8" 'BEGIN { if (x > 0) printf "%.2f", t * 1e6 / hz / x; else print "nan" }')
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-0}" "${5:-nan}" "${6:-nan}" "$cpu" "${9:-}" >> "$RESULTS"
-  echo "$1 $2 [$3] msg/s=${4:-0} p50=${5:-?}ms p99=${6:-?}ms cpu_us/msg=$cpu ${9:-}"
+  client=$(awk -v a="$CLIENT0" -v b="$now" -v x="$8" 'BEGIN { if (x > 0) printf "%.2f", (b - a) * 1e6 / x; else print "nan" }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-0}" "${5:-nan}" "${6:-nan}" "$cpu" "$client" "${9:-}" >> "$RESULTS"
+  echo "$1 $2 [$3] msg/s=${4:-0} p50=${5:-?}ms p99=${6:-?}ms cpu_us/msg=$cpu client_cpu_us/msg=$client ${9:-}"
 }
 
 producer_run() { # round build mode mqbench-args...
   local round=$1 build=$2 mode=$3 t0 t1 line; shift 3
-  t0=$(cpu_ticks $BROKER_PID)
+  t0=$(cpu_ticks $BROKER_PID); client_mark
   line=$(timeout $((DURATION + 30)) $TOOLS/mqbench producer -n "$NS" -t Bench8 -s 1024 \
     --duration "$DURATION" --report-interval 3600 "$@" 2>&1 | tail -1)
   t1=$(cpu_ticks $BROKER_PID)
   record "$round" "$build" "$mode" "$(field "$line" 'Send TPS:')" "$(field "$line" p50)" \
     "$(field "$line" p99)" $((t1 - t0)) "$(field "$line" 'Send Total:')"
-  sleep "$PAUSE"
+  settle_disk
 }
 
 pubsub_run() { # round build: 16 sending threads with a consumer (from the end) alongside
   local t0 t1 sent consumed c
-  t0=$(cpu_ticks $BROKER_PID)
+  t0=$(cpu_ticks $BROKER_PID); client_mark
   $TOOLS/mqbench consumer -n "$NS" -t Bench8 -g suite_pubsub_$1 --duration $((DURATION + 3)) \
     --report-interval 3600 > "$W/consumer.out" 2>&1 & c=$!
   sleep 1
@@ -153,7 +169,7 @@ pubsub_run() { # round build: 16 sending threads with a consumer (from the end) 
   record "$1" "$2" "produce -w 16 + consumer (born-to-received)" "$(field "$sent" 'Send TPS:')" \
     "$(field "$line" p50)" "$(field "$line" p99)" $((t1 - t0)) "$(field "$sent" 'Send Total:')" \
     "consumed=${consumed:-0}/$(field "$sent" 'Send Total:')"
-  sleep "$PAUSE"
+  settle_disk
 }
 
 backlog_run() { # round build: fill Backlog8, then read it all from the first offset
@@ -161,15 +177,15 @@ backlog_run() { # round build: fill Backlog8, then read it all from the first of
   filled=$(timeout 300 $TOOLS/mqbench producer -n "$NS" -t Backlog8 -s 1024 -w 8 -b 32 \
     -q "$BACKLOG" --duration 0 --report-interval 3600 2>&1 | tail -1)
   filled=$(field "$filled" 'Send Total:')
-  sleep "$PAUSE"
-  t0=$(cpu_ticks $BROKER_PID)
+  settle_disk
+  t0=$(cpu_ticks $BROKER_PID); client_mark
   line=$(timeout 300 $TOOLS/mqbench consumer -n "$NS" -t Backlog8 -g suite_backlog_$1 \
     --consumeFromWhere CONSUME_FROM_FIRST_OFFSET -q "${filled:-1}" --duration 240 \
     --report-interval 3600 2>&1 | tail -1)
   t1=$(cpu_ticks $BROKER_PID)
   record "$1" "$2" "consume a backlog (from first offset)" "$(field "$line" 'Consume TPS:')" \
     "" "" $((t1 - t0)) "$(field "$line" 'Consume Total:')" "read=$(field "$line" 'Consume Total:')/${filled:-0}"
-  sleep "$PAUSE"
+  settle_disk
 }
 
 echo "# suite: old=$OLD new=$NEW tools=$TOOLS DURATION=$DURATION ROUNDS=$ROUNDS BACKLOG=$BACKLOG $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -200,10 +216,11 @@ python3 - "$RESULTS" <<'PY'
 import math, statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 order, runs = [], {}
-for rnd, build, mode, tps, p50, p99, cpu, note in rows:
+for rnd, build, mode, tps, p50, p99, cpu, client, note in rows:
     if mode not in order:
         order.append(mode)
-    runs.setdefault((mode, build), []).append((float(tps or 0), float(p50), float(p99), float(cpu)))
+    runs.setdefault((mode, build), []).append(
+        (float(tps or 0), float(p50), float(p99), float(cpu), float(client)))
 def med(mode, build, i):
     vals = [r[i] for r in runs.get((mode, build), []) if not math.isnan(r[i])]
     return statistics.median(vals) if vals else math.nan
@@ -213,14 +230,14 @@ def lat(mode, build):
 def num(x, fmt):
     return "-" if math.isnan(x) else format(x, fmt)
 print()
-print("| Mode | old msg/s | new msg/s | ratio | p50/p99 ms old → new | CPU us/msg old | CPU us/msg new |")
-print("|---|---|---|---|---|---|---|")
+print("| Mode | old msg/s | new msg/s | ratio | p50/p99 ms old → new | CPU us/msg old | CPU us/msg new | client CPU us/msg new |")
+print("|---|---|---|---|---|---|---|---|")
 for mode in order:
     old, new = med(mode, "old", 0), med(mode, "new", 0)
     ratio = new / old if old else math.nan
     print(f"| {mode} | {num(old, ',.0f')} | {num(new, ',.0f')} | {num(ratio, '.2f')} | "
           f"{lat(mode, 'old')} → {lat(mode, 'new')} | {num(med(mode, 'old', 3), '.2f')} | "
-          f"{num(med(mode, 'new', 3), '.2f')} |")
+          f"{num(med(mode, 'new', 3), '.2f')} | {num(med(mode, 'new', 4), '.2f')} |")
 n = len({r[0] for r in rows})
 print(f"\nmedians of {n} rounds; consumer row: p50/p99 born-to-received; backlog row: no latency")
 PY
