@@ -190,7 +190,9 @@ impl ConsumeQueue {
         let available = file.wrote_position().saturating_sub(start);
         let len = (available.min(max_bytes) / ENTRY_SIZE) * ENTRY_SIZE;
         let raw = file.read(start, len)?;
-        Some(visit(&mut raw.chunks_exact(ENTRY_SIZE).map(CqEntry::decode)))
+        Some(visit(
+            &mut raw.chunks_exact(ENTRY_SIZE).map(CqEntry::decode),
+        ))
     }
 
     /// Start of the file after the one holding `logical` (for OFFSET_FOUND_NULL).
