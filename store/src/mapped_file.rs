@@ -6,8 +6,7 @@
 //!   file is served, and readers may read them (as slices or zero-copy [`Bytes`]).
 //! * Bytes at or above the wrote position are private to the single writer, which holds
 //!   `write_lock` while it fills them and then advances the position with `Release` ordering;
-//!   readers load it with `Acquire`. The warmer writes zeros above the position outside
-//!   `write_lock`, in a chunk it claims under it; a writer that reaches the chunk waits.
+//!   readers load it with `Acquire`.
 //! * [`MappedFile::truncate_to`] moves the position back; it is only used by recovery and
 //!   replication before the truncated range has been handed to readers.
 //! * Index files use [`MappedFile::atomic_u32`] / [`MappedFile::atomic_u64`] for every access
@@ -29,11 +28,10 @@ use crate::error::{open_read_write, IoContext, StoreError};
 /// OS page size assumed for pre-faulting and flush accounting.
 pub const PAGE_SIZE: usize = 4096;
 
-/// Bytes [`MappedFile::warm`] writes per `pwrite`, aligned to their size: the size of a
-/// PMD-mappable folio (x86-64), so the page cache can hold the segment in 2 MiB folios that
-/// appends then map with one fault and writeback cleans with one TLB flush each (64 KiB
-/// chunks made 4 KiB folios: 6x the TLB-flush IPIs in the flusher, +0.8 us/msg).
-const WARM_CHUNK: usize = 2 * 1024 * 1024;
+/// Bytes [`MappedFile::warm`] writes per `pwrite`: it bounds how long one call holds a core
+/// where fresh memory is slow, and how long an append waits for the lock; 16,384 calls per
+/// GiB. 256 KiB chunks measured the same tail and a slower sync row.
+const WARM_CHUNK: usize = 64 * 1024;
 static WARM_ZEROS: [u8; WARM_CHUNK] = [0; WARM_CHUNK];
 
 pub struct MappedFile {
@@ -50,10 +48,6 @@ pub struct MappedFile {
     /// Store timestamp of the last record appended (for the checkpoint).
     last_store_timestamp: AtomicI64,
     write_lock: Mutex<()>,
-    /// Start of the chunk the warmer is writing outside `write_lock` (`usize::MAX`: none).
-    warming_from: AtomicUsize,
-    /// Held by the warmer while it writes that chunk; a writer reaching the chunk waits on it.
-    warm_chunk_lock: Mutex<()>,
     /// Set by atomic-word writers (index files) so flush knows there is work.
     dirty: AtomicBool,
 }
@@ -154,8 +148,6 @@ impl MappedFile {
             flushed: AtomicUsize::new(0),
             last_store_timestamp: AtomicI64::new(0),
             write_lock: Mutex::new(()),
-            warming_from: AtomicUsize::new(usize::MAX),
-            warm_chunk_lock: Mutex::new(()),
             dirty: AtomicBool::new(false),
         })
     }
@@ -209,7 +201,6 @@ impl MappedFile {
         if pos.checked_add(len)? > self.size {
             return None;
         }
-        self.wait_for_warmer(pos + len);
         // SAFETY: [pos, pos + len) is within the map and at or above the wrote position,
         // so no reader can see it, and `write_lock` excludes other writers.
         let region = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) };
@@ -264,7 +255,6 @@ impl MappedFile {
     /// never mistake old bytes for new records.
     pub fn truncate_to(&self, pos: usize) {
         let _guard = self.write_lock.lock();
-        self.wait_for_warmer(self.size);
         let pos = pos.min(self.size);
         let mut cursor = pos;
         while cursor < self.size {
@@ -292,50 +282,37 @@ impl MappedFile {
 
     /// Pre-faults every page above the wrote position by writing zeros into it, so appends
     /// run at memory speed instead of faulting in fresh pages (0.2-0.5 GB/s vs ~4.7 GB/s on
-    /// these machines). The file can already be in use: the two never touch the same bytes,
-    /// and a writer that overtakes the warmer makes it skip ahead.
+    /// these machines). It holds the write lock for one [`WARM_CHUNK`] at a time, so the file
+    /// can already be in use: the writer waits at most one chunk, the two never touch the
+    /// same bytes, and a writer that overtakes the warmer makes it skip ahead.
     ///
-    /// The zeros go in with `pwrite`, a [`WARM_CHUNK`] per call, not by touching the
-    /// mapping: a fault's read-around fills a 2 MiB folio at once, and on a VM whose host
-    /// backs fresh memory lazily one such fault held a core for up to 19 ms, unpreemptible
-    /// (PREEMPT_NONE kernel), while the dispatcher waited behind it (`perf sched timehist`).
-    /// The write lock is held only to claim a chunk above the wrote position; the chunk is
-    /// written outside it, and an append that reaches it waits (see [`Self::wait_for_warmer`]).
+    /// The zeros go in with `pwrite`, a chunk per call, not by touching the mapping: a
+    /// fault's read-around fills a large folio at once, and on a VM whose host backs fresh
+    /// memory lazily one such fault held a core for up to 19 ms, unpreemptible, while the
+    /// dispatcher waited behind it (`perf sched timehist`). A chunk bounds that stall.
     pub fn warm(&self) {
         let mut pos = 0;
-        loop {
-            let write_guard = self.write_lock.lock();
+        while pos < self.size {
+            let guard = self.write_lock.lock();
             let wrote = self.wrote.load(Ordering::Acquire);
             pos = pos.max(wrote.div_ceil(PAGE_SIZE) * PAGE_SIZE);
             if pos >= self.size {
                 break;
             }
-            let end = ((pos / WARM_CHUNK + 1) * WARM_CHUNK).min(self.size);
-            let chunk_guard = self.warm_chunk_lock.lock();
-            self.warming_from.store(pos, Ordering::Release);
-            drop(write_guard);
-            // [pos, end) is unpublished, and writers stay below `warming_from` meanwhile.
+            let len = WARM_CHUNK.min(self.size - pos);
+            // Unpublished range (at or above the wrote position), under the write lock.
             let written = std::os::unix::fs::FileExt::write_all_at(
                 &self.file,
-                &WARM_ZEROS[..end - pos],
+                &WARM_ZEROS[..len],
                 pos as u64,
             );
-            self.warming_from.store(usize::MAX, Ordering::Release);
-            drop(chunk_guard);
+            // Hand the lock to a waiting writer instead of barging back in.
+            parking_lot::MutexGuard::unlock_fair(guard);
             if let Err(e) = written {
                 tracing::warn!(path = %self.path.display(), error = %e, "cannot pre-fault a segment; appends will fault its pages in");
                 return;
             }
-            pos = end;
-        }
-    }
-
-    /// Called under the write lock before writing up to `end`: if that reaches the chunk the
-    /// warmer is writing, waits until the chunk is done (the warmer needs the write lock
-    /// before it claims the next, so none can start meanwhile).
-    fn wait_for_warmer(&self, end: usize) {
-        if end > self.warming_from.load(Ordering::Acquire) {
-            drop(self.warm_chunk_lock.lock());
+            pos += len;
         }
     }
 
