@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use stellmq_remoting::protocol::message::{property, sys_flag, tags_code, MessageRecord};
+use stellmq_remoting::protocol::message::{property, sys_flag, tags_code, RecordView};
 
 use crate::commitlog::{CommitLog, NextRecord};
 use crate::consume_queue::ConsumeQueueStore;
@@ -26,10 +26,10 @@ pub trait MessageArrivingListener: Send + Sync {
     );
 }
 
-/// What dispatch needs from one record.
+/// What dispatch needs from one record, borrowed from it.
 #[derive(Debug, Clone)]
-pub struct DispatchRequest {
-    pub topic: String,
+pub struct DispatchRequest<'a> {
+    pub topic: &'a str,
     pub queue_id: i32,
     pub queue_offset: i64,
     pub phys_offset: i64,
@@ -41,34 +41,44 @@ pub struct DispatchRequest {
     pub to_index: bool,
 }
 
-impl DispatchRequest {
+impl<'a> DispatchRequest<'a> {
     /// `with_keys`: collect the index keys (only wanted when the index is on).
     pub fn from_record(
-        record: &MessageRecord,
+        record: &RecordView<'a>,
         size: i32,
         delay_levels: &[i64],
         with_keys: bool,
     ) -> Self {
         let kind = sys_flag::transaction_type(record.head.sys_flag);
-        let props = &record.properties;
+        let props = DispatchProperties::read(record);
         let tags_code = if record.topic == SCHEDULE_TOPIC {
             let level = props
-                .delay_level()
+                .delay
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
                 .clamp(1, delay_levels.len().max(1) as i32);
             let delay = delay_levels.get(level as usize - 1).copied().unwrap_or(0);
             record.head.store_timestamp + delay
         } else {
-            tags_code(props.tags())
+            tags_code(props.tags)
         };
         let mut keys: Vec<String> = Vec::new();
         if with_keys {
-            keys.extend(props.keys().map(|k| format!("{}#{}", record.topic, k)));
-            if let Some(uniq) = props.get(property::UNIQ_KEY) {
-                keys.push(format!("{}#{}", record.topic, uniq));
+            let listed = props.keys.unwrap_or("");
+            let index_key = |key: &str| {
+                let mut k = String::with_capacity(record.topic.len() + 1 + key.len());
+                k.push_str(record.topic);
+                k.push('#');
+                k.push_str(key);
+                k
+            };
+            keys.extend(listed.split(' ').filter(|k| !k.is_empty()).map(index_key));
+            if let Some(uniq) = props.uniq_key {
+                keys.push(index_key(uniq));
             }
         }
         Self {
-            topic: record.topic.clone(),
+            topic: record.topic,
             queue_id: record.head.queue_id,
             queue_offset: record.head.queue_offset,
             phys_offset: record.head.physical_offset,
@@ -80,6 +90,33 @@ impl DispatchRequest {
                 || kind == sys_flag::TRANSACTION_COMMIT_TYPE,
             to_index: kind != sys_flag::TRANSACTION_ROLLBACK_TYPE,
         }
+    }
+}
+
+/// The properties dispatch reads, found in one pass over the record's properties.
+#[derive(Default)]
+struct DispatchProperties<'a> {
+    tags: Option<&'a str>,
+    keys: Option<&'a str>,
+    uniq_key: Option<&'a str>,
+    delay: Option<&'a str>,
+}
+
+impl<'a> DispatchProperties<'a> {
+    fn read(record: &RecordView<'a>) -> Self {
+        let mut found = Self::default();
+        for (name, value) in record.property_entries() {
+            let slot = match name {
+                property::TAGS => &mut found.tags,
+                property::KEYS => &mut found.keys,
+                property::UNIQ_KEY => &mut found.uniq_key,
+                property::DELAY => &mut found.delay,
+                _ => continue,
+            };
+            // The last entry of a name counts, as in `Properties::decode`.
+            *slot = Some(value);
+        }
+        found
     }
 }
 
@@ -150,8 +187,8 @@ impl Dispatcher {
             match log.next_record(*offset) {
                 NextRecord::Record(bytes) => {
                     let size = bytes.len();
-                    let record = match MessageRecord::decode(&bytes, false) {
-                        Ok((record, _)) => record,
+                    let record = match RecordView::parse(&bytes) {
+                        Ok(record) => record,
                         Err(e) => {
                             // Appends publish whole records, so this is corruption: stop here
                             // rather than skip data; recovery will deal with it.
@@ -184,14 +221,14 @@ impl Dispatcher {
 
     fn dispatch(
         &self,
-        req: DispatchRequest,
+        req: DispatchRequest<'_>,
         queues: &ConsumeQueueStore,
         index: IndexSink<'_>,
         listener: Option<&dyn MessageArrivingListener>,
         jobs: &mut Vec<IndexJob>,
     ) -> Result<(), StoreError> {
         if req.to_consume_queue {
-            match queues.find_or_create(&req.topic, req.queue_id) {
+            match queues.find_or_create(req.topic, req.queue_id) {
                 Ok(cq) => cq.put(req.queue_offset, req.phys_offset, req.size, req.tags_code)?,
                 // A record no queue can hold (only a foreign or corrupt log has one): skip
                 // it rather than stop dispatching for everyone.
@@ -207,7 +244,7 @@ impl Dispatcher {
         if req.to_consume_queue {
             if let Some(listener) = listener {
                 listener.arriving(
-                    &req.topic,
+                    req.topic,
                     req.queue_id,
                     req.queue_offset + 1,
                     req.tags_code,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use stellmq_remoting::net::tls::ClientTlsConfig;
 use stellmq_remoting::protocol::signature::SessionCredentials;
+use stellmq_remoting::protocol::SerializeType;
 
 /// Producer options, with RocketMQ's names and defaults.
 #[derive(Debug, Clone)]
@@ -35,6 +36,11 @@ pub struct ProducerConfig {
     pub enable_msg_trace: bool,
     /// `customizedTraceTopic`: the trace topic (default `RMQ_SYS_TRACE_TOPIC`).
     pub customized_trace_topic: Option<String>,
+    /// The header encoding of send requests (RocketMQ's `rocketmq.serialize.type`). The
+    /// default is ROCKETMQ's binary layout: smaller than JSON and no JSON to write or parse
+    /// on either side; every RocketMQ broker reads it and answers in it. `Json` is what
+    /// RocketMQ's Java client sends by default.
+    pub serialize_type: SerializeType,
 }
 
 impl Default for ProducerConfig {
@@ -54,6 +60,7 @@ impl Default for ProducerConfig {
             credentials: None,
             enable_msg_trace: false,
             customized_trace_topic: None,
+            serialize_type: SerializeType::RocketMq,
         }
     }
 }

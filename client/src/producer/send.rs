@@ -105,6 +105,7 @@ impl Sender {
             };
             let mut request =
                 request(code, &self.header(&msg, &queue, flag)).with_body(msg.body.clone());
+            request.serialize_type = self.config.serialize_type;
             if oneway {
                 request.mark_oneway();
                 return self
@@ -156,8 +157,9 @@ impl Sender {
             let mut header = self.header(&topic_only, &queue, 0);
             header.m = Some(true);
             header.i = None;
-            let request =
+            let mut request =
                 request(RequestCode::SEND_BATCH_MESSAGE, &header).with_body(batch.body.clone());
+            request.serialize_type = self.config.serialize_type;
             match self.exchange(&addr, request, &queue, &batch.msg_ids).await {
                 Ok(result) => return Ok(result),
                 Err(e) => {

@@ -95,9 +95,23 @@ impl ExtFields {
         }
     }
 
+    /// Appends a field in arrival order, unsorted until [`Self::sort_arrived`]: decoders push
+    /// every field of a header, then sort once (no allocation per field).
+    pub(crate) fn push_arrived(&mut self, key: &str, value: &str) {
+        let key_start = self.text.len();
+        self.text.push_str(key);
+        let value_start = self.text.len();
+        self.text.push_str(value);
+        self.entries.push(Entry {
+            key_start: key_start as u32,
+            value_start: value_start as u32,
+            value_end: self.text.len() as u32,
+        });
+    }
+
     /// Sorts fields pushed in arrival order by key; of equal keys the last one stays, and a
     /// last one that was null (`value_end == u32::MAX`) drops the key.
-    fn sort_arrived(&mut self, nulls: bool) {
+    pub(crate) fn sort_arrived(&mut self, nulls: bool) {
         let text = self.text.as_bytes();
         let key = |e: &Entry| &text[e.key_start as usize..e.value_start as usize];
         // Stable: equal keys keep their arrival order, so the last of each run wins.

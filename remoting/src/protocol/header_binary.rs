@@ -34,8 +34,13 @@ impl<'a> Reader<'a> {
     }
 
     fn string(&mut self, len: i64, what: &'static str) -> Result<String, FrameError> {
+        self.text(len, what).map(str::to_owned)
+    }
+
+    /// UTF-8 text borrowed from the header.
+    fn text(&mut self, len: i64, what: &'static str) -> Result<&'a str, FrameError> {
         let raw = self.len(len, what)?;
-        String::from_utf8(raw.to_vec()).map_err(|_| FrameError::Utf8)
+        std::str::from_utf8(raw).map_err(|_| FrameError::Utf8)
     }
 }
 
@@ -77,14 +82,16 @@ fn decode_ext_fields(area: &[u8]) -> Result<ExtFields, FrameError> {
     let mut fields = ExtFields::new();
     while r.0.remaining() > 0 {
         let key_len = r.i16("extFields key length")?;
-        let key = r.string(i64::from(key_len), "extFields key overflows")?;
+        let key = r.text(i64::from(key_len), "extFields key overflows")?;
         let value_len = r.i32("extFields value length")?;
-        let value = r.string(i64::from(value_len), "extFields value overflows")?;
+        let value = r.text(i64::from(value_len), "extFields value overflows")?;
         // Java decodes zero-length keys and values to null.
         if !key.is_empty() && !value.is_empty() {
-            fields.insert(key, value);
+            fields.push_arrived(key, value);
         }
     }
+    // Of a repeated key the last value stays, as in Java's HashMap.
+    fields.sort_arrived(false);
     Ok(fields)
 }
 
@@ -114,6 +121,49 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn field(out: &mut Vec<u8>, key: &str, value: &str) {
+        out.extend_from_slice(&(key.len() as i16).to_be_bytes());
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(&(value.len() as i32).to_be_bytes());
+        out.extend_from_slice(value.as_bytes());
+    }
+
+    #[test]
+    fn round_trips_and_reads_fields_as_java_does() {
+        let fields: ExtFields = [("b", "T"), ("a", "gröup"), ("queueId", "3")]
+            .into_iter()
+            .collect();
+        let mut cmd = RemotingCommand::request_code(310, fields);
+        cmd.opaque = 77;
+        cmd.remark = Some("hé".into());
+        let mut out = Vec::new();
+        encode(&cmd, &mut out);
+        let mut decoded = decode(&out).expect("decodes");
+        decoded.serialize_type = cmd.serialize_type;
+        assert_eq!(decoded, cmd);
+
+        // Fields in any order; of a repeated key the last value stays; an empty key or
+        // value is dropped (Java reads both as null).
+        let mut area = Vec::new();
+        field(&mut area, "z", "1");
+        field(&mut area, "a", "first");
+        field(&mut area, "", "no key");
+        field(&mut area, "empty", "");
+        field(&mut area, "a", "last");
+        let mut h = vec![0, 10, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        h.extend_from_slice(&(area.len() as i32).to_be_bytes());
+        h.extend_from_slice(&area);
+        let decoded = decode(&h).expect("decodes");
+        assert_eq!(
+            decoded.ext_fields.iter().collect::<Vec<_>>(),
+            vec![("a", "last"), ("z", "1")]
+        );
+        let mut bad = h.clone();
+        let at = bad.len() - 1;
+        bad[at] = 0xff;
+        assert_eq!(decode(&bad), Err(FrameError::Utf8));
+    }
 
     #[test]
     fn rejects_overflowing_lengths() {

@@ -233,3 +233,66 @@ async fn namespaces_prefix_topics() {
     b.shutdown().await;
     ns.shutdown().await;
 }
+
+/// The producer's sends in either header encoding (ROCKETMQ's binary one, the default, and
+/// JSON, which RocketMQ's Java and C++ clients send): the same message is stored either way,
+/// and a refusal reads the same, the broker answering in the request's encoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_header_encodings_store_the_same_message() {
+    use stellmq_remoting::protocol::SerializeType;
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
+    let b = TestBroker::start(&ns_addr, |c| {
+        c.broker.broker_name = "broker-codec".into();
+        c.store.max_message_size = 2048;
+    })
+    .await;
+    let admin = AdminClient::new(&ns_addr).expect("admin");
+    for (encoding, topic) in [
+        (SerializeType::RocketMq, "CodecBinary"),
+        (SerializeType::Json, "CodecJson"),
+    ] {
+        let producer = Producer::start(ProducerConfig {
+            serialize_type: encoding,
+            compress_msg_body_over_howmuch: usize::MAX,
+            ..config(&ns_addr)
+        })
+        .await
+        .expect("producer");
+        let msg = Message::new(topic, "körper \"quoted\" \\ \n")
+            .with_keys(["k1", "ключ"])
+            .with_tags("Tag\"A")
+            .with_property("note", "a=b;c d");
+        let sent = producer.send(msg).await.expect("send");
+        assert_eq!(sent.status, SendStatus::SendOk, "{encoding:?}");
+        assert_eq!(sent.queue.topic, topic);
+        let refused = producer
+            .send(Message::new(topic, "x".repeat(4096)))
+            .await
+            .expect_err("a body over the broker's maxMessageSize");
+        assert_eq!(refused.remote_code(), Some(13), "{encoding:?}: {refused}");
+        assert!(
+            refused
+                .to_string()
+                .contains("body size over max value, MAX: 2048"),
+            "{refused}"
+        );
+        b.store().wait_dispatched(Duration::from_secs(10));
+        let records = read_all(&admin, b.broker_addr(), topic).await;
+        assert_eq!(records.len(), 1, "{encoding:?}");
+        let stored = &records[0];
+        assert_eq!(&stored.body[..], "körper \"quoted\" \\ \n".as_bytes());
+        assert_eq!(stored.properties.get("TAGS"), Some("Tag\"A"));
+        assert_eq!(stored.properties.get("KEYS"), Some("k1 ключ"));
+        assert_eq!(stored.properties.get("note"), Some("a=b;c d"));
+        assert_eq!(
+            stored.properties.get("UNIQ_KEY"),
+            Some(sent.msg_id.as_str())
+        );
+        assert_eq!(stored.head.queue_id, sent.queue.queue_id);
+        assert_eq!(stored.head.queue_offset, sent.queue_offset);
+        producer.shutdown().await;
+    }
+    b.shutdown().await;
+    ns.shutdown().await;
+}

@@ -17,6 +17,7 @@ use bytes::Bytes;
 use clap::{Parser, Subcommand};
 use stellmq_client::admin::now_ms;
 use stellmq_client::{ClientError, Message, Producer, ProducerConfig};
+use stellmq_remoting::protocol::SerializeType;
 use stellmq_tools::bench_acl::{expand_two_letter_options, BenchAclArgs};
 use stellmq_tools::bench_consumer::{run as run_consumer, ConsumerArgs};
 use stellmq_tools::bench_grpc::{self, GrpcConsumerArgs, GrpcProducerArgs};
@@ -82,10 +83,22 @@ struct ProducerArgs {
     /// Milliseconds between report lines (RocketMQ's `-ri`; overrides --report-interval).
     #[arg(long = "reportInterval")]
     report_interval_ms: Option<u64>,
+    /// Header encoding of the sends: ROCKETMQ (binary, the client's default) or JSON (what
+    /// RocketMQ's Java and C++ clients send by default).
+    #[arg(long = "serializeType", default_value = "ROCKETMQ", value_parser = parse_serialize_type)]
+    serialize_type: SerializeType,
     #[command(flatten)]
     tls: TlsArgs,
     #[command(flatten)]
     acl: BenchAclArgs,
+}
+
+fn parse_serialize_type(name: &str) -> Result<SerializeType, String> {
+    match name.to_ascii_uppercase().as_str() {
+        "JSON" => Ok(SerializeType::Json),
+        "ROCKETMQ" => Ok(SerializeType::RocketMq),
+        _ => Err(format!("{name}: JSON or ROCKETMQ")),
+    }
 }
 
 async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
@@ -100,6 +113,7 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
         tls: a.tls.client_tls(),
         credentials: a.acl.credentials(),
         enable_msg_trace: a.trace,
+        serialize_type: a.serialize_type,
         ..Default::default()
     };
     let producer = Producer::start(config).await?;

@@ -245,6 +245,10 @@ impl MessageArrivingListener for PullHoldService {
         tags_code: i64,
         _store_timestamp: i64,
     ) {
+        // Called for every dispatched message: no key is built while nothing is parked.
+        if self.table.lock().by_queue.is_empty() {
+            return;
+        }
         self.check_queue(&key(topic, queue_id), logical_offset, Some(tags_code));
     }
 }

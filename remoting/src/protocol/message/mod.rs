@@ -8,7 +8,7 @@ pub mod record;
 pub mod time;
 
 pub use properties::{keys as property, Properties};
-pub use record::{MessageRecord, MessageVersion, RecordHead};
+pub use record::{MessageRecord, MessageVersion, RecordHead, RecordView};
 pub use time::{now_ms, UtcTime};
 
 use std::io::{Read, Write};

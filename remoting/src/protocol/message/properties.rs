@@ -47,6 +47,15 @@ const PROPERTY_SEPARATOR: char = '\u{2}';
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Properties(BTreeMap<String, String>);
 
+/// The entries of encoded properties as Java reads them: split on `\u0002`, then on the
+/// first `\u0001`; entries with an empty name or value are dropped. Of a repeated name the
+/// last entry counts.
+pub(crate) fn entries(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.split(PROPERTY_SEPARATOR)
+        .filter_map(|entry| entry.split_once(NAME_VALUE_SEPARATOR))
+        .filter(|(name, value)| !name.is_empty() && !value.is_empty())
+}
+
 impl Properties {
     pub fn new() -> Self {
         Self::default()
@@ -55,10 +64,7 @@ impl Properties {
     /// Decodes like Java: split on `\u0002`, then on the first `\u0001`; entries with an empty
     /// name or value are dropped.
     pub fn decode(text: &str) -> Self {
-        let map = text
-            .split(PROPERTY_SEPARATOR)
-            .filter_map(|entry| entry.split_once(NAME_VALUE_SEPARATOR))
-            .filter(|(name, value)| !name.is_empty() && !value.is_empty())
+        let map = entries(text)
             .map(|(name, value)| (name.to_owned(), value.to_owned()))
             .collect();
         Self(map)

@@ -250,91 +250,25 @@ impl MessageRecord {
 
     /// Decodes the record at the start of `buf`; returns it and the bytes it used.
     pub fn decode(buf: &Bytes, check_crc: bool) -> Result<(Self, usize), RecordError> {
-        let (total, magic) = peek(buf)?;
-        let version = match magic {
-            MAGIC_V1 => MessageVersion::V1,
-            MAGIC_V2 => MessageVersion::V2,
-            other => return Err(RecordError::BadMagic(other)),
-        };
-        let total =
-            usize::try_from(total)
-                .ok()
-                .filter(|t| *t >= 4)
-                .ok_or(RecordError::SizeMismatch {
-                    declared: i64::from(total),
-                    actual: buf.len(),
-                })?;
-        if total > buf.len() {
-            return Err(RecordError::Truncated {
-                needed: total,
-                available: buf.len(),
-            });
-        }
-        let record = buf.slice(..total);
-        let mut cur = Cursor(ByteReader::new(&record));
-        cur.skip(8)?;
-        let body_crc = cur.u32()?;
-        let queue_id = cur.i32()?;
-        let flag = cur.i32()?;
-        let queue_offset = cur.i64()?;
-        let physical_offset = cur.i64()?;
-        let sys_flag = cur.i32()?;
-        let born_timestamp = cur.i64()?;
-        let born_host = cur.host(sys_flag & sys_flag::BORNHOST_V6 != 0)?;
-        let store_timestamp = cur.i64()?;
-        let store_host = cur.host(sys_flag & sys_flag::STOREHOST_V6 != 0)?;
-        let reconsume_times = cur.i32()?;
-        let prepared_transaction_offset = cur.i64()?;
-        let body_len = cur.i32_len()?;
-        let body_start = cur.pos();
-        cur.skip(body_len)?;
-        let body = record.slice(body_start..body_start + body_len);
-        let topic_len = match version {
-            MessageVersion::V1 => usize::from(cur.u8()?),
-            MessageVersion::V2 => cur.i16_len()?,
-        };
-        let topic = cur.utf8(topic_len)?;
-        let props_len = cur.i16_len()?;
-        let properties = Properties::decode(&cur.utf8(props_len)?);
-        if cur.pos() != total {
-            return Err(RecordError::SizeMismatch {
-                declared: total as i64,
-                actual: cur.pos(),
-            });
-        }
+        let view = RecordView::parse(buf)?;
+        let body = buf.slice(view.body_range.clone());
         if check_crc {
             let computed = super::body_crc(&body);
-            if computed != body_crc {
+            if computed != view.head.body_crc {
                 return Err(RecordError::BadCrc {
-                    stored: body_crc,
+                    stored: view.head.body_crc,
                     computed,
                 });
             }
         }
-        let head = RecordHead {
-            body_crc,
-            queue_id,
-            flag,
-            queue_offset,
-            physical_offset,
-            sys_flag,
-            born_timestamp,
-            born_host,
-            store_timestamp,
-            store_host,
-            reconsume_times,
-            prepared_transaction_offset,
+        let record = Self {
+            version: view.version,
+            body,
+            topic: view.topic.to_owned(),
+            properties: Properties::decode(view.properties),
+            head: view.head,
         };
-        Ok((
-            Self {
-                head,
-                version,
-                body,
-                topic,
-                properties,
-            },
-            total,
-        ))
+        Ok((record, view.total))
     }
 
     /// Decodes back-to-back records (a pull or query response body).
@@ -370,6 +304,114 @@ impl MessageRecord {
     }
 }
 
+/// A record read in place: the head, and the topic and properties borrowed from the
+/// bytes. The dispatcher reads every appended record this way, without the allocations of
+/// an owned [`MessageRecord`] (its topic and a map of owned properties).
+#[derive(Debug, Clone)]
+pub struct RecordView<'a> {
+    pub head: RecordHead,
+    pub version: MessageVersion,
+    /// Where the body lies in the parsed bytes.
+    pub body_range: std::ops::Range<usize>,
+    pub topic: &'a str,
+    /// The encoded properties (`name\u0001value\u0002`...).
+    pub properties: &'a str,
+    /// TOTALSIZE: the bytes the record takes.
+    pub total: usize,
+}
+
+impl<'a> RecordView<'a> {
+    /// Reads the record at the start of `buf`, checking its layout (not its body CRC).
+    pub fn parse(buf: &'a [u8]) -> Result<Self, RecordError> {
+        let (total, magic) = peek(buf)?;
+        let version = match magic {
+            MAGIC_V1 => MessageVersion::V1,
+            MAGIC_V2 => MessageVersion::V2,
+            other => return Err(RecordError::BadMagic(other)),
+        };
+        let total =
+            usize::try_from(total)
+                .ok()
+                .filter(|t| *t >= 4)
+                .ok_or(RecordError::SizeMismatch {
+                    declared: i64::from(total),
+                    actual: buf.len(),
+                })?;
+        if total > buf.len() {
+            return Err(RecordError::Truncated {
+                needed: total,
+                available: buf.len(),
+            });
+        }
+        let mut cur = Cursor(ByteReader::new(&buf[..total]));
+        cur.skip(8)?;
+        let body_crc = cur.u32()?;
+        let queue_id = cur.i32()?;
+        let flag = cur.i32()?;
+        let queue_offset = cur.i64()?;
+        let physical_offset = cur.i64()?;
+        let sys_flag = cur.i32()?;
+        let born_timestamp = cur.i64()?;
+        let born_host = cur.host(sys_flag & sys_flag::BORNHOST_V6 != 0)?;
+        let store_timestamp = cur.i64()?;
+        let store_host = cur.host(sys_flag & sys_flag::STOREHOST_V6 != 0)?;
+        let reconsume_times = cur.i32()?;
+        let prepared_transaction_offset = cur.i64()?;
+        let body_len = cur.i32_len()?;
+        let body_start = cur.pos();
+        cur.skip(body_len)?;
+        let topic_len = match version {
+            MessageVersion::V1 => usize::from(cur.u8()?),
+            MessageVersion::V2 => cur.i16_len()?,
+        };
+        let topic = cur.text(topic_len)?;
+        let props_len = cur.i16_len()?;
+        let properties = cur.text(props_len)?;
+        if cur.pos() != total {
+            return Err(RecordError::SizeMismatch {
+                declared: total as i64,
+                actual: cur.pos(),
+            });
+        }
+        let head = RecordHead {
+            body_crc,
+            queue_id,
+            flag,
+            queue_offset,
+            physical_offset,
+            sys_flag,
+            born_timestamp,
+            born_host,
+            store_timestamp,
+            store_host,
+            reconsume_times,
+            prepared_transaction_offset,
+        };
+        Ok(Self {
+            head,
+            version,
+            body_range: body_start..body_start + body_len,
+            topic,
+            properties,
+            total,
+        })
+    }
+
+    /// The properties' entries as [`Properties::decode`] reads them (of a repeated name the
+    /// last one counts).
+    pub fn property_entries(&self) -> impl Iterator<Item = (&'a str, &'a str)> {
+        super::properties::entries(self.properties)
+    }
+
+    /// A property as [`Properties::decode`] would read it.
+    pub fn property(&self, name: &str) -> Option<&'a str> {
+        self.property_entries()
+            .filter(|(n, _)| *n == name)
+            .last()
+            .map(|(_, value)| value)
+    }
+}
+
 /// Reads TOTALSIZE and MAGICCODE of the record at the start of `buf`.
 pub fn peek(buf: &[u8]) -> Result<(i32, u32), RecordError> {
     if buf.len() < 8 {
@@ -393,7 +435,7 @@ fn truncated(short: Short) -> RecordError {
     }
 }
 
-impl Cursor<'_> {
+impl<'a> Cursor<'a> {
     fn pos(&self) -> usize {
         self.0.pos()
     }
@@ -435,8 +477,8 @@ impl Cursor<'_> {
         Ok(SocketAddr::new(ip, port as u16))
     }
 
-    fn utf8(&mut self, len: usize) -> Result<String, RecordError> {
+    fn text(&mut self, len: usize) -> Result<&'a str, RecordError> {
         let raw = self.0.take(len).map_err(truncated)?;
-        String::from_utf8(raw.to_vec()).map_err(|_| RecordError::Invalid("text field is not UTF-8"))
+        std::str::from_utf8(raw).map_err(|_| RecordError::Invalid("text field is not UTF-8"))
     }
 }
