@@ -35,6 +35,15 @@ impl ExtFields {
         Self::default()
     }
 
+    /// Room for `fields` fields of `text` bytes of keys and values in all, so that filling
+    /// it does not reallocate.
+    pub fn with_capacity(fields: usize, text: usize) -> Self {
+        Self {
+            text: String::with_capacity(text),
+            entries: Vec::with_capacity(fields),
+        }
+    }
+
     fn key_of(&self, e: &Entry) -> &str {
         &self.text[e.key_start as usize..e.value_start as usize]
     }
@@ -72,7 +81,7 @@ impl ExtFields {
     }
 
     /// Inserts `key` with the value `write` appends to the text (replacing an earlier value).
-    fn insert_with(&mut self, key: &str, write: impl FnOnce(&mut String)) {
+    pub(crate) fn insert_with(&mut self, key: &str, write: impl FnOnce(&mut String)) {
         let slot = self.find(key);
         let key_start = self.text.len();
         self.text.push_str(key);

@@ -79,7 +79,8 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, FrameError> {
 
 fn decode_ext_fields(area: &[u8]) -> Result<ExtFields, FrameError> {
     let mut r = Reader(ByteReader::new(area));
-    let mut fields = ExtFields::new();
+    // Every field takes at least 8 bytes (two lengths and a byte each of key and value).
+    let mut fields = ExtFields::with_capacity((area.len() / 8).min(32), area.len());
     while r.0.remaining() > 0 {
         let key_len = r.i16("extFields key length")?;
         let key = r.text(i64::from(key_len), "extFields key overflows")?;

@@ -483,12 +483,14 @@ impl SendProcessor {
             count,
             append.wrote_bytes as u64,
         );
-        let msg_id = append
-            .phys_offsets
-            .iter()
-            .map(|o| id::offset_msg_id(&self.identity.store_host, *o))
-            .collect::<Vec<_>>()
-            .join(",");
+        let msg_id = match append.phys_offsets.as_slice() {
+            [one] => id::offset_msg_id(&self.identity.store_host, *one),
+            many => many
+                .iter()
+                .map(|o| id::offset_msg_id(&self.identity.store_host, *o))
+                .collect::<Vec<_>>()
+                .join(","),
+        };
         let fields = SendMessageResponseHeader {
             msg_id,
             queue_id,

@@ -23,6 +23,8 @@ pub use pop::*;
 pub use producer::*;
 pub use query::*;
 
+use std::fmt::Write as _;
+
 use super::error::HeaderError;
 use super::ext_fields::ExtFields;
 
@@ -38,6 +40,10 @@ pub trait CommandHeader: Sized {
 pub trait HeaderValue: Sized {
     fn parse_field(raw: &str) -> Option<Self>;
     fn render(&self) -> String;
+    /// Appends the rendered value to `out` (without a `String` of its own).
+    fn render_into(&self, out: &mut String) {
+        out.push_str(&self.render());
+    }
 }
 
 impl HeaderValue for String {
@@ -46,6 +52,9 @@ impl HeaderValue for String {
     }
     fn render(&self) -> String {
         self.clone()
+    }
+    fn render_into(&self, out: &mut String) {
+        out.push_str(self);
     }
 }
 
@@ -56,6 +65,9 @@ impl HeaderValue for i32 {
     fn render(&self) -> String {
         self.to_string()
     }
+    fn render_into(&self, out: &mut String) {
+        let _ = write!(out, "{self}");
+    }
 }
 
 impl HeaderValue for i64 {
@@ -64,6 +76,9 @@ impl HeaderValue for i64 {
     }
     fn render(&self) -> String {
         self.to_string()
+    }
+    fn render_into(&self, out: &mut String) {
+        let _ = write!(out, "{self}");
     }
 }
 
@@ -75,6 +90,9 @@ impl HeaderValue for bool {
     }
     fn render(&self) -> String {
         self.to_string()
+    }
+    fn render_into(&self, out: &mut String) {
+        out.push_str(if *self { "true" } else { "false" });
     }
 }
 
@@ -122,11 +140,15 @@ macro_rules! header_read {
 
 macro_rules! header_write {
     (required, $out:expr, $key:literal, $value:expr) => {
-        $out.insert($key, $crate::protocol::headers::HeaderValue::render($value));
+        $out.insert_with($key, |text| {
+            $crate::protocol::headers::HeaderValue::render_into($value, text)
+        });
     };
     (optional, $out:expr, $key:literal, $value:expr) => {
         if let Some(v) = $value {
-            $out.insert($key, $crate::protocol::headers::HeaderValue::render(v));
+            $out.insert_with($key, |text| {
+                $crate::protocol::headers::HeaderValue::render_into(v, text)
+            });
         }
     };
 }
@@ -161,7 +183,8 @@ macro_rules! command_header {
 
             #[allow(unused_mut)]
             fn to_ext_fields(&self) -> $crate::protocol::ExtFields {
-                let mut out = $crate::protocol::ExtFields::new();
+                const FIELDS: usize = [$($key),*].len();
+                let mut out = $crate::protocol::ExtFields::with_capacity(FIELDS, FIELDS * 24);
                 $($crate::protocol::headers::header_write!($kind, out, $key, &self.$field);)*
                 out
             }
