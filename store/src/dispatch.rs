@@ -9,7 +9,8 @@ use stellmq_remoting::protocol::message::{property, sys_flag, tags_code, RecordV
 use crate::commitlog::{CommitLog, NextRecord};
 use crate::consume_queue::ConsumeQueueStore;
 use crate::error::StoreError;
-use crate::index_feed::{IndexJob, IndexSink};
+use crate::index::{IndexEntry, IndexKeyHasher};
+use crate::index_feed::{put_or_log, IndexSink};
 
 /// The delay-message topic, whose tags code is the delivery time (protocol.md 7.1).
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
@@ -36,19 +37,16 @@ pub struct DispatchRequest<'a> {
     pub size: i32,
     pub tags_code: i64,
     pub store_timestamp: i64,
-    pub keys: Vec<String>,
+    /// The `KEYS` property (space-separated keys), if any.
+    pub keys: Option<&'a str>,
+    /// The `UNIQ_KEY` property (the client's message id), if any.
+    pub uniq_key: Option<&'a str>,
     pub to_consume_queue: bool,
     pub to_index: bool,
 }
 
 impl<'a> DispatchRequest<'a> {
-    /// `with_keys`: collect the index keys (only wanted when the index is on).
-    pub fn from_record(
-        record: &RecordView<'a>,
-        size: i32,
-        delay_levels: &[i64],
-        with_keys: bool,
-    ) -> Self {
+    pub fn from_record(record: &RecordView<'a>, size: i32, delay_levels: &[i64]) -> Self {
         let kind = sys_flag::transaction_type(record.head.sys_flag);
         let props = DispatchProperties::read(record);
         let tags_code = if record.topic == SCHEDULE_TOPIC {
@@ -62,21 +60,6 @@ impl<'a> DispatchRequest<'a> {
         } else {
             tags_code(props.tags)
         };
-        let mut keys: Vec<String> = Vec::new();
-        if with_keys {
-            let listed = props.keys.unwrap_or("");
-            let index_key = |key: &str| {
-                let mut k = String::with_capacity(record.topic.len() + 1 + key.len());
-                k.push_str(record.topic);
-                k.push('#');
-                k.push_str(key);
-                k
-            };
-            keys.extend(listed.split(' ').filter(|k| !k.is_empty()).map(index_key));
-            if let Some(uniq) = props.uniq_key {
-                keys.push(index_key(uniq));
-            }
-        }
         Self {
             topic: record.topic,
             queue_id: record.head.queue_id,
@@ -85,11 +68,27 @@ impl<'a> DispatchRequest<'a> {
             size,
             tags_code,
             store_timestamp: record.head.store_timestamp,
-            keys,
+            keys: props.keys,
+            uniq_key: props.uniq_key,
             to_consume_queue: kind == sys_flag::TRANSACTION_NOT_TYPE
                 || kind == sys_flag::TRANSACTION_COMMIT_TYPE,
             to_index: kind != sys_flag::TRANSACTION_ROLLBACK_TYPE,
         }
+    }
+
+    /// Appends the message's index entries (`topic#key` for each key of `KEYS`, then for
+    /// `UNIQ_KEY`, as RocketMQ's IndexService builds them) to `out`.
+    pub fn index_entries(&self, out: &mut Vec<IndexEntry>) {
+        if self.keys.is_none() && self.uniq_key.is_none() {
+            return;
+        }
+        let hasher = IndexKeyHasher::new(self.topic);
+        let listed = self.keys.unwrap_or("").split(' ').filter(|k| !k.is_empty());
+        out.extend(listed.chain(self.uniq_key).map(|key| IndexEntry {
+            key_hash: hasher.hash(key),
+            phys_offset: self.phys_offset,
+            store_timestamp: self.store_timestamp,
+        }));
     }
 }
 
@@ -179,7 +178,7 @@ impl Dispatcher {
         queues: &ConsumeQueueStore,
         index: IndexSink<'_>,
         listener: Option<&dyn MessageArrivingListener>,
-        jobs: &mut Vec<IndexJob>,
+        jobs: &mut Vec<IndexEntry>,
         offset: &mut i64,
     ) -> Result<usize, StoreError> {
         let mut handled = 0;
@@ -199,12 +198,8 @@ impl Dispatcher {
                             });
                         }
                     };
-                    let req = DispatchRequest::from_record(
-                        &record,
-                        size as i32,
-                        &self.delay_levels,
-                        self.index_enabled,
-                    );
+                    let req =
+                        DispatchRequest::from_record(&record, size as i32, &self.delay_levels);
                     self.dispatch(req, queues, index, listener, jobs)?;
                     *offset += size as i64;
                     handled += 1;
@@ -225,7 +220,7 @@ impl Dispatcher {
         queues: &ConsumeQueueStore,
         index: IndexSink<'_>,
         listener: Option<&dyn MessageArrivingListener>,
-        jobs: &mut Vec<IndexJob>,
+        jobs: &mut Vec<IndexEntry>,
     ) -> Result<(), StoreError> {
         if req.to_consume_queue {
             match queues.find_or_create(req.topic, req.queue_id) {
@@ -252,32 +247,25 @@ impl Dispatcher {
                 );
             }
         }
-        if self.index_enabled && req.to_index && !req.keys.is_empty() {
-            let job = IndexJob {
-                phys_offset: req.phys_offset,
-                store_timestamp: req.store_timestamp,
-                keys: req.keys,
-            };
+        if self.index_enabled && req.to_index {
             match index {
                 IndexSink::Direct(index) => {
-                    // The index only serves key lookups: losing an entry must not stop
-                    // consumption.
-                    if let Err(e) = index.put(&job.keys, job.phys_offset, job.store_timestamp) {
-                        tracing::error!(offset = job.phys_offset, error = %e, "cannot index a message; its keys will not be found");
-                    }
+                    let mut entries = Vec::new();
+                    req.index_entries(&mut entries);
+                    put_or_log(index, &entries);
                 }
-                IndexSink::Feed(..) => jobs.push(job),
+                IndexSink::Feed(..) => req.index_entries(jobs),
             }
         }
         Ok(())
     }
 }
 
-/// Index jobs are handed to the feed at least this often within one round.
+/// Index entries are handed to the feed at least this often within one round.
 const HAND_OVER_EVERY: usize = 4096;
 
 /// Queues a round's index jobs; a feed over its bound is drained here (backpressure).
-fn hand_over(index: IndexSink<'_>, jobs: Vec<IndexJob>) {
+fn hand_over(index: IndexSink<'_>, jobs: Vec<IndexEntry>) {
     if let IndexSink::Feed(feed, index) = index {
         if feed.push(jobs) {
             feed.drain(index);

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use stellmq_remoting::protocol::message::{java_string_hash, UtcTime};
+use stellmq_remoting::protocol::message::{java_string_hash_continued, UtcTime};
 
 use crate::error::{IoContext, StoreError};
 use crate::mapped_file::MappedFile;
@@ -34,14 +34,42 @@ const END_PHY_OFFSET: usize = 24;
 const HASH_SLOT_COUNT: usize = 32;
 const INDEX_COUNT: usize = 36;
 
-/// `abs(String.hashCode())`, 0 when the absolute value overflows (Java's rule).
-pub fn index_key_hash(key: &str) -> u32 {
-    let h = java_string_hash(key);
-    if h == i32::MIN {
-        0
-    } else {
-        h.unsigned_abs()
+/// The slot hash of the index key `topic#key`: `abs(String.hashCode())` of the joined key, 0
+/// when the absolute value overflows (Java's rule).
+pub fn index_key_hash(topic: &str, key: &str) -> u32 {
+    IndexKeyHasher::new(topic).hash(key)
+}
+
+/// Hashes the index keys of one topic without building `topic#key` strings.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexKeyHasher {
+    /// The hash of `topic#`.
+    prefix: i32,
+}
+
+impl IndexKeyHasher {
+    pub fn new(topic: &str) -> Self {
+        Self {
+            prefix: java_string_hash_continued(java_string_hash_continued(0, topic), "#"),
+        }
     }
+
+    pub fn hash(&self, key: &str) -> u32 {
+        let h = java_string_hash_continued(self.prefix, key);
+        if h == i32::MIN {
+            0
+        } else {
+            h.unsigned_abs()
+        }
+    }
+}
+
+/// One index entry to write: a key's hash and the message it points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub key_hash: u32,
+    pub phys_offset: i64,
+    pub store_timestamp: i64,
 }
 
 /// One index file.
@@ -128,13 +156,17 @@ impl IndexFile {
         self.file.path()
     }
 
-    /// Adds `key -> phy`; false when the file is full.
-    fn put(&self, key: &str, phy: i64, store_timestamp: i64) -> bool {
+    /// Adds the entry; false when the file is full.
+    fn put(&self, entry: &IndexEntry) -> bool {
         let count = self.index_count();
         if count >= self.max_entries {
             return false;
         }
-        let hash = index_key_hash(key);
+        let IndexEntry {
+            key_hash: hash,
+            phys_offset: phy,
+            store_timestamp,
+        } = *entry;
         let slot_pos = HEADER_SIZE + (hash % self.slots) as usize * SLOT_SIZE;
         let mut prev = self.u32_at(slot_pos);
         if prev >= count {
@@ -167,9 +199,9 @@ impl IndexFile {
         true
     }
 
-    /// Physical offsets of `key` stored within `[begin, end]` (ms), newest first.
-    fn query(&self, key: &str, max: usize, begin: i64, end: i64, out: &mut Vec<i64>) {
-        let hash = index_key_hash(key);
+    /// Physical offsets of the key hashing to `hash` stored within `[begin, end]` (ms),
+    /// newest first.
+    fn query(&self, hash: u32, max: usize, begin: i64, end: i64, out: &mut Vec<i64>) {
         let count = self.index_count();
         let mut cur = self.u32_at(HEADER_SIZE + (hash % self.slots) as usize * SLOT_SIZE);
         let file_begin = self.begin_timestamp();
@@ -289,16 +321,18 @@ impl IndexService {
         (!self.files.read().is_empty()).then(|| self.resume_from.load(Ordering::Acquire))
     }
 
-    /// Indexes the keys of one message.
-    pub fn put(&self, keys: &[String], phy: i64, store_timestamp: i64) -> Result<(), StoreError> {
-        if keys.is_empty() || phy < self.resume_from.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let mut file = self.writable_file(store_timestamp)?;
-        for key in keys {
-            if !file.put(key, phy, store_timestamp) {
-                file = self.writable_file(store_timestamp)?;
-                file.put(key, phy, store_timestamp);
+    /// Writes index entries in order (entries below the resume point exist already).
+    pub fn put(&self, entries: &[IndexEntry]) -> Result<(), StoreError> {
+        let resume_from = self.resume_from.load(Ordering::Acquire);
+        let mut file: Option<Arc<IndexFile>> = None;
+        for entry in entries.iter().filter(|e| e.phys_offset >= resume_from) {
+            let current = match &file {
+                Some(f) => f,
+                None => file.insert(self.writable_file(entry.store_timestamp)?),
+            };
+            if !current.put(entry) {
+                let next = file.insert(self.writable_file(entry.store_timestamp)?);
+                next.put(entry);
             }
         }
         Ok(())
@@ -344,7 +378,7 @@ impl IndexService {
         begin: i64,
         end: i64,
     ) -> (Vec<i64>, i64, i64) {
-        let full_key = format!("{topic}#{key}");
+        let hash = index_key_hash(topic, key);
         let files = self.files.read().clone();
         let mut out = Vec::new();
         for f in files.iter().rev() {
@@ -352,7 +386,7 @@ impl IndexService {
                 break;
             }
             if f.overlaps(begin, end) {
-                f.query(&full_key, max, begin, end, &mut out);
+                f.query(hash, max, begin, end, &mut out);
             }
         }
         out.sort_unstable();
@@ -404,6 +438,19 @@ fn index_file_name(ms: i64) -> String {
 mod tests {
     use super::*;
 
+    pub(crate) fn entry(
+        topic: &str,
+        key: &str,
+        phys_offset: i64,
+        store_timestamp: i64,
+    ) -> IndexEntry {
+        IndexEntry {
+            key_hash: index_key_hash(topic, key),
+            phys_offset,
+            store_timestamp,
+        }
+    }
+
     #[test]
     fn chains_collisions_and_time_windows() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -411,10 +458,14 @@ mod tests {
         let service = IndexService::load(dir.path(), 1, 100).expect("load");
         let t0 = 1_700_000_000_000;
         service
-            .put(&["T#a".into(), "T#b".into()], 100, t0)
+            .put(&[entry("T", "a", 100, t0), entry("T", "b", 100, t0)])
             .expect("put");
-        service.put(&["T#a".into()], 200, t0 + 5_000).expect("put");
-        service.put(&["U#a".into()], 300, t0 + 6_000).expect("put");
+        service
+            .put(&[entry("T", "a", 200, t0 + 5_000)])
+            .expect("put");
+        service
+            .put(&[entry("U", "a", 300, t0 + 6_000)])
+            .expect("put");
         let (hits, _, last_phy) = service.query("T", "a", 10, 0, i64::MAX);
         assert_eq!(hits, vec![200, 100]);
         assert_eq!(last_phy, 300);
@@ -433,7 +484,7 @@ mod tests {
             let service = IndexService::load(dir.path(), 7, 4).expect("load");
             for i in 0..10 {
                 service
-                    .put(&[format!("T#k{i}")], i * 10, 1_700_000_000_000 + i)
+                    .put(&[entry("T", &format!("k{i}"), i * 10, 1_700_000_000_000 + i)])
                     .expect("put");
             }
             assert_eq!(
@@ -453,6 +504,11 @@ mod tests {
     #[test]
     fn names_and_hashes() {
         assert_eq!(index_file_name(1_796_220_000_123), "20261202140000123");
-        assert_eq!(index_key_hash("TopicTest#KEY1"), 1_656_969_516);
+        assert_eq!(index_key_hash("TopicTest", "KEY1"), 1_656_969_516);
+        // Java: Math.abs("TopicTest#KEY1".hashCode()) and the same for a non-ASCII key.
+        assert_eq!(
+            index_key_hash("T", "ключ"),
+            java_string_hash_continued(0, "T#ключ").unsigned_abs()
+        );
     }
 }

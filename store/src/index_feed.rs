@@ -5,9 +5,10 @@
 //! touched at random, and a fresh page costs tens of microseconds on some hosts) delayed
 //! consumption; born-to-received p99 was 34-46 ms with the index on and 5-6 ms with it off.
 //! Now the dispatcher hands each round's keys to an [`IndexFeed`] and the index thread
-//! writes them. The feed is bounded: past [`MAX_PENDING`] jobs the dispatcher indexes the
-//! backlog itself, so a stalled index slows dispatch instead of growing memory. Jobs own
-//! their keys, so CommitLog retention never waits for the index.
+//! writes them. The feed is bounded: past [`MAX_PENDING`] entries the dispatcher indexes the
+//! backlog itself, so a stalled index slows dispatch instead of growing memory. Entries carry
+//! their keys' hashes (all an index file stores), so CommitLog retention never waits for the
+//! index and no key is copied.
 //!
 //! Whoever drains the feed holds `indexing`, so entries reach the index in log order.
 
@@ -16,18 +17,10 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::index::IndexService;
+use crate::index::{IndexEntry, IndexService};
 
-/// Most jobs the feed holds before the dispatcher indexes them itself.
-pub const MAX_PENDING: usize = 65_536;
-
-/// The index entries of one message.
-#[derive(Debug)]
-pub struct IndexJob {
-    pub phys_offset: i64,
-    pub store_timestamp: i64,
-    pub keys: Vec<String>,
-}
+/// Most entries the feed holds before the dispatcher indexes them itself.
+pub const MAX_PENDING: usize = 131_072;
 
 /// Where a dispatch round puts index entries.
 #[derive(Clone, Copy)]
@@ -40,7 +33,7 @@ pub enum IndexSink<'a> {
 
 #[derive(Default)]
 pub struct IndexFeed {
-    pending: Mutex<Vec<IndexJob>>,
+    pending: Mutex<Vec<IndexEntry>>,
     ready: Condvar,
     indexing: Mutex<()>,
     /// Store time of the last message indexed (the checkpoint's index timestamp).
@@ -48,8 +41,8 @@ pub struct IndexFeed {
 }
 
 impl IndexFeed {
-    /// Queues jobs for the index thread; true when the backlog is over [`MAX_PENDING`].
-    pub fn push(&self, jobs: Vec<IndexJob>) -> bool {
+    /// Queues entries for the index thread; true when the backlog is over [`MAX_PENDING`].
+    pub fn push(&self, jobs: Vec<IndexEntry>) -> bool {
         if jobs.is_empty() {
             return false;
         }
@@ -68,16 +61,11 @@ impl IndexFeed {
         over
     }
 
-    /// Indexes everything queued so far, in log order; returns how many messages.
+    /// Indexes everything queued so far, in log order; returns how many entries.
     pub fn drain(&self, index: &IndexService) -> usize {
         let _in_order = self.indexing.lock();
         let jobs = std::mem::take(&mut *self.pending.lock());
-        for job in &jobs {
-            // The index only serves key lookups: losing an entry must not stop anything.
-            if let Err(e) = index.put(&job.keys, job.phys_offset, job.store_timestamp) {
-                tracing::error!(offset = job.phys_offset, error = %e, "cannot index a message; its keys will not be found");
-            }
-        }
+        put_or_log(index, &jobs);
         if let Some(last) = jobs.last() {
             self.last_timestamp
                 .store(last.store_timestamp, Ordering::Release);
@@ -109,15 +97,24 @@ impl IndexFeed {
     }
 }
 
+/// Writes entries to the index; a failure is logged, since the index only serves key
+/// lookups and losing entries must not stop anything.
+pub(crate) fn put_or_log(index: &IndexService, entries: &[IndexEntry]) {
+    if let Err(e) = index.put(entries) {
+        let from = entries.first().map_or(0, |e| e.phys_offset);
+        tracing::error!(from_offset = from, entries = entries.len(), error = %e, "cannot write index entries; their keys will not be found");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn job(phys: i64, key: &str) -> IndexJob {
-        IndexJob {
+    fn job(phys: i64, key: &str) -> IndexEntry {
+        IndexEntry {
+            key_hash: crate::index::index_key_hash("T", key),
             phys_offset: phys,
             store_timestamp: 1_000 + phys,
-            keys: vec![format!("T#{key}")],
         }
     }
 
@@ -138,7 +135,7 @@ mod tests {
     #[test]
     fn a_full_feed_says_so() {
         let feed = IndexFeed::default();
-        let jobs: Vec<IndexJob> = (0..=MAX_PENDING as i64).map(|i| job(i, "k")).collect();
+        let jobs: Vec<IndexEntry> = (0..=MAX_PENDING as i64).map(|i| job(i, "k")).collect();
         assert!(feed.push(jobs));
     }
 }

@@ -48,7 +48,12 @@ pub mod pull_sys_flag {
 
 /// Java's `String.hashCode()`: `h = 31*h + c` over UTF-16 code units, wrapping.
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, unit| {
+    java_string_hash_continued(0, s)
+}
+
+/// The hash of `a + s` given `h`, the hash of `a`: hashes of joined strings without joining.
+pub fn java_string_hash_continued(h: i32, s: &str) -> i32 {
+    s.encode_utf16().fold(h, |h, unit| {
         h.wrapping_mul(31).wrapping_add(i32::from(unit))
     })
 }
