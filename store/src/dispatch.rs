@@ -4,7 +4,9 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use stellmq_remoting::protocol::message::{property, sys_flag, tags_code, RecordView};
+use stellmq_remoting::protocol::message::{
+    delay_level_of, property, split_keys, sys_flag, tags_code, RecordView,
+};
 
 use crate::commitlog::{CommitLog, NextRecord};
 use crate::consume_queue::ConsumeQueueStore;
@@ -50,11 +52,7 @@ impl<'a> DispatchRequest<'a> {
         let kind = sys_flag::transaction_type(record.head.sys_flag);
         let props = DispatchProperties::read(record);
         let tags_code = if record.topic == SCHEDULE_TOPIC {
-            let level = props
-                .delay
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0)
-                .clamp(1, delay_levels.len().max(1) as i32);
+            let level = delay_level_of(props.delay).clamp(1, delay_levels.len().max(1) as i32);
             let delay = delay_levels.get(level as usize - 1).copied().unwrap_or(0);
             record.head.store_timestamp + delay
         } else {
@@ -83,7 +81,7 @@ impl<'a> DispatchRequest<'a> {
             return;
         }
         let hasher = IndexKeyHasher::new(self.topic);
-        let listed = self.keys.unwrap_or("").split(' ').filter(|k| !k.is_empty());
+        let listed = split_keys(self.keys.unwrap_or(""));
         out.extend(listed.chain(self.uniq_key).map(|key| IndexEntry {
             key_hash: hasher.hash(key),
             phys_offset: self.phys_offset,

@@ -111,11 +111,7 @@ impl ExtFields {
         self.text.push_str(key);
         let value_start = self.text.len();
         self.text.push_str(value);
-        self.entries.push(Entry {
-            key_start: key_start as u32,
-            value_start: value_start as u32,
-            value_end: self.text.len() as u32,
-        });
+        self.push_entry(Err(self.entries.len()), key_start, value_start);
     }
 
     /// Sorts fields pushed in arrival order by key; of equal keys the last one stays, and a

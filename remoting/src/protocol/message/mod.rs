@@ -7,7 +7,7 @@ pub mod properties;
 pub mod record;
 pub mod time;
 
-pub use properties::{keys as property, Properties};
+pub use properties::{delay_level_of, keys as property, split_keys, Properties};
 pub use record::{MessageRecord, MessageVersion, RecordHead, RecordView};
 pub use time::{now_ms, UtcTime};
 

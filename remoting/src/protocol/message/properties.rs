@@ -56,6 +56,16 @@ pub(crate) fn entries(text: &str) -> impl Iterator<Item = (&str, &str)> {
         .filter(|(name, value)| !name.is_empty() && !value.is_empty())
 }
 
+/// The keys of a `KEYS` value: separated by spaces, empty ones skipped.
+pub fn split_keys(keys: &str) -> impl Iterator<Item = &str> {
+    keys.split(' ').filter(|k| !k.is_empty())
+}
+
+/// The level of a `DELAY` value; 0 when absent or not a number.
+pub fn delay_level_of(delay: Option<&str>) -> i32 {
+    delay.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
 impl Properties {
     pub fn new() -> Self {
         Self::default()
@@ -109,10 +119,7 @@ impl Properties {
 
     /// The space-separated business keys of `KEYS`, empty tokens skipped.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.get(keys::KEYS)
-            .unwrap_or("")
-            .split(' ')
-            .filter(|k| !k.is_empty())
+        split_keys(self.get(keys::KEYS).unwrap_or(""))
     }
 
     pub fn tags(&self) -> Option<&str> {
@@ -127,9 +134,7 @@ impl Properties {
 
     /// `DELAY` as a level (0 when absent or invalid).
     pub fn delay_level(&self) -> i32 {
-        self.get(keys::DELAY)
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
+        delay_level_of(self.get(keys::DELAY))
     }
 }
 

@@ -402,14 +402,6 @@ impl<'a> RecordView<'a> {
     pub fn property_entries(&self) -> impl Iterator<Item = (&'a str, &'a str)> {
         super::properties::entries(self.properties)
     }
-
-    /// A property as [`Properties::decode`] would read it.
-    pub fn property(&self, name: &str) -> Option<&'a str> {
-        self.property_entries()
-            .filter(|(n, _)| *n == name)
-            .last()
-            .map(|(_, value)| value)
-    }
 }
 
 /// Reads TOTALSIZE and MAGICCODE of the record at the start of `buf`.
