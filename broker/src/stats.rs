@@ -59,6 +59,11 @@ impl Item {
         }
     }
 
+    fn add(&self, value: u64, times: u64) {
+        self.value.fetch_add(value, Ordering::Relaxed);
+        self.times.fetch_add(times, Ordering::Relaxed);
+    }
+
     fn live(&self) -> Sample {
         Sample {
             at_ms: now_ms(),
@@ -117,23 +122,35 @@ pub struct BrokerStats {
 impl BrokerStats {
     /// Adds `value` over `times` calls to `name`/`key` (`name` one of the constants here).
     pub fn add(&self, name: &'static str, key: &str, value: u64, times: u64) {
-        let item = self
-            .items
-            .read()
-            .get(name)
-            .and_then(|keys| keys.get(key))
-            .cloned();
-        let item = item.unwrap_or_else(|| {
-            self.items
-                .write()
-                .entry(name)
-                .or_default()
-                .entry(key.to_owned())
-                .or_insert_with(|| Arc::new(Item::new()))
-                .clone()
-        });
-        item.value.fetch_add(value, Ordering::Relaxed);
-        item.times.fetch_add(times, Ordering::Relaxed);
+        self.add_each(key, &[(name, value, times)]);
+    }
+
+    /// [`Self::add`] for several names of one key (at most 32), under one lock.
+    pub fn add_each(&self, key: &str, counts: &[(&'static str, u64, u64)]) {
+        let mut missing = 0u32;
+        {
+            let items = self.items.read();
+            for (i, &(name, value, times)) in counts.iter().enumerate().take(32) {
+                match items.get(name).and_then(|keys| keys.get(key)) {
+                    Some(item) => item.add(value, times),
+                    None => missing |= 1 << i,
+                }
+            }
+        }
+        if missing == 0 {
+            return;
+        }
+        let mut items = self.items.write();
+        for (i, &(name, value, times)) in counts.iter().enumerate().take(32) {
+            if missing & (1 << i) != 0 {
+                items
+                    .entry(name)
+                    .or_default()
+                    .entry(key.to_owned())
+                    .or_insert_with(|| Arc::new(Item::new()))
+                    .add(value, times);
+            }
+        }
     }
 
     /// The windows of `name`/`key`; None for an unknown name or a key never counted.

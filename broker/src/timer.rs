@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use stellmq_remoting::protocol::message::{property, MessageRecord, Properties};
+use stellmq_remoting::protocol::message::{
+    delay_level_of, property, MessageRecord, Properties, PropertyLookup,
+};
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessage};
 
 use crate::context::now_ms;
@@ -29,8 +31,13 @@ const DELAY_MS: &str = "TIMER_DELAY_MS";
 const OUT_MS: &str = "TIMER_OUT_MS";
 
 /// When a send's timer properties say it is due: `Ok(None)` for an ordinary message (or
-/// one already due), an error for a malformed or too distant time.
-pub fn due_time(props: &Properties, now: i64, max_delay_sec: i64) -> Result<Option<i64>, String> {
+/// one already due), an error for a malformed or too distant time. The clock is read only
+/// for a message with a timer.
+pub fn due_time(
+    props: &impl PropertyLookup,
+    now: impl FnOnce() -> i64,
+    max_delay_sec: i64,
+) -> Result<Option<i64>, String> {
     let number = |key: &str| -> Result<Option<i64>, String> {
         props
             .get(key)
@@ -41,19 +48,23 @@ pub fn due_time(props: &Properties, now: i64, max_delay_sec: i64) -> Result<Opti
             })
             .transpose()
     };
-    let due = if let Some(at) = number(DELIVER_MS)? {
-        at
-    } else if let Some(secs) = number(DELAY_SEC)? {
-        now.saturating_add(secs.saturating_mul(1000))
-    } else if let Some(ms) = number(DELAY_MS)? {
-        now.saturating_add(ms)
-    } else {
-        return Ok(None);
+    let deliver_at = number(DELIVER_MS)?;
+    let delay_ms = match deliver_at {
+        Some(_) => None,
+        None => match number(DELAY_SEC)? {
+            Some(secs) => Some(secs.saturating_mul(1000)),
+            None => number(DELAY_MS)?,
+        },
     };
-    if props.delay_level() > 0 {
+    if deliver_at.is_none() && delay_ms.is_none() {
+        return Ok(None);
+    }
+    let now = now();
+    let due = deliver_at.unwrap_or_else(|| now.saturating_add(delay_ms.unwrap_or(0)));
+    if delay_level_of(props.get(property::DELAY)) > 0 {
         return Err("a message cannot have both a delay level and a timer".into());
     }
-    if due - now > max_delay_sec.saturating_mul(1000) {
+    if due.saturating_sub(now) > max_delay_sec.saturating_mul(1000) {
         return Err(format!(
             "the timer is more than timerMaxDelaySec ({max_delay_sec} s) away"
         ));

@@ -150,6 +150,11 @@ impl TopicConfigManager {
         self.table.read().get(topic).cloned()
     }
 
+    /// What `read` takes from a topic's config, without cloning the config.
+    pub fn read<R>(&self, topic: &str, read: impl FnOnce(&TopicConfig) -> R) -> Option<R> {
+        self.table.read().get(topic).map(read)
+    }
+
     pub fn contains(&self, topic: &str) -> bool {
         self.table.read().contains_key(topic)
     }

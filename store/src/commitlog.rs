@@ -35,10 +35,42 @@ pub enum AppendError {
     SegmentNotReady(i64),
 }
 
-/// Next queue offset per `topic-queueId`, owned by the append lock.
+/// Next queue offset per topic and queue id, owned by the append lock.
 #[derive(Default)]
 struct AppendState {
-    queue_offsets: HashMap<String, i64>,
+    queue_offsets: HashMap<String, HashMap<i32, i64>>,
+}
+
+impl AppendState {
+    /// The next offset of a queue, read from its ConsumeQueue the first time.
+    fn next_queue_offset(&mut self, topic: &str, queue_id: i32, queues: &ConsumeQueueStore) -> i64 {
+        if let Some(next) = self.queue_offsets.get(topic).and_then(|q| q.get(&queue_id)) {
+            return *next;
+        }
+        let next = queues.max_offset(topic, queue_id);
+        self.set_next_queue_offset(topic, queue_id, next);
+        next
+    }
+
+    fn set_next_queue_offset(&mut self, topic: &str, queue_id: i32, next: i64) {
+        match self.queue_offsets.get_mut(topic) {
+            Some(queues) => {
+                queues.insert(queue_id, next);
+            }
+            None => {
+                self.queue_offsets
+                    .insert(topic.to_owned(), HashMap::from([(queue_id, next)]));
+            }
+        }
+    }
+}
+
+/// What an append works out for each message before taking the lock.
+struct Prepared {
+    len: usize,
+    body_crc: u32,
+    /// Gets a ConsumeQueue entry (not a prepared or rolled-back transaction message).
+    dispatched: bool,
 }
 
 /// Why replicated bytes were refused.
@@ -125,7 +157,7 @@ impl CommitLog {
         if msgs.is_empty() {
             return Err(AppendError::MessageIllegal("empty batch".into()));
         }
-        let mut lens = Vec::with_capacity(msgs.len());
+        let mut prepared = Vec::with_capacity(msgs.len());
         for m in msgs {
             if m.body.len() > self.max_message_size {
                 return Err(AppendError::MessageIllegal(format!(
@@ -143,77 +175,63 @@ impl CommitLog {
                     m.topic
                 )));
             }
-            lens.push(record::record_len(
-                &m.born_host,
-                &m.store_host,
-                m.body.len(),
-                m.topic.len(),
-                m.properties.len(),
-                MessageVersion::for_topic(&m.topic),
-            ));
+            let kind = sys_flag::transaction_type(m.sys_flag);
+            prepared.push(Prepared {
+                len: record::record_len(
+                    &m.born_host,
+                    &m.store_host,
+                    m.body.len(),
+                    m.topic.len(),
+                    m.properties.len(),
+                    MessageVersion::for_topic(&m.topic),
+                ),
+                body_crc: body_crc(&m.body),
+                dispatched: kind == sys_flag::TRANSACTION_NOT_TYPE
+                    || kind == sys_flag::TRANSACTION_COMMIT_TYPE,
+            });
         }
-        let total: usize = lens.iter().sum();
+        let total: usize = prepared.iter().map(|p| p.len).sum();
         if total + END_FILE_MIN_BLANK > self.file_size() {
             return Err(AppendError::MessageIllegal(format!(
                 "{total} bytes do not fit in one CommitLog file of {} bytes",
                 self.file_size()
             )));
         }
-        let bodies_crc: Vec<u32> = msgs.iter().map(|m| body_crc(&m.body)).collect();
-        let dispatched = msgs
-            .iter()
-            .map(|m| {
-                let kind = sys_flag::transaction_type(m.sys_flag);
-                kind == sys_flag::TRANSACTION_NOT_TYPE || kind == sys_flag::TRANSACTION_COMMIT_TYPE
-            })
-            .collect::<Vec<_>>();
 
         let mut state = self.append.lock();
-        self.lock_held_since.store(now_ms(), Ordering::Release);
-        let result = self.append_locked(
-            &mut state,
-            msgs,
-            &lens,
-            total,
-            &bodies_crc,
-            &dispatched,
-            queues,
-        );
+        // One clock read for the lock's busy watch and the messages' store time.
+        let now = now_ms();
+        self.lock_held_since.store(now, Ordering::Release);
+        let result = self.append_locked(&mut state, msgs, &prepared, total, now, queues);
         self.lock_held_since.store(0, Ordering::Release);
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn append_locked(
         &self,
         state: &mut AppendState,
         msgs: &[PutMessage],
-        lens: &[usize],
+        prepared: &[Prepared],
         total: usize,
-        bodies_crc: &[u32],
-        dispatched: &[bool],
+        now: i64,
         queues: &ConsumeQueueStore,
     ) -> Result<AppendResult, AppendError> {
         let first = &msgs[0];
         let file = self.writable_file(total)?;
-        let key = format!("{}-{}", first.topic, first.queue_id);
-        let next_queue_offset = *state
-            .queue_offsets
-            .entry(key.clone())
-            .or_insert_with(|| queues.max_offset(&first.topic, first.queue_id));
-        let store_timestamp = now_ms().max(self.last_store_timestamp());
+        let next_queue_offset = state.next_queue_offset(&first.topic, first.queue_id, queues);
+        let store_timestamp = now.max(self.last_store_timestamp());
         let base = file.base() + file.wrote_position() as i64;
         let mut phys_offsets = Vec::with_capacity(msgs.len());
         let mut queue_offset = next_queue_offset;
         let mut encode_error = None;
         file.append(total, |mut region| {
             let mut phys = base;
-            for (i, m) in msgs.iter().enumerate() {
+            for (m, p) in msgs.iter().zip(prepared) {
                 let head = RecordHead {
-                    body_crc: bodies_crc[i],
+                    body_crc: p.body_crc,
                     queue_id: m.queue_id,
                     flag: m.flag,
-                    queue_offset: if dispatched[i] { queue_offset } else { 0 },
+                    queue_offset: if p.dispatched { queue_offset } else { 0 },
                     physical_offset: phys,
                     sys_flag: m.sys_flag,
                     born_timestamp: m.born_timestamp,
@@ -229,8 +247,8 @@ impl CommitLog {
                     return;
                 }
                 phys_offsets.push(phys);
-                phys += lens[i] as i64;
-                if dispatched[i] {
+                phys += p.len as i64;
+                if p.dispatched {
                     queue_offset += 1;
                 }
             }
@@ -240,7 +258,7 @@ impl CommitLog {
             // Lengths were validated above, so this cannot happen; never publish a partial batch.
             return Err(AppendError::MessageIllegal(e));
         }
-        state.queue_offsets.insert(key, queue_offset);
+        state.set_next_queue_offset(&first.topic, first.queue_id, queue_offset);
         file.set_last_store_timestamp(store_timestamp);
         self.last_store_timestamp
             .store(store_timestamp, Ordering::Release);
@@ -349,10 +367,13 @@ impl CommitLog {
 
     /// Forgets a queue's next offset (its topic was deleted).
     pub fn forget_queue(&self, topic: &str, queue_id: i32) {
-        self.append
-            .lock()
-            .queue_offsets
-            .remove(&format!("{topic}-{queue_id}"));
+        let mut state = self.append.lock();
+        if let Some(queues) = state.queue_offsets.get_mut(topic) {
+            queues.remove(&queue_id);
+            if queues.is_empty() {
+                state.queue_offsets.remove(topic);
+            }
+        }
     }
 
     /// `size` bytes at `offset`, zero-copy.

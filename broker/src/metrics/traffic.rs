@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use stellmq_metrics::AtomicHistogram;
-use stellmq_remoting::protocol::message::{property, Properties};
+use stellmq_remoting::protocol::message::{property, PropertyLookup};
 
 /// Topics (in) and topic/group pairs (out) counted separately before overflow.
 pub const MAX_SERIES: usize = 10_000;
@@ -32,7 +32,7 @@ impl MessageType {
     pub const ALL: [MessageType; 4] = [Self::Normal, Self::Fifo, Self::Delay, Self::Transaction];
 
     /// As RocketMQ reads it from a send's properties.
-    pub fn of(props: &Properties) -> Self {
+    pub fn of(props: &impl PropertyLookup) -> Self {
         if props
             .get(property::TRAN_MSG)
             .is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -117,12 +117,16 @@ pub struct TrafficMetrics {
 impl TrafficMetrics {
     /// `count` messages of `bytes` stored in `topic` by one request.
     pub fn record_in(&self, topic: &str, t: MessageType, count: u64, bytes: u64) {
-        let known = self.ins.read().get(topic).cloned();
-        let topic_in = known.unwrap_or_else(|| self.new_topic(topic));
-        let cell = topic_in.cell(t);
-        cell.messages.fetch_add(count, Ordering::Relaxed);
-        cell.bytes.fetch_add(bytes, Ordering::Relaxed);
-        cell.size.observe(bytes / count.max(1));
+        let record = |topic_in: &TopicIn| {
+            let cell = topic_in.cell(t);
+            cell.messages.fetch_add(count, Ordering::Relaxed);
+            cell.bytes.fetch_add(bytes, Ordering::Relaxed);
+            cell.size.observe(bytes / count.max(1));
+        };
+        if let Some(known) = self.ins.read().get(topic) {
+            return record(known);
+        }
+        record(&self.new_topic(topic));
     }
 
     fn new_topic(&self, topic: &str) -> Arc<TopicIn> {
@@ -193,6 +197,7 @@ impl TrafficMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stellmq_remoting::protocol::message::Properties;
 
     #[test]
     fn message_type_as_rocketmq_reads_it() {

@@ -15,7 +15,9 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use stellmq_remoting::protocol::message::{property, sys_flag, MessageRecord, Properties};
+use stellmq_remoting::protocol::message::{
+    property, sys_flag, MessageRecord, Properties, PropertyLookup,
+};
 use stellmq_store::PutMessage;
 
 use crate::context::now_ms;
@@ -27,7 +29,7 @@ pub const SYS_TRANS_GROUP: &str = "CID_RMQ_SYS_TRANS";
 pub const OP_TAG: &str = "d";
 
 /// Whether a send's properties ask for a half message.
-pub fn is_half_request(props: &Properties) -> bool {
+pub fn is_half_request(props: &impl PropertyLookup) -> bool {
     props
         .get(property::TRAN_MSG)
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))

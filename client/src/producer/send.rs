@@ -117,7 +117,8 @@ impl Sender {
                     .map_err(Into::into);
             }
             let started = Instant::now();
-            let started_ms = now_ms();
+            // The wall clock only for a traced send.
+            let started_ms = if self.tracer.is_some() { now_ms() } else { 0 };
             let uniq_key = msg.property(property::UNIQ_KEY).unwrap_or("");
             match self.exchange(&addr, request, &queue, uniq_key).await {
                 Ok(result) => {

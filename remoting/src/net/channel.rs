@@ -28,6 +28,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
+use super::deadline;
 use super::error::RemotingError;
 use crate::protocol::command::FLAG_ONEWAY;
 use crate::protocol::{frame, RemotingCommand};
@@ -405,13 +406,22 @@ impl Channel {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        let started = Instant::now();
-        let pending = tokio::time::timeout(timeout, self.start_request(request))
+        self.invoke_until(request, tokio::time::Instant::now() + timeout, timeout)
             .await
-            .map_err(|_| self.timeout_error(timeout))??;
-        pending
-            .wait(timeout.saturating_sub(started.elapsed()))
+    }
+
+    /// [`Self::invoke`] with the time limit as a deadline (`timeout` is what a timeout
+    /// error reports).
+    pub async fn invoke_until(
+        &self,
+        request: RemotingCommand,
+        deadline: tokio::time::Instant,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        let pending = deadline::until(deadline, self.start_request(request))
             .await
+            .ok_or_else(|| self.timeout_error(timeout))??;
+        pending.wait_until(deadline, timeout).await
     }
 
     /// Sends a request that expects no response.
@@ -469,11 +479,21 @@ pub struct PendingResponse {
 
 impl PendingResponse {
     /// Waits up to `timeout` for the response.
-    pub async fn wait(mut self, timeout: Duration) -> Result<RemotingCommand, RemotingError> {
-        match tokio::time::timeout(timeout, &mut self.rx).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(_)) => Err(self.channel.closed_error()),
-            Err(_) => Err(self.channel.timeout_error(timeout)),
+    pub async fn wait(self, timeout: Duration) -> Result<RemotingCommand, RemotingError> {
+        self.wait_until(tokio::time::Instant::now() + timeout, timeout)
+            .await
+    }
+
+    /// Waits until `deadline` for the response (`timeout` is what a timeout error reports).
+    pub async fn wait_until(
+        mut self,
+        deadline: tokio::time::Instant,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        match deadline::until(deadline, &mut self.rx).await {
+            Some(Ok(response)) => Ok(response),
+            Some(Err(_)) => Err(self.channel.closed_error()),
+            None => Err(self.channel.timeout_error(timeout)),
         }
     }
 }
@@ -493,6 +513,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
 ) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let max_in_flight = config.max_in_flight_requests.max(1);
+    // One idle timer for the connection's life, moved on when it fires early (re-arming one
+    // per read cost a timer registration and two clock reads on every read).
+    let idle = tokio::time::sleep(config.idle_timeout);
+    tokio::pin!(idle);
     let reason = loop {
         // Too many of this peer's requests in flight: stop reading (and decoding what is
         // buffered) until one finishes; only this connection waits.
@@ -504,8 +528,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 tokio::select! {
                     _ = channel.inner.closed.cancelled() => break "closed",
                     _ = done => {}
-                    // The idle timer keeps running meanwhile.
-                    _ = tokio::time::sleep(config.idle_timeout) => {}
+                    // Requests in flight: not idle.
+                    _ = &mut idle => idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout),
                 }
                 continue;
             }
@@ -519,10 +543,6 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 break "bad frame";
             }
         }
-        let idle_left = config.idle_timeout.saturating_sub(channel.idle_for());
-        if idle_left.is_zero() {
-            break "idle timeout";
-        }
         if buf.capacity() - buf.len() < READ_CHUNK / 8 {
             buf.reserve(READ_CHUNK);
         }
@@ -533,7 +553,13 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 channel.inner.closed.cancelled().await;
                 break "shutdown";
             }
-            _ = tokio::time::sleep(idle_left) => continue,
+            _ = &mut idle => {
+                let idle_left = config.idle_timeout.saturating_sub(channel.idle_for());
+                if idle_left.is_zero() {
+                    break "idle timeout";
+                }
+                idle.as_mut().reset(tokio::time::Instant::now() + idle_left);
+            }
             read = reader.read_buf(&mut buf) => match read {
                 Ok(0) => break "peer closed",
                 Ok(_) => channel.touch(),
@@ -566,6 +592,8 @@ fn dispatch_frames(
     handler: &dyn InboundHandler,
     config: &ChannelConfig,
 ) -> Result<Dispatched, crate::protocol::FrameError> {
+    // The frames of one read arrived together: one clock read for all of them.
+    let received_at = Instant::now();
     loop {
         if channel.in_flight_requests() >= config.max_in_flight_requests.max(1) {
             return Ok(Dispatched::StoppedAtLimit);
@@ -576,7 +604,7 @@ fn dispatch_frames(
         if command.is_response() {
             channel.complete(command);
         } else {
-            handler.on_request(channel.clone(), command, Instant::now());
+            handler.on_request(channel.clone(), command, received_at);
         }
     }
 }
@@ -668,15 +696,15 @@ async fn write_with_progress<W: AsyncWrite + Unpin>(
     stall_timeout: Duration,
 ) -> Result<(), WriteError> {
     while !data.is_empty() {
-        match tokio::time::timeout(stall_timeout, writer.write(data)).await {
-            Err(_) => return Err(WriteError::Stalled(stall_timeout)),
-            Ok(Err(e)) => return Err(e.into()),
-            Ok(Ok(0)) => return Err(WriteError::Closed),
-            Ok(Ok(n)) => data = &data[n..],
+        match deadline::within(stall_timeout, writer.write(data)).await {
+            None => return Err(WriteError::Stalled(stall_timeout)),
+            Some(Err(e)) => return Err(e.into()),
+            Some(Ok(0)) => return Err(WriteError::Closed),
+            Some(Ok(n)) => data = &data[n..],
         }
     }
-    match tokio::time::timeout(stall_timeout, writer.flush()).await {
-        Err(_) => Err(WriteError::Stalled(stall_timeout)),
-        Ok(result) => Ok(result?),
+    match deadline::within(stall_timeout, writer.flush()).await {
+        None => Err(WriteError::Stalled(stall_timeout)),
+        Some(result) => Ok(result?),
     }
 }

@@ -8,6 +8,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use super::channel::{Channel, ChannelConfig, InboundHandler, PendingResponse, SlowReader};
+use super::deadline;
 use super::error::RemotingError;
 use super::tls::ClientTls;
 use crate::protocol::signature::{self, SessionCredentials};
@@ -80,6 +81,9 @@ impl RemotingClient {
     /// channel itself bypass this client's signing; send through [`Self::invoke`],
     /// [`Self::start_request`] or [`Self::invoke_oneway`] instead.
     pub async fn channel(&self, addr: &str) -> Result<Channel, RemotingError> {
+        if let Some(channel) = self.connected(addr) {
+            return Ok(channel);
+        }
         let slot = self
             .channels
             .lock()
@@ -93,6 +97,13 @@ impl RemotingClient {
         let channel = self.connect(addr).await?;
         *current = Some(channel.clone());
         Ok(channel)
+    }
+
+    /// The open connection to `addr`, if there is one and nobody is connecting it.
+    fn connected(&self, addr: &str) -> Option<Channel> {
+        let slot = self.channels.lock().get(addr)?.clone();
+        let current = slot.try_lock().ok()?;
+        current.as_ref().filter(|c| !c.is_closed()).cloned()
     }
 
     /// The one step every outbound request passes last: signing, when credentials are set.
@@ -162,17 +173,15 @@ impl RemotingClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + timeout;
         let request = self.seal(request);
-        let channel = tokio::time::timeout(timeout, self.channel(addr))
+        let channel = deadline::until(deadline, self.channel(addr))
             .await
-            .map_err(|_| RemotingError::Timeout {
+            .ok_or_else(|| RemotingError::Timeout {
                 addr: addr.to_owned(),
                 timeout,
             })??;
-        let result = channel
-            .invoke(request, timeout.saturating_sub(started.elapsed()))
-            .await;
+        let result = channel.invoke_until(request, deadline, timeout).await;
         if let Err(RemotingError::ConnectionClosed { .. }) = &result {
             // The next call reconnects.
             channel.close();

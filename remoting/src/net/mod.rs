@@ -11,6 +11,7 @@
 mod channel;
 mod client;
 pub mod controller_client;
+mod deadline;
 mod error;
 #[cfg(feature = "process")]
 pub mod process;

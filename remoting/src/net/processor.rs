@@ -72,18 +72,24 @@ pub struct RequestContext {
     pub channel: Channel,
     /// When the frame was decoded.
     pub received_at: Instant,
-    /// When a lane worker picked it up.
+    /// When a lane worker picked it up (for a request run on the connection's reader
+    /// first, when it was read: it never waited for a worker).
     pub started_at: Instant,
     /// The lane worker this request runs on, until [`Self::release_worker`].
     worker: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
 }
 
 impl RequestContext {
-    fn new(channel: Channel, received_at: Instant, worker: OwnedSemaphorePermit) -> Self {
+    fn new(
+        channel: Channel,
+        received_at: Instant,
+        started_at: Instant,
+        worker: OwnedSemaphorePermit,
+    ) -> Self {
         Self {
             channel,
             received_at,
-            started_at: Instant::now(),
+            started_at,
             worker: Arc::new(Mutex::new(Some(worker))),
         }
     }
@@ -333,7 +339,7 @@ impl Lane {
         let answering = Answering::of(&channel, &request, received_at, observer);
         if self.inline_first {
             if let Ok(worker) = self.running.clone().try_acquire_owned() {
-                let ctx = RequestContext::new(channel, received_at, worker);
+                let ctx = RequestContext::new(channel, received_at, received_at, worker);
                 let mut work = processor.process(ctx, request);
                 // One poll here; a request that has to wait finishes in a task of its own
                 // (every future re-registers its waker when polled again there).
@@ -356,7 +362,7 @@ impl Lane {
             let Ok(worker) = running.acquire_owned().await else {
                 return;
             };
-            let ctx = RequestContext::new(channel, received_at, worker);
+            let ctx = RequestContext::new(channel, received_at, Instant::now(), worker);
             answering.answer(processor.process(ctx, request).await);
         });
     }

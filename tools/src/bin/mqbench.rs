@@ -139,9 +139,11 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
         let (keys, batch, async_send) = (a.keys, a.batch.max(1), a.async_send);
         tasks.spawn(async move {
             let mut sent = 0u64;
+            // One clock read per send: a send's end is the next one's start.
+            let mut begin = Instant::now();
             while sent < per_thread
                 && !stop.load(Ordering::Relaxed)
-                && deadline.is_none_or(|d| Instant::now() < d)
+                && deadline.is_none_or(|d| begin < d)
             {
                 let make = || {
                     let m = Message::new(topic.clone(), body.clone());
@@ -151,7 +153,6 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
                         m
                     }
                 };
-                let begin = Instant::now();
                 let result = if batch > 1 {
                     producer
                         .send_batch((0..batch).map(|_| make()).collect())
@@ -162,9 +163,10 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
                 } else {
                     producer.send(make()).await.map(|_| 1)
                 };
+                let mut end = Instant::now();
                 match result {
                     Ok(n) => {
-                        counters.record(begin.elapsed(), n);
+                        counters.record(end - begin, n);
                         sent += n;
                     }
                     Err(e) => {
@@ -174,8 +176,10 @@ async fn run_producer(a: ProducerArgs) -> Result<(), ClientError> {
                             counters.send_failed();
                         }
                         tokio::time::sleep(Duration::from_millis(10)).await;
+                        end = Instant::now();
                     }
                 }
+                begin = end;
             }
         });
     }

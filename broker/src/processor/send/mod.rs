@@ -15,7 +15,8 @@ use stellmq_remoting::protocol::headers::{
     SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
 use stellmq_remoting::protocol::message::{
-    batch, id, property, sys_flag, MessageRecord, Properties,
+    batch, delay_level_of, id, property, sys_flag, wait_store_ok, MessageRecord, Properties,
+    PropertyLookup, PropertyView,
 };
 use stellmq_remoting::protocol::names;
 use stellmq_remoting::protocol::version::V3_4_9;
@@ -24,7 +25,10 @@ use stellmq_store::{MessageStore, PutMessage, PutMessageResult};
 
 use super::{header, FAQ};
 
+mod props;
 mod reply;
+use props::SendProperties;
+
 use crate::clients::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
@@ -66,9 +70,29 @@ pub enum HeaderForm {
 struct Target {
     topic: String,
     queue_id: i32,
-    topic_config: TopicConfig,
+    topic_config: TopicShape,
     /// The topic was auto-created by this send.
     created: bool,
+}
+
+/// What a send needs of its topic's config (read without cloning the config).
+#[derive(Debug, Clone, Copy)]
+struct TopicShape {
+    perm: i32,
+    read_queue_nums: i32,
+    write_queue_nums: i32,
+    multi_tag: bool,
+}
+
+impl From<&TopicConfig> for TopicShape {
+    fn from(config: &TopicConfig) -> Self {
+        Self {
+            perm: config.perm,
+            read_queue_nums: config.read_queue_nums,
+            write_queue_nums: config.write_queue_nums,
+            multi_tag: config.topic_filter_type == "MULTI_TAG",
+        }
+    }
 }
 
 /// Retries before the dead-letter queue: the group's `retryMaxTimes`, or what the client
@@ -145,7 +169,8 @@ impl SendProcessor {
         h: &SendMessageRequestHeader,
     ) -> Result<Target, ProcessorError> {
         let config = self.config.read();
-        if config.start_accept_send_request_time_stamp > crate::context::now_ms() {
+        let accept_from = config.start_accept_send_request_time_stamp;
+        if accept_from > 0 && accept_from > crate::context::now_ms() {
             return Err(ProcessorError::system(format!(
                 "broker unable to service, until {}",
                 config.start_accept_send_request_time_stamp
@@ -220,9 +245,9 @@ impl SendProcessor {
     fn resolve_topic(
         &self,
         h: &SendMessageRequestHeader,
-    ) -> Result<(TopicConfig, bool), ProcessorError> {
-        if let Some(config) = self.topics.get(&h.topic) {
-            return Ok((config, false));
+    ) -> Result<(TopicShape, bool), ProcessorError> {
+        if let Some(shape) = self.topics.read(&h.topic, |c| TopicShape::from(c)) {
+            return Ok((shape, false));
         }
         let created = if h.topic.starts_with(topic::RETRY_PREFIX) {
             self.topics
@@ -231,7 +256,7 @@ impl SendProcessor {
             self.topics
                 .create_in_send(&h.topic, &h.default_topic, h.default_topic_queue_nums, 0)
         };
-        created.map(|config| (config, true)).map_err(|e| {
+        created.map(|config| ((&config).into(), true)).map_err(|e| {
             let reason = match e {
                 CreateTopicError::NoTemplate(_) => String::new(),
                 other => format!(" ({other})"),
@@ -254,7 +279,7 @@ impl SendProcessor {
         body: Bytes,
     ) -> PutMessage {
         let mut flag = h.sys_flag;
-        if target.topic_config.topic_filter_type == "MULTI_TAG" {
+        if target.topic_config.multi_tag {
             flag |= sys_flag::MULTI_TAGS;
         }
         PutMessage {
@@ -295,7 +320,7 @@ impl SendProcessor {
                 format!("the message body size over max value, MAX: {max_size}"),
             ));
         }
-        let mut props = Properties::decode(h.properties.as_deref().unwrap_or(""));
+        let mut props = SendProperties::read(h.properties.as_deref().unwrap_or(""));
         let message_type = MessageType::of(&props);
         let half = transaction::is_half_request(&props);
         if half && self.config.read().reject_transaction_message {
@@ -310,23 +335,20 @@ impl SendProcessor {
         if h.topic.starts_with(topic::RETRY_PREFIX) {
             self.redirect_retry(&request, &h, &mut target, &mut props)?;
         }
-        let wait = props.wait_store_ok();
-        props.remove(property::WAIT);
-        props.insert(property::CLUSTER, self.identity.cluster_name.clone());
         let mut msg = self.base_message(&ctx, &h, &target, request.body.clone());
-        msg.wait_store_ok = wait;
+        msg.wait_store_ok = wait_store_ok(&props);
         if half {
             self.topics
                 .ensure_internal_topic(topic::TRANS_HALF_TOPIC, 1, perm::READ | perm::WRITE);
-            transaction::to_half(&mut msg, &mut props);
+            transaction::to_half(&mut msg, props.to_mut());
         } else if let Some(due) = self.timer_due(&props)? {
             self.topics
                 .ensure_internal_topic(timer::TIMER_TOPIC, 1, perm::READ | perm::WRITE);
-            timer::to_timer(&mut msg, &mut props, due);
-        } else {
-            self.apply_delay(&mut msg, &mut props);
+            timer::to_timer(&mut msg, props.to_mut(), due);
+        } else if let Some(level) = self.delay_level(&msg, &props) {
+            Self::park_delayed(&mut msg, props.to_mut(), level);
         }
-        msg.properties = props.encode();
+        msg.properties = props.encode_stored(&self.identity.cluster_name);
         let result = self.writer.put_for(&ctx, vec![msg]).await;
         self.respond(&request, &target, result, message_type)
     }
@@ -338,7 +360,7 @@ impl SendProcessor {
         request: &RemotingCommand,
         h: &SendMessageRequestHeader,
         target: &mut Target,
-        props: &mut Properties,
+        props: &mut SendProperties<'_>,
     ) -> Result<(), ProcessorError> {
         let group_name = &h.topic[topic::RETRY_PREFIX.len()..];
         let group = self
@@ -353,11 +375,13 @@ impl SendProcessor {
                 .auto_create(&dlq, 1, perm::READ | perm::WRITE)
                 .map_err(topic_refusal)?;
             tracing::info!(event = "MESSAGE_TO_DLQ", group = %group_name, reconsume = h.reconsume_times.unwrap_or(0), "retry limit reached, message goes to the DLQ");
-            props.remove(property::DELAY);
+            if props.contains(property::DELAY) {
+                props.to_mut().remove(property::DELAY);
+            }
             *target = Target {
                 topic: dlq,
                 queue_id: 0,
-                topic_config: config,
+                topic_config: (&config).into(),
                 created: false,
             };
         }
@@ -365,7 +389,7 @@ impl SendProcessor {
     }
 
     /// When a timer message is due (None: not a timer, or timers are off, or already due).
-    fn timer_due(&self, props: &Properties) -> Result<Option<i64>, ProcessorError> {
+    fn timer_due(&self, props: &impl PropertyLookup) -> Result<Option<i64>, ProcessorError> {
         let (enabled, max_delay_sec) = {
             let c = self.config.read();
             (c.timer_wheel_enable, c.timer_max_delay_sec)
@@ -373,7 +397,7 @@ impl SendProcessor {
         if !enabled {
             return Ok(None);
         }
-        timer::due_time(props, crate::context::now_ms(), max_delay_sec).map_err(|reason| {
+        timer::due_time(props, crate::context::now_ms, max_delay_sec).map_err(|reason| {
             ProcessorError::new(
                 ResponseCode::MESSAGE_ILLEGAL,
                 format!("the message is illegal: {reason}"),
@@ -381,15 +405,17 @@ impl SendProcessor {
         })
     }
 
+    /// The delay level `msg` is parked at (capped at the broker's levels); none for a
+    /// message without one and for a prepared transaction message.
+    fn delay_level(&self, msg: &PutMessage, props: &impl PropertyLookup) -> Option<i32> {
+        let level = delay_level_of(props.get(property::DELAY));
+        let prepared =
+            sys_flag::transaction_type(msg.sys_flag) == sys_flag::TRANSACTION_PREPARED_TYPE;
+        (level > 0 && !prepared).then(|| level.min(self.delay_levels))
+    }
+
     /// A `DELAY` level moves the message to SCHEDULE_TOPIC_XXXX, queue level - 1 (protocol.md 7.1).
-    fn apply_delay(&self, msg: &mut PutMessage, props: &mut Properties) {
-        let level = props.delay_level();
-        if level <= 0
-            || sys_flag::transaction_type(msg.sys_flag) == sys_flag::TRANSACTION_PREPARED_TYPE
-        {
-            return;
-        }
-        let level = level.min(self.delay_levels);
+    fn park_delayed(msg: &mut PutMessage, props: &mut Properties, level: i32) {
         props.insert(property::DELAY, level.to_string());
         crate::deferred::park(msg, props, topic::SCHEDULE_TOPIC, level - 1);
     }
@@ -429,10 +455,15 @@ impl SendProcessor {
                 "empty batch",
             ));
         }
-        let mut batch_props = Properties::decode(h.properties.as_deref().unwrap_or(""));
-        let wait = batch_props.wait_store_ok();
-        batch_props.remove(property::WAIT);
-        batch_props.insert(property::CLUSTER, self.identity.cluster_name.clone());
+        let batch_props = SendProperties::read(h.properties.as_deref().unwrap_or(""));
+        let wait = wait_store_ok(&batch_props);
+        // Every message gets the batch's properties (without WAIT) and the cluster.
+        let shared: Vec<(&str, &str)> = batch_props
+            .iter()
+            .filter(|(name, _)| ![property::WAIT, property::CLUSTER].contains(name))
+            .chain([(property::CLUSTER, self.identity.cluster_name.as_str())])
+            .collect();
+        let shared_names: Vec<&str> = shared.iter().map(|(name, _)| *name).collect();
         let mut msgs = Vec::with_capacity(items.len());
         for item in items {
             if item.body.len() > max_size {
@@ -441,20 +472,30 @@ impl SendProcessor {
                     format!("the message body size over max value, MAX: {max_size}"),
                 ));
             }
-            let mut props = Properties::decode(&item.properties);
-            if props.delay_level() > 0 {
+            let properties = match PropertyView::parse(&item.properties) {
+                Some(view) if delay_level_of(view.get(property::DELAY)) <= 0 => {
+                    Some(view.encode_with(&shared_names, &shared))
+                }
+                Some(_) => None,
+                None => {
+                    let mut props = Properties::decode(&item.properties);
+                    let delayed = props.delay_level() > 0;
+                    for (name, value) in &shared {
+                        props.insert(*name, *value);
+                    }
+                    (!delayed).then(|| props.encode())
+                }
+            };
+            let Some(properties) = properties else {
                 return Err(ProcessorError::new(
                     ResponseCode::MESSAGE_ILLEGAL,
                     "batch messages cannot be delayed",
                 ));
-            }
-            for (k, v) in batch_props.iter() {
-                props.insert(k, v);
-            }
+            };
             let mut msg = self.base_message(ctx, h, target, item.body);
             msg.flag = item.flag;
             msg.wait_store_ok = wait;
-            msg.properties = props.encode();
+            msg.properties = properties;
             msgs.push(msg);
         }
         let result = self.writer.put_for(ctx, msgs).await;
@@ -474,9 +515,13 @@ impl SendProcessor {
             return Err(ProcessorError::system("stored without a position"));
         };
         let count = append.phys_offsets.len() as u64;
-        self.traffic.add(TOPIC_PUT_NUMS, &target.topic, count, 1);
-        self.traffic
-            .add(TOPIC_PUT_SIZE, &target.topic, append.wrote_bytes as u64, 1);
+        self.traffic.add_each(
+            &target.topic,
+            &[
+                (TOPIC_PUT_NUMS, count, 1),
+                (TOPIC_PUT_SIZE, append.wrote_bytes as u64, 1),
+            ],
+        );
         self.traffic.metrics.record_in(
             &target.topic,
             message_type,
@@ -585,7 +630,9 @@ impl SendProcessor {
             prepared_transaction_offset: 0,
             wait_store_ok: false,
         };
-        self.apply_delay(&mut msg, &mut props);
+        if let Some(level) = self.delay_level(&msg, &props) {
+            Self::park_delayed(&mut msg, &mut props, level);
+        }
         msg.properties = props.encode();
         let result = self.writer.put_for(&ctx, vec![msg]).await;
         if result.status.is_stored() {

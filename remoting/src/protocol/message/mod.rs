@@ -7,7 +7,10 @@ pub mod properties;
 pub mod record;
 pub mod time;
 
-pub use properties::{delay_level_of, keys as property, split_keys, Properties};
+pub use properties::{
+    delay_level_of, keys as property, split_keys, wait_store_ok, Properties, PropertyLookup,
+    PropertyView,
+};
 pub use record::{MessageRecord, MessageVersion, RecordHead, RecordView};
 pub use time::{now_ms, UtcTime};
 

@@ -128,14 +128,105 @@ impl Properties {
 
     /// `WAIT`: true unless explicitly "false".
     pub fn wait_store_ok(&self) -> bool {
-        self.get(keys::WAIT)
-            .is_none_or(|v| !v.eq_ignore_ascii_case("false"))
+        wait_store_ok(self)
     }
 
     /// `DELAY` as a level (0 when absent or invalid).
     pub fn delay_level(&self) -> i32 {
         delay_level_of(self.get(keys::DELAY))
     }
+}
+
+/// Reading properties by name, whether owned ([`Properties`]) or read in place from a
+/// request ([`PropertyView`]).
+pub trait PropertyLookup {
+    fn get(&self, name: &str) -> Option<&str>;
+
+    fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}
+
+impl PropertyLookup for Properties {
+    fn get(&self, name: &str) -> Option<&str> {
+        Properties::get(self, name)
+    }
+}
+
+/// The most entries a [`PropertyView`] holds; text with more is read into [`Properties`].
+pub const VIEW_CAPACITY: usize = 16;
+
+/// Properties read in place from their encoded text, as Java reads them (see [`entries`]),
+/// without a map or owned strings: what a send needs to look at before it stores the
+/// properties again. Holds at most [`VIEW_CAPACITY`] distinct names.
+#[derive(Debug, Clone, Copy)]
+pub struct PropertyView<'a> {
+    entries: [(&'a str, &'a str); VIEW_CAPACITY],
+    len: usize,
+}
+
+impl<'a> PropertyView<'a> {
+    /// None when `text` has more than [`VIEW_CAPACITY`] distinct names.
+    pub fn parse(text: &'a str) -> Option<Self> {
+        let mut view = Self {
+            entries: [("", ""); VIEW_CAPACITY],
+            len: 0,
+        };
+        for (name, value) in entries(text) {
+            // Of a repeated name the last entry counts.
+            if let Some(slot) = view.entries[..view.len].iter_mut().find(|e| e.0 == name) {
+                slot.1 = value;
+            } else if view.len < VIEW_CAPACITY {
+                view.entries[view.len] = (name, value);
+                view.len += 1;
+            } else {
+                return None;
+            }
+        }
+        Some(view)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        self.entries[..self.len].iter().copied()
+    }
+
+    pub fn to_properties(&self) -> Properties {
+        self.iter().collect()
+    }
+
+    /// Encodes (Java's form, see [`Properties::encode`]) without the names in `drop`,
+    /// followed by `extra`.
+    pub fn encode_with(&self, drop: &[&str], extra: &[(&str, &str)]) -> String {
+        let kept = || self.iter().filter(|(name, _)| !drop.contains(name));
+        let len: usize = kept()
+            .chain(extra.iter().copied())
+            .map(|(k, v)| k.len() + v.len() + 2)
+            .sum();
+        let mut out = String::with_capacity(len);
+        for (name, value) in kept().chain(extra.iter().copied()) {
+            out.push_str(name);
+            out.push(NAME_VALUE_SEPARATOR);
+            out.push_str(value);
+            out.push(PROPERTY_SEPARATOR);
+        }
+        out
+    }
+}
+
+impl PropertyLookup for PropertyView<'_> {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.entries[..self.len]
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// `WAIT`: true unless explicitly "false".
+pub fn wait_store_ok(props: &impl PropertyLookup) -> bool {
+    props
+        .get(keys::WAIT)
+        .is_none_or(|v| !v.eq_ignore_ascii_case("false"))
 }
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
@@ -177,5 +268,43 @@ mod tests {
         assert!(!p.wait_store_ok());
         assert_eq!(p.delay_level(), 3);
         assert!(Properties::new().wait_store_ok());
+    }
+
+    #[test]
+    fn a_view_reads_what_decode_reads() {
+        let text = "A\u{1}1\u{2}\u{2}B\u{1}\u{2}\u{1}x\u{2}C\u{1}a\u{1}b\u{2}A\u{1}2\u{2}D\u{1}4";
+        let view = PropertyView::parse(text).expect("few entries");
+        assert_eq!(view.to_properties(), Properties::decode(text));
+        assert_eq!(
+            PropertyLookup::get(&view, "A"),
+            Some("2"),
+            "the last entry counts"
+        );
+        assert!(!view.contains("B"), "empty value dropped");
+        assert_eq!(view.iter().count(), 3);
+    }
+
+    #[test]
+    fn a_view_encodes_without_dropped_names_and_with_extras() {
+        let view = PropertyView::parse("WAIT\u{1}true\u{2}CLUSTER\u{1}x\u{2}K\u{1}v\u{2}")
+            .expect("few entries");
+        let encoded = view.encode_with(&["WAIT", "CLUSTER"], &[("CLUSTER", "c1")]);
+        assert_eq!(encoded, "K\u{1}v\u{2}CLUSTER\u{1}c1\u{2}");
+        assert!(!wait_store_ok(
+            &PropertyView::parse("WAIT\u{1}FALSE").expect("one")
+        ));
+    }
+
+    #[test]
+    fn a_view_holds_a_bounded_number_of_names() {
+        let text: String = (0..=VIEW_CAPACITY)
+            .map(|i| format!("k{i}\u{1}v\u{2}"))
+            .collect();
+        assert!(PropertyView::parse(&text).is_none());
+        let repeated = "k\u{1}v\u{2}".repeat(VIEW_CAPACITY * 4);
+        assert_eq!(
+            PropertyView::parse(&repeated).map(|v| v.iter().count()),
+            Some(1)
+        );
     }
 }
