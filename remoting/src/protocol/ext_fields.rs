@@ -82,7 +82,16 @@ impl ExtFields {
 
     /// Inserts `key` with the value `write` appends to the text (replacing an earlier value).
     pub(crate) fn insert_with(&mut self, key: &str, write: impl FnOnce(&mut String)) {
-        let slot = self.find(key);
+        // Headers render their fields in key order: then each goes last, without a search.
+        let goes_last = self
+            .entries
+            .last()
+            .is_none_or(|last| key_order(self.key_bytes(last), key.as_bytes()).is_lt());
+        let slot = if goes_last {
+            Err(self.entries.len())
+        } else {
+            self.find(key)
+        };
         let key_start = self.text.len();
         self.text.push_str(key);
         let value_start = self.text.len();
@@ -119,6 +128,17 @@ impl ExtFields {
     pub(crate) fn sort_arrived(&mut self, nulls: bool) {
         let text = self.text.as_bytes();
         let key = |e: &Entry| &text[e.key_start as usize..e.value_start as usize];
+        // Our own clients send fields in key order, without repeats: nothing to do then.
+        let in_order = self
+            .entries
+            .windows(2)
+            .all(|pair| key_order(key(&pair[0]), key(&pair[1])).is_lt());
+        if in_order {
+            if nulls {
+                self.entries.retain(|e| e.value_end != u32::MAX);
+            }
+            return;
+        }
         // Stable: equal keys keep their arrival order, so the last of each run wins.
         self.entries.sort_by(|a, b| key_order(key(a), key(b)));
         self.entries.dedup_by(|later, kept| {
@@ -423,6 +443,27 @@ mod tests {
             serde_json::to_string(&fields).expect("ok"),
             r#"{"a":"3","b":"new","m":"replaced"}"#
         );
+    }
+
+    #[test]
+    fn ordered_and_unordered_fields_read_the_same() {
+        let ordered = r#"{"a":"1","b":"2","c":null,"d":"4"}"#;
+        let fields: ExtFields = serde_json::from_str(ordered).expect("valid");
+        assert_eq!(
+            fields.iter().collect::<Vec<_>>(),
+            vec![("a", "1"), ("b", "2"), ("d", "4")],
+            "in key order: a null still drops its key"
+        );
+        let mut built = ExtFields::new();
+        for (k, v) in [("b", "2"), ("d", "x"), ("a", "1"), ("d", "4")] {
+            built.insert(k, v);
+        }
+        assert_eq!(
+            built, fields,
+            "inserts out of order and repeated land sorted"
+        );
+        built.insert("e", "5");
+        assert_eq!(built.iter().last(), Some(("e", "5")));
     }
 
     #[test]
