@@ -18,7 +18,9 @@ pub(super) fn prepare_message(
     ids: &UniqIdGenerator,
     msg: &mut Message,
 ) -> Result<i32, ClientError> {
-    msg.topic = crate::namespace::wrap(config.namespace.as_deref(), &msg.topic);
+    if config.namespace.as_deref().is_some_and(|ns| !ns.is_empty()) {
+        msg.topic = crate::namespace::wrap(config.namespace.as_deref(), &msg.topic);
+    }
     if let Some(reason) = validate_topic(&msg.topic) {
         return Err(ClientError::Invalid(reason));
     }

@@ -59,6 +59,9 @@ pub struct RemotingClient {
     handler: Arc<dyn InboundHandler>,
     /// One slot per address; its async lock serialises connecting to that address only.
     channels: parking_lot::Mutex<HashMap<String, Slot>>,
+    /// The last connection made to each address, for the common case of a request on a
+    /// live connection (one read lock, no connect slot).
+    open: parking_lot::RwLock<HashMap<String, Channel>>,
     shutdown: CancellationToken,
 }
 
@@ -73,6 +76,7 @@ impl RemotingClient {
             config,
             handler,
             channels: parking_lot::Mutex::new(HashMap::new()),
+            open: parking_lot::RwLock::new(HashMap::new()),
             shutdown: CancellationToken::new(),
         }
     }
@@ -96,14 +100,17 @@ impl RemotingClient {
         }
         let channel = self.connect(addr).await?;
         *current = Some(channel.clone());
+        self.open.write().insert(addr.to_owned(), channel.clone());
         Ok(channel)
     }
 
-    /// The open connection to `addr`, if there is one and nobody is connecting it.
+    /// The open connection to `addr`, if there is one.
     fn connected(&self, addr: &str) -> Option<Channel> {
-        let slot = self.channels.lock().get(addr)?.clone();
-        let current = slot.try_lock().ok()?;
-        current.as_ref().filter(|c| !c.is_closed()).cloned()
+        self.open
+            .read()
+            .get(addr)
+            .filter(|c| !c.is_closed())
+            .cloned()
     }
 
     /// The one step every outbound request passes last: signing, when credentials are set.
@@ -231,6 +238,7 @@ impl RemotingClient {
 
     /// Closes the connection to `addr`, if any.
     pub async fn close_channel(&self, addr: &str) {
+        self.open.write().remove(addr);
         let slot = self.channels.lock().remove(addr);
         if let Some(slot) = slot {
             if let Some(channel) = slot.lock().await.take() {
@@ -242,6 +250,7 @@ impl RemotingClient {
     /// Closes every connection.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        self.open.write().clear();
         let slots: Vec<Slot> = self.channels.lock().drain().map(|(_, s)| s).collect();
         for slot in slots {
             if let Some(channel) = slot.lock().await.take() {

@@ -23,8 +23,6 @@ pub use pop::*;
 pub use producer::*;
 pub use query::*;
 
-use std::fmt::Write as _;
-
 use super::error::HeaderError;
 use super::ext_fields::ExtFields;
 
@@ -63,10 +61,11 @@ impl HeaderValue for i32 {
         raw.trim().parse().ok()
     }
     fn render(&self) -> String {
-        self.to_string()
+        itoa::Buffer::new().format(*self).to_owned()
     }
     fn render_into(&self, out: &mut String) {
-        let _ = write!(out, "{self}");
+        // itoa: `write!` goes through the formatting machinery, a visible cost per header.
+        out.push_str(itoa::Buffer::new().format(*self));
     }
 }
 
@@ -75,10 +74,11 @@ impl HeaderValue for i64 {
         raw.trim().parse().ok()
     }
     fn render(&self) -> String {
-        self.to_string()
+        itoa::Buffer::new().format(*self).to_owned()
     }
     fn render_into(&self, out: &mut String) {
-        let _ = write!(out, "{self}");
+        // itoa: `write!` goes through the formatting machinery, a visible cost per header.
+        out.push_str(itoa::Buffer::new().format(*self));
     }
 }
 
