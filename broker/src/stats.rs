@@ -125,31 +125,30 @@ impl BrokerStats {
         self.add_each(key, &[(name, value, times)]);
     }
 
-    /// [`Self::add`] for several names of one key (at most 32), under one lock.
+    /// [`Self::add`] for several names of one key, under one lock (the write lock only for
+    /// a name counting this key for the first time).
     pub fn add_each(&self, key: &str, counts: &[(&'static str, u64, u64)]) {
-        let mut missing = 0u32;
+        let mut first_time = Vec::new();
         {
             let items = self.items.read();
-            for (i, &(name, value, times)) in counts.iter().enumerate().take(32) {
+            for &(name, value, times) in counts {
                 match items.get(name).and_then(|keys| keys.get(key)) {
                     Some(item) => item.add(value, times),
-                    None => missing |= 1 << i,
+                    None => first_time.push((name, value, times)),
                 }
             }
         }
-        if missing == 0 {
+        if first_time.is_empty() {
             return;
         }
         let mut items = self.items.write();
-        for (i, &(name, value, times)) in counts.iter().enumerate().take(32) {
-            if missing & (1 << i) != 0 {
-                items
-                    .entry(name)
-                    .or_default()
-                    .entry(key.to_owned())
-                    .or_insert_with(|| Arc::new(Item::new()))
-                    .add(value, times);
-            }
+        for (name, value, times) in first_time {
+            items
+                .entry(name)
+                .or_default()
+                .entry(key.to_owned())
+                .or_insert_with(|| Arc::new(Item::new()))
+                .add(value, times);
         }
     }
 

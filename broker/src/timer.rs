@@ -48,19 +48,24 @@ pub fn due_time(
             })
             .transpose()
     };
-    let deliver_at = number(DELIVER_MS)?;
-    let delay_ms = match deliver_at {
-        Some(_) => None,
-        None => match number(DELAY_SEC)? {
-            Some(secs) => Some(secs.saturating_mul(1000)),
-            None => number(DELAY_MS)?,
-        },
-    };
-    if deliver_at.is_none() && delay_ms.is_none() {
-        return Ok(None);
+    enum Due {
+        At(i64),
+        In(i64),
     }
+    let due = if let Some(at) = number(DELIVER_MS)? {
+        Due::At(at)
+    } else if let Some(secs) = number(DELAY_SEC)? {
+        Due::In(secs.saturating_mul(1000))
+    } else if let Some(ms) = number(DELAY_MS)? {
+        Due::In(ms)
+    } else {
+        return Ok(None);
+    };
     let now = now();
-    let due = deliver_at.unwrap_or_else(|| now.saturating_add(delay_ms.unwrap_or(0)));
+    let due = match due {
+        Due::At(at) => at,
+        Due::In(ms) => now.saturating_add(ms),
+    };
     if delay_level_of(props.get(property::DELAY)) > 0 {
         return Err("a message cannot have both a delay level and a timer".into());
     }

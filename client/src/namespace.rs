@@ -6,7 +6,7 @@ const DLQ_PREFIX: &str = "%DLQ%";
 
 /// `name` inside `namespace` (unchanged without one, or if already wrapped).
 pub fn wrap(namespace: Option<&str>, name: &str) -> String {
-    let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else {
+    let Some(ns) = active(namespace) else {
         return name.to_owned();
     };
     for prefix in [RETRY_PREFIX, DLQ_PREFIX] {
@@ -21,9 +21,21 @@ pub fn wrap(namespace: Option<&str>, name: &str) -> String {
     }
 }
 
+/// [`wrap`] of `name` where it is (no copy without a namespace).
+pub fn wrap_in_place(namespace: Option<&str>, name: &mut String) {
+    if active(namespace).is_some() {
+        *name = wrap(namespace, name);
+    }
+}
+
+/// A namespace that applies (an empty one does not).
+fn active(namespace: Option<&str>) -> Option<&str> {
+    namespace.filter(|ns| !ns.is_empty())
+}
+
 /// The application's name for a broker-side resource name.
 pub fn unwrap<'a>(namespace: Option<&str>, name: &'a str) -> &'a str {
-    match namespace.filter(|ns| !ns.is_empty()) {
+    match active(namespace) {
         Some(ns) => name
             .strip_prefix(ns)
             .and_then(|rest| rest.strip_prefix('%'))

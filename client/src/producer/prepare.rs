@@ -18,9 +18,7 @@ pub(super) fn prepare_message(
     ids: &UniqIdGenerator,
     msg: &mut Message,
 ) -> Result<i32, ClientError> {
-    if config.namespace.as_deref().is_some_and(|ns| !ns.is_empty()) {
-        msg.topic = crate::namespace::wrap(config.namespace.as_deref(), &msg.topic);
-    }
+    crate::namespace::wrap_in_place(config.namespace.as_deref(), &mut msg.topic);
     if let Some(reason) = validate_topic(&msg.topic) {
         return Err(ClientError::Invalid(reason));
     }
@@ -67,7 +65,7 @@ pub(super) fn prepare_batch(
     mut msgs: Vec<Message>,
 ) -> Result<Batch, ClientError> {
     for m in &mut msgs {
-        m.topic = crate::namespace::wrap(config.namespace.as_deref(), &m.topic);
+        crate::namespace::wrap_in_place(config.namespace.as_deref(), &mut m.topic);
     }
     let topic = msgs
         .first()

@@ -16,7 +16,7 @@ use stellmq_remoting::protocol::headers::{
 };
 use stellmq_remoting::protocol::message::{
     batch, delay_level_of, id, property, sys_flag, wait_store_ok, MessageRecord, Properties,
-    PropertyLookup, PropertyView,
+    PropertyLookup,
 };
 use stellmq_remoting::protocol::names;
 use stellmq_remoting::protocol::version::V3_4_9;
@@ -463,7 +463,6 @@ impl SendProcessor {
             .filter(|(name, _)| ![property::WAIT, property::CLUSTER].contains(name))
             .chain([(property::CLUSTER, self.identity.cluster_name.as_str())])
             .collect();
-        let shared_names: Vec<&str> = shared.iter().map(|(name, _)| *name).collect();
         let mut msgs = Vec::with_capacity(items.len());
         for item in items {
             if item.body.len() > max_size {
@@ -472,21 +471,7 @@ impl SendProcessor {
                     format!("the message body size over max value, MAX: {max_size}"),
                 ));
             }
-            let properties = match PropertyView::parse(&item.properties) {
-                Some(view) if delay_level_of(view.get(property::DELAY)) <= 0 => {
-                    Some(view.encode_with(&shared_names, &shared))
-                }
-                Some(_) => None,
-                None => {
-                    let mut props = Properties::decode(&item.properties);
-                    let delayed = props.delay_level() > 0;
-                    for (name, value) in &shared {
-                        props.insert(*name, *value);
-                    }
-                    (!delayed).then(|| props.encode())
-                }
-            };
-            let Some(properties) = properties else {
+            let Some(properties) = props::batch_item_properties(&item.properties, &shared) else {
                 return Err(ProcessorError::new(
                     ResponseCode::MESSAGE_ILLEGAL,
                     "batch messages cannot be delayed",

@@ -2,7 +2,9 @@
 //! broker rewrites them (transaction halves, timers, delay levels, the dead-letter queue).
 //! The common send stores its properties again without building a map of owned strings.
 
-use stellmq_remoting::protocol::message::{property, Properties, PropertyLookup, PropertyView};
+use stellmq_remoting::protocol::message::{
+    delay_level_of, property, Properties, PropertyLookup, PropertyView,
+};
 
 pub(super) struct SendProperties<'a> {
     /// The request's properties while unchanged; `owned` is empty meanwhile.
@@ -42,15 +44,31 @@ impl<'a> SendProperties<'a> {
     /// What the broker stores: the sender's properties without `WAIT`, with its `CLUSTER`.
     pub fn encode_stored(mut self, cluster: &str) -> String {
         match &self.view {
-            Some(view) => view.encode_with(
-                &[property::WAIT, property::CLUSTER],
-                &[(property::CLUSTER, cluster)],
-            ),
+            Some(view) => view.encode_with(&[property::WAIT], &[(property::CLUSTER, cluster)]),
             None => {
                 self.owned.remove(property::WAIT);
                 self.owned.insert(property::CLUSTER, cluster);
                 self.owned.encode()
             }
+        }
+    }
+}
+
+/// A batch item's properties as stored: its own, with the batch's `shared` ones replacing
+/// any of the same name. None for an item with a delay level (batches cannot be delayed).
+pub(super) fn batch_item_properties(text: &str, shared: &[(&str, &str)]) -> Option<String> {
+    match PropertyView::parse(text) {
+        Some(view) if delay_level_of(view.get(property::DELAY)) > 0 => None,
+        Some(view) => Some(view.encode_with(&[], shared)),
+        None => {
+            let mut props = Properties::decode(text);
+            if props.delay_level() > 0 {
+                return None;
+            }
+            for (name, value) in shared {
+                props.insert(*name, *value);
+            }
+            Some(props.encode())
         }
     }
 }
@@ -88,6 +106,22 @@ mod tests {
         assert_eq!(p.get("CLUSTER"), Some("c1"));
         assert_eq!(p.get("k39"), Some("v39"));
         assert!(!p.contains("WAIT"));
+    }
+
+    #[test]
+    fn batch_items_take_the_shared_properties_and_refuse_delays() {
+        let shared = [("CLUSTER", "c1"), ("K", "batch")];
+        let item = batch_item_properties("K\u{1}own\u{2}T\u{1}t\u{2}", &shared).expect("kept");
+        let expected: Properties = [("CLUSTER", "c1"), ("K", "batch"), ("T", "t")]
+            .into_iter()
+            .collect();
+        assert_eq!(Properties::decode(&item), expected);
+        assert_eq!(batch_item_properties("DELAY\u{1}2\u{2}", &shared), None);
+        let many: String = (0..40).map(|i| format!("k{i}\u{1}v\u{2}")).collect();
+        let many_delayed = format!("{many}DELAY\u{1}2\u{2}");
+        assert_eq!(batch_item_properties(&many_delayed, &shared), None);
+        let stored = batch_item_properties(&many, &shared).expect("kept");
+        assert_eq!(Properties::decode(&stored).get("K"), Some("batch"));
     }
 
     #[test]

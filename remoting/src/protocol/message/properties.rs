@@ -195,9 +195,13 @@ impl<'a> PropertyView<'a> {
     }
 
     /// Encodes (Java's form, see [`Properties::encode`]) without the names in `drop`,
-    /// followed by `extra`.
+    /// followed by `extra`, whose names replace the view's own.
     pub fn encode_with(&self, drop: &[&str], extra: &[(&str, &str)]) -> String {
-        let kept = || self.iter().filter(|(name, _)| !drop.contains(name));
+        let kept = || {
+            self.iter().filter(|(name, _)| {
+                !drop.contains(name) && !extra.iter().any(|(replaced, _)| replaced == name)
+            })
+        };
         let len: usize = kept()
             .chain(extra.iter().copied())
             .map(|(k, v)| k.len() + v.len() + 2)
