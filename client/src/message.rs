@@ -10,7 +10,8 @@ use bytes::Bytes;
 use stellmq_remoting::protocol::body::MessageQueue;
 use stellmq_remoting::protocol::headers::ReplyMessageRequestHeader;
 use stellmq_remoting::protocol::message::{
-    property, MessageRecord, MessageVersion, Properties, RecordHead,
+    encode_properties_into, encoded_properties_len, property, MessageRecord, MessageVersion,
+    Properties, RecordHead,
 };
 
 /// `MSG_TYPE` of a reply (request/reply).
@@ -87,11 +88,13 @@ impl Message {
     }
 
     pub(crate) fn encoded_properties(&self) -> String {
-        self.properties
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect::<Properties>()
-            .encode()
+        let mut out = String::with_capacity(encoded_properties_len(&self.properties));
+        encode_properties_into(&self.properties, &mut out);
+        out
+    }
+
+    pub(crate) fn properties(&self) -> &BTreeMap<String, String> {
+        &self.properties
     }
 }
 

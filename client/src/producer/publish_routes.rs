@@ -49,6 +49,13 @@ impl PublishRoutes {
         {
             return Ok(info.clone());
         }
+        // Boxed: a name server request is a large future, carried inline by every send's.
+        Box::pin(self.fetch(topic)).await
+    }
+
+    /// Reads the topic's route from the name servers (or the default topic's, to have the
+    /// broker create it on the first send) and caches it.
+    async fn fetch(&self, topic: &str) -> Result<Arc<PublishInfo>, ClientError> {
         let info = match self.instance.topic_route(topic, self.timeout).await? {
             Some(route) => PublishInfo::from_route(topic, &route, None),
             None => match self

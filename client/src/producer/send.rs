@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use stellmq_remoting::protocol::body::MessageQueue;
 use stellmq_remoting::protocol::headers::{
-    CommandHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+    CommandHeader, SendMessageResponseHeader, SendMessageV2Fields,
 };
 use stellmq_remoting::protocol::message::{id::UniqIdGenerator, now_ms, property};
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 
 use super::config::ProducerConfig;
 use super::prepare::{prepare_batch, prepare_message};
@@ -20,7 +20,7 @@ use super::queue_selection::QueueSelector;
 use crate::error::ClientError;
 use crate::instance::ClientInstance;
 use crate::message::{Message, SendResult, SendStatus};
-use crate::request::{refusal, request};
+use crate::request::refusal;
 use crate::trace::{self, TraceRole, TracedClient, Tracer};
 
 /// How to pick the queue of a send.
@@ -104,7 +104,8 @@ impl Sender {
                 RequestCode::SEND_MESSAGE_V2
             };
             let mut request =
-                request(code, &self.header(&msg, &queue, flag)).with_body(msg.body.clone());
+                RemotingCommand::request(code, self.header(&msg, &queue, flag, false))
+                    .with_body(msg.body.clone());
             request.serialize_type = self.config.serialize_type;
             if oneway {
                 request.mark_oneway();
@@ -155,11 +156,9 @@ impl Sender {
                 continue;
             };
             let topic_only = Message::new(batch.topic.clone(), Bytes::new());
-            let mut header = self.header(&topic_only, &queue, 0);
-            header.m = Some(true);
-            header.i = None;
-            let mut request =
-                request(RequestCode::SEND_BATCH_MESSAGE, &header).with_body(batch.body.clone());
+            let header = self.header(&topic_only, &queue, 0, true);
+            let mut request = RemotingCommand::request(RequestCode::SEND_BATCH_MESSAGE, header)
+                .with_body(batch.body.clone());
             request.serialize_type = self.config.serialize_type;
             match self.exchange(&addr, request, &queue, &batch.msg_ids).await {
                 Ok(result) => return Ok(result),
@@ -218,38 +217,35 @@ impl Sender {
         to_result(addr, &response, queue, msg_id)
     }
 
-    /// SEND_MESSAGE_V2's header for `msg` on `queue` (a retry carries its reconsume counts).
-    fn header(
-        &self,
-        msg: &Message,
-        queue: &MessageQueue,
-        sys_flag: i32,
-    ) -> SendMessageRequestHeaderV2 {
-        let mut h = SendMessageRequestHeader {
-            producer_group: self.config.group.clone(),
-            topic: msg.topic.clone(),
-            default_topic: "TBW102".into(),
+    /// SEND_MESSAGE_V2's header fields for `msg` on `queue` (a retry carries its reconsume
+    /// counts; a batch's properties travel in its body), rendered from the message in place.
+    fn header(&self, msg: &Message, queue: &MessageQueue, sys_flag: i32, batch: bool) -> ExtFields {
+        let count = |name| msg.property(name).and_then(|v| v.parse().ok());
+        let (reconsume_times, max_reconsume_times) = if msg.topic.starts_with("%RETRY%") {
+            (
+                count(property::RECONSUME_TIME),
+                count(property::MAX_RECONSUME_TIMES),
+            )
+        } else {
+            (Some(0), None)
+        };
+        SendMessageV2Fields {
+            producer_group: &self.config.group,
+            topic: &msg.topic,
+            default_topic: "TBW102",
             default_topic_queue_nums: self.config.default_topic_queue_nums,
             queue_id: queue.queue_id,
             sys_flag,
             born_timestamp: now_ms(),
             flag: msg.flag,
-            properties: Some(msg.encoded_properties()),
-            reconsume_times: Some(0),
+            properties: (!batch).then(|| msg.properties()),
+            reconsume_times,
             unit_mode: Some(false),
-            batch: None,
-            max_reconsume_times: None,
+            max_reconsume_times,
+            batch: batch.then_some(true),
             broker_name: None,
-        };
-        if msg.topic.starts_with("%RETRY%") {
-            h.reconsume_times = msg
-                .property(property::RECONSUME_TIME)
-                .and_then(|v| v.parse().ok());
-            h.max_reconsume_times = msg
-                .property(property::MAX_RECONSUME_TIMES)
-                .and_then(|v| v.parse().ok());
         }
-        h.into()
+        .to_ext_fields()
     }
 }
 

@@ -15,14 +15,12 @@
 //!   so TCP pushes back on that peer alone.
 //! * The read buffer grows with the bytes that actually arrive, never from a length prefix.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -30,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::deadline;
 use super::error::RemotingError;
+use super::pending::{PendingTable, Reply};
 use crate::protocol::command::FLAG_ONEWAY;
 use crate::protocol::{frame, RemotingCommand};
 
@@ -96,8 +95,6 @@ fn frame_weight(command: &RemotingCommand) -> usize {
 }
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
-
-type PendingTable = Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>;
 
 struct Inner {
     id: u64,
@@ -228,7 +225,7 @@ impl Channel {
                 request_done: Notify::new(),
                 max_write_buffer_bytes: config.max_write_buffer_bytes.max(1),
                 slow_reader: config.slow_reader,
-                pending: Mutex::new(HashMap::new()),
+                pending: PendingTable::new(),
                 next_opaque: AtomicI32::new(1),
                 closed: CancellationToken::new(),
                 aborted: CancellationToken::new(),
@@ -384,17 +381,35 @@ impl Channel {
     /// Sends a request and returns the pending response without waiting for it.
     pub async fn start_request(
         &self,
+        request: RemotingCommand,
+    ) -> Result<PendingResponse, RemotingError> {
+        self.start_request_until(request, None).await
+    }
+
+    /// Sends a request; with a deadline, the connection's sweeper answers the pending
+    /// response with a timeout once it passes, so waiting for it needs no timer.
+    async fn start_request_until(
+        &self,
         mut request: RemotingCommand,
+        deadline: Option<tokio::time::Instant>,
     ) -> Result<PendingResponse, RemotingError> {
         let opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
         request.opaque = opaque;
         request.flag &= !FLAG_ONEWAY;
-        let (tx, rx) = oneshot::channel();
-        self.inner.pending.lock().insert(opaque, tx);
+        if deadline.is_some() && self.inner.pending.claim_sweeper() {
+            let channel = self.clone();
+            tokio::spawn(async move {
+                let inner = &channel.inner;
+                inner.pending.sweep(&inner.closed).await
+            });
+        }
+        let rx = self.inner.pending.insert(opaque, deadline);
         let pending = PendingResponse {
             channel: self.clone(),
             opaque,
             rx,
+            expires: deadline.is_some(),
+            settled: false,
         };
         self.send(request).await?;
         Ok(pending)
@@ -418,7 +433,7 @@ impl Channel {
         deadline: tokio::time::Instant,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        let pending = deadline::until(deadline, self.start_request(request))
+        let pending = deadline::until(deadline, self.start_request_until(request, Some(deadline)))
             .await
             .ok_or_else(|| self.timeout_error(timeout))??;
         pending.wait_until(deadline, timeout).await
@@ -439,16 +454,13 @@ impl Channel {
     }
 
     fn complete(&self, response: RemotingCommand) {
-        let waiter = self.inner.pending.lock().remove(&response.opaque);
-        match waiter {
-            Some(tx) => {
-                let _ = tx.send(response);
-            }
-            None => tracing::debug!(
-                opaque = response.opaque,
+        let opaque = response.opaque;
+        if !self.inner.pending.complete(response) {
+            tracing::debug!(
+                opaque,
                 peer = %self.inner.peer,
                 "response without a pending request (timed out?)"
-            ),
+            );
         }
     }
 
@@ -460,7 +472,7 @@ impl Channel {
 
     /// Number of requests awaiting a response on this connection.
     pub fn pending_requests(&self) -> usize {
-        self.inner.pending.lock().len()
+        self.inner.pending.len()
     }
 }
 
@@ -480,7 +492,11 @@ impl Drop for InFlight {
 pub struct PendingResponse {
     channel: Channel,
     opaque: i32,
-    rx: oneshot::Receiver<RemotingCommand>,
+    rx: oneshot::Receiver<Reply>,
+    /// The connection's sweeper times this request out (it was sent with a deadline).
+    expires: bool,
+    /// The table no longer holds this request.
+    settled: bool,
 }
 
 impl PendingResponse {
@@ -496,9 +512,25 @@ impl PendingResponse {
         deadline: tokio::time::Instant,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        match deadline::until(deadline, &mut self.rx).await {
-            Some(Ok(response)) => Ok(response),
-            Some(Err(_)) => Err(self.channel.closed_error()),
+        let reply = if self.expires {
+            // Answered None by the sweeper at the deadline the request was sent with.
+            Some((&mut self.rx).await)
+        } else {
+            deadline::until(deadline, &mut self.rx).await
+        };
+        match reply {
+            Some(Ok(Some(response))) => {
+                self.settled = true;
+                Ok(response)
+            }
+            Some(Ok(None)) => {
+                self.settled = true;
+                Err(self.channel.timeout_error(timeout))
+            }
+            Some(Err(_)) => {
+                self.settled = true;
+                Err(self.channel.closed_error())
+            }
             None => Err(self.channel.timeout_error(timeout)),
         }
     }
@@ -507,7 +539,9 @@ impl PendingResponse {
 impl Drop for PendingResponse {
     fn drop(&mut self) {
         // A response that never came (timeout, cancelled caller) must not leak its entry.
-        self.channel.inner.pending.lock().remove(&self.opaque);
+        if !self.settled {
+            self.channel.inner.pending.forget(self.opaque);
+        }
     }
 }
 
@@ -579,7 +613,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     tracing::debug!(peer = %channel.peer(), reason, "connection closed");
     channel.close();
     // Fail every request still waiting on this connection.
-    channel.inner.pending.lock().clear();
+    channel.inner.pending.fail_all();
     handler.on_close(&channel);
 }
 

@@ -85,9 +85,16 @@ impl RemotingClient {
     /// channel itself bypass this client's signing; send through [`Self::invoke`],
     /// [`Self::start_request`] or [`Self::invoke_oneway`] instead.
     pub async fn channel(&self, addr: &str) -> Result<Channel, RemotingError> {
-        if let Some(channel) = self.connected(addr) {
-            return Ok(channel);
+        match self.connected(addr) {
+            Some(channel) => Ok(channel),
+            // Boxed: connecting (TLS handshake included) makes a future of kilobytes, which
+            // every request's future would otherwise carry inline for a path taken once.
+            None => Box::pin(self.open_channel(addr)).await,
         }
+    }
+
+    /// Connects to `addr` unless a concurrent caller just did; one connect per address at a time.
+    async fn open_channel(&self, addr: &str) -> Result<Channel, RemotingError> {
         let slot = self
             .channels
             .lock()

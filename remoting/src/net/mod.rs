@@ -13,6 +13,7 @@ mod client;
 pub mod controller_client;
 mod deadline;
 mod error;
+mod pending;
 #[cfg(feature = "process")]
 pub mod process;
 mod processor;

@@ -1,6 +1,10 @@
 //! Producer request headers (protocol.md 2.4).
 
-use super::command_header;
+use std::collections::BTreeMap;
+
+use super::{command_header, HeaderValue};
+use crate::protocol::message::{encode_properties_into, encoded_properties_len};
+use crate::protocol::ExtFields;
 
 command_header! {
     /// SEND_MESSAGE (10) and, through [`SendMessageRequestHeaderV2`], 310 and 320.
@@ -85,6 +89,67 @@ impl From<SendMessageRequestHeader> for SendMessageRequestHeaderV2 {
     }
 }
 
+/// SEND_MESSAGE_V2's fields from borrowed values, rendered straight into `extFields`: a
+/// producer's header per message without copying group, topic and properties into a
+/// [`SendMessageRequestHeaderV2`] first. Renders what that header renders.
+#[derive(Debug, Clone, Copy)]
+pub struct SendMessageV2Fields<'a> {
+    pub producer_group: &'a str,
+    pub topic: &'a str,
+    pub default_topic: &'a str,
+    pub default_topic_queue_nums: i32,
+    pub queue_id: i32,
+    pub sys_flag: i32,
+    pub born_timestamp: i64,
+    pub flag: i32,
+    /// The message's properties, encoded as they are rendered.
+    pub properties: Option<&'a BTreeMap<String, String>>,
+    pub reconsume_times: Option<i32>,
+    pub unit_mode: Option<bool>,
+    pub max_reconsume_times: Option<i32>,
+    pub batch: Option<bool>,
+    pub broker_name: Option<&'a str>,
+}
+
+impl SendMessageV2Fields<'_> {
+    pub fn to_ext_fields(&self) -> ExtFields {
+        let text = 14 * 2
+            + 64
+            + self.producer_group.len()
+            + self.topic.len()
+            + self.default_topic.len()
+            + self.properties.map_or(0, encoded_properties_len)
+            + self.broker_name.map_or(0, str::len);
+        let mut out = ExtFields::with_capacity(14, text);
+        // In key order, so each field goes last.
+        out.insert_with("a", |t| t.push_str(self.producer_group));
+        out.insert_with("b", |t| t.push_str(self.topic));
+        out.insert_with("c", |t| t.push_str(self.default_topic));
+        out.insert_with("d", |t| self.default_topic_queue_nums.render_into(t));
+        out.insert_with("e", |t| self.queue_id.render_into(t));
+        out.insert_with("f", |t| self.sys_flag.render_into(t));
+        out.insert_with("g", |t| self.born_timestamp.render_into(t));
+        out.insert_with("h", |t| self.flag.render_into(t));
+        if let Some(properties) = self.properties {
+            out.insert_with("i", |t| encode_properties_into(properties, t));
+        }
+        render_some(&mut out, "j", self.reconsume_times);
+        render_some(&mut out, "k", self.unit_mode);
+        render_some(&mut out, "l", self.max_reconsume_times);
+        render_some(&mut out, "m", self.batch);
+        if let Some(name) = self.broker_name {
+            out.insert_with("n", |t| t.push_str(name));
+        }
+        out
+    }
+}
+
+fn render_some(out: &mut ExtFields, key: &str, value: Option<impl HeaderValue>) {
+    if let Some(v) = value {
+        out.insert_with(key, |t| v.render_into(t));
+    }
+}
+
 command_header! {
     /// Response to SEND_MESSAGE / V2 / batch.
     pub struct SendMessageResponseHeader {
@@ -160,7 +225,7 @@ command_header! {
 mod tests {
     use super::*;
     use crate::protocol::headers::CommandHeader;
-    use crate::protocol::ExtFields;
+    use crate::protocol::message::Properties;
 
     #[test]
     fn v2_with_numbers_from_cpp_converts_to_v1() {
@@ -177,5 +242,63 @@ mod tests {
         assert_eq!(v1.unit_mode, Some(false));
         let back: SendMessageRequestHeaderV2 = v1.clone().into();
         assert_eq!(SendMessageRequestHeader::from(back), v1);
+    }
+
+    #[test]
+    fn borrowed_v2_fields_render_what_the_typed_header_renders() {
+        let properties: BTreeMap<String, String> = [("UNIQ_KEY", "u1"), ("KEYS", "k1 k2")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let encoded = properties
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect::<Properties>()
+            .encode();
+        for (retry, batch) in [(false, false), (true, false), (false, true)] {
+            let borrowed = SendMessageV2Fields {
+                producer_group: "pg",
+                topic: "T",
+                default_topic: "TBW102",
+                default_topic_queue_nums: 4,
+                queue_id: 3,
+                sys_flag: 1,
+                born_timestamp: 1_700_000_000_123,
+                flag: -2,
+                properties: (!batch).then_some(&properties),
+                reconsume_times: if retry { Some(2) } else { Some(0) },
+                unit_mode: Some(false),
+                max_reconsume_times: retry.then_some(16),
+                batch: batch.then_some(true),
+                broker_name: retry.then_some("b1"),
+            };
+            let typed = SendMessageRequestHeaderV2 {
+                a: "pg".into(),
+                b: "T".into(),
+                c: "TBW102".into(),
+                d: 4,
+                e: 3,
+                f: 1,
+                g: 1_700_000_000_123,
+                h: -2,
+                i: (!batch).then(|| encoded.clone()),
+                j: borrowed.reconsume_times,
+                k: Some(false),
+                l: borrowed.max_reconsume_times,
+                m: borrowed.batch,
+                n: borrowed.broker_name.map(str::to_owned),
+            };
+            let rendered: Vec<(String, String)> = borrowed
+                .to_ext_fields()
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            let expected: Vec<(String, String)> = typed
+                .to_ext_fields()
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            assert_eq!(rendered, expected, "retry {retry}, batch {batch}");
+        }
     }
 }

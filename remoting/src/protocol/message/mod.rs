@@ -8,8 +8,8 @@ pub mod record;
 pub mod time;
 
 pub use properties::{
-    delay_level_of, keys as property, split_keys, wait_store_ok, Properties, PropertyLookup,
-    PropertyView,
+    delay_level_of, encode_into as encode_properties_into, encoded_len as encoded_properties_len,
+    keys as property, split_keys, wait_store_ok, Properties, PropertyLookup, PropertyView,
 };
 pub use record::{MessageRecord, MessageVersion, RecordHead, RecordView};
 pub use time::{now_ms, UtcTime};

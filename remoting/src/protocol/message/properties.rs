@@ -56,6 +56,21 @@ pub(crate) fn entries(text: &str) -> impl Iterator<Item = (&str, &str)> {
         .filter(|(name, value)| !name.is_empty() && !value.is_empty())
 }
 
+/// Appends `properties` as [`Properties::encode`] renders them, without a map of its own.
+pub fn encode_into(properties: &BTreeMap<String, String>, out: &mut String) {
+    for (name, value) in properties {
+        out.push_str(name);
+        out.push(NAME_VALUE_SEPARATOR);
+        out.push_str(value);
+        out.push(PROPERTY_SEPARATOR);
+    }
+}
+
+/// The length of `properties` encoded.
+pub fn encoded_len(properties: &BTreeMap<String, String>) -> usize {
+    properties.iter().map(|(k, v)| k.len() + v.len() + 2).sum()
+}
+
 /// The keys of a `KEYS` value: separated by spaces, empty ones skipped.
 pub fn split_keys(keys: &str) -> impl Iterator<Item = &str> {
     keys.split(' ').filter(|k| !k.is_empty())
@@ -82,14 +97,8 @@ impl Properties {
 
     /// Encodes with Java's trailing `\u0002` after every entry.
     pub fn encode(&self) -> String {
-        let mut out =
-            String::with_capacity(self.0.iter().map(|(k, v)| k.len() + v.len() + 2).sum());
-        for (name, value) in &self.0 {
-            out.push_str(name);
-            out.push(NAME_VALUE_SEPARATOR);
-            out.push_str(value);
-            out.push(PROPERTY_SEPARATOR);
-        }
+        let mut out = String::with_capacity(encoded_len(&self.0));
+        encode_into(&self.0, &mut out);
         out
     }
 
