@@ -439,3 +439,28 @@ impl ConsumeQueueStore {
         Ok(removed.keys().copied().collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: usize = ENTRY_SIZE * 4;
+
+    #[test]
+    fn entries_fill_files_in_order_and_gaps_are_blanks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = ConsumeQueueStore::load(dir.path(), FILE).expect("load");
+        let cq = store.find_or_create("T", 0).expect("queue");
+        // Across a file roll (4 entries per file), then a gap of two.
+        for logical in 0..6 {
+            cq.put(logical, logical * 100, 100, 7).expect("put");
+        }
+        cq.put(8, 800, 100, 7).expect("put past a gap");
+        cq.put(3, 999, 1, 1).expect("an old offset is ignored");
+        assert_eq!(cq.max_offset(), 9);
+        assert_eq!(cq.entry(3).map(|e| e.phys_offset), Some(300));
+        assert_eq!(cq.entry(5).map(|e| e.phys_offset), Some(500));
+        assert_eq!(cq.entry(6).map(|e| e.size), Some(BLANK_SIZE));
+        assert_eq!(cq.entry(8).map(|e| e.phys_offset), Some(800));
+    }
+}
