@@ -9,7 +9,7 @@
 //! wakes about once per timeout period and then mostly finds nothing to expire.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, Notify};
@@ -22,21 +22,22 @@ use crate::protocol::RemotingCommand;
 /// dropped sender means the connection closed.
 pub(crate) type Reply = Option<RemotingCommand>;
 
-/// No deadline armed.
-const UNARMED: u64 = u64::MAX;
-
 struct Waiter {
     tx: oneshot::Sender<Reply>,
     deadline: Option<Instant>,
 }
 
+#[derive(Default)]
+struct Waiters {
+    by_opaque: HashMap<i32, Waiter>,
+    /// The deadline the sweeper sleeps until, if any.
+    armed: Option<Instant>,
+}
+
 pub(crate) struct PendingTable {
-    waiters: Mutex<HashMap<i32, Waiter>>,
+    waiters: Mutex<Waiters>,
+    /// The number of waiters, readable without the lock.
     len: AtomicUsize,
-    epoch: Instant,
-    /// The millisecond (since `epoch`) the sweeper sleeps until, or [`UNARMED`]. Changed
-    /// only under the `waiters` lock.
-    armed_ms: AtomicU64,
     /// Wakes the sweeper for a deadline earlier than the armed one.
     rearm: Notify,
     sweeper_started: AtomicBool,
@@ -45,10 +46,8 @@ pub(crate) struct PendingTable {
 impl PendingTable {
     pub fn new() -> Self {
         Self {
-            waiters: Mutex::new(HashMap::new()),
+            waiters: Mutex::new(Waiters::default()),
             len: AtomicUsize::new(0),
-            epoch: Instant::now(),
-            armed_ms: AtomicU64::new(UNARMED),
             rearm: Notify::new(),
             sweeper_started: AtomicBool::new(false),
         }
@@ -61,14 +60,11 @@ impl PendingTable {
         let mut earlier = false;
         {
             let mut waiters = self.waiters.lock();
-            waiters.insert(opaque, Waiter { tx, deadline });
-            self.len.store(waiters.len(), Ordering::Relaxed);
-            if let Some(at) = deadline {
-                let ms = self.ms_of(at);
-                if ms < self.armed_ms.load(Ordering::Relaxed) {
-                    self.armed_ms.store(ms, Ordering::Relaxed);
-                    earlier = true;
-                }
+            waiters.by_opaque.insert(opaque, Waiter { tx, deadline });
+            self.len.store(waiters.by_opaque.len(), Ordering::Relaxed);
+            if let Some(at) = deadline.filter(|at| waiters.armed.is_none_or(|armed| at < &armed)) {
+                waiters.armed = Some(at);
+                earlier = true;
             }
         }
         if earlier {
@@ -97,8 +93,8 @@ impl PendingTable {
 
     fn take(&self, opaque: i32) -> Option<Waiter> {
         let mut waiters = self.waiters.lock();
-        let waiter = waiters.remove(&opaque);
-        self.len.store(waiters.len(), Ordering::Relaxed);
+        let waiter = waiters.by_opaque.remove(&opaque);
+        self.len.store(waiters.by_opaque.len(), Ordering::Relaxed);
         waiter
     }
 
@@ -112,7 +108,7 @@ impl PendingTable {
         let drained: Vec<Waiter> = {
             let mut waiters = self.waiters.lock();
             self.len.store(0, Ordering::Relaxed);
-            waiters.drain().map(|(_, w)| w).collect()
+            waiters.by_opaque.drain().map(|(_, w)| w).collect()
         };
         drop(drained);
     }
@@ -141,23 +137,19 @@ impl PendingTable {
         let (expired, next) = {
             let mut waiters = self.waiters.lock();
             let expired: Vec<Waiter> = waiters
+                .by_opaque
                 .extract_if(|_, w| w.deadline.is_some_and(|at| at <= now))
                 .map(|(_, w)| w)
                 .collect();
-            self.len.store(waiters.len(), Ordering::Relaxed);
-            let next = waiters.values().filter_map(|w| w.deadline).min();
-            let armed = next.map_or(UNARMED, |at| self.ms_of(at));
-            self.armed_ms.store(armed, Ordering::Relaxed);
+            self.len.store(waiters.by_opaque.len(), Ordering::Relaxed);
+            let next = waiters.by_opaque.values().filter_map(|w| w.deadline).min();
+            waiters.armed = next;
             (expired, next)
         };
         for w in expired {
             let _ = w.tx.send(None);
         }
         next
-    }
-
-    fn ms_of(&self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.epoch).as_millis() as u64
     }
 }
 

@@ -113,7 +113,8 @@ pub struct SendMessageV2Fields<'a> {
 
 impl SendMessageV2Fields<'_> {
     pub fn to_ext_fields(&self) -> ExtFields {
-        let text = 14 * 2
+        // The 14 one-letter keys, room for the numbers and booleans, and the strings.
+        let text = 14
             + 64
             + self.producer_group.len()
             + self.topic.len()
