@@ -5,8 +5,9 @@
 # compare servers, this runs each build's own mqbench against its own name server and broker,
 # so client-side changes count too. OLD_BIN_DIR and NEW_BIN_DIR hold release builds of
 # mqnamesrv, mqbroker, mqadmin and mqbench. Builds nothing. One stack per build, both started
-# up front on free ports with stores in a temp dir (removed afterwards), then ROUNDS rounds of
-# every mode, old and new alternating. 1 KiB bodies, a topic with 8 queues, DURATION s per run.
+# up front on free ports with stores in a temp dir (removed afterwards), waited for until both
+# brokers are idle (first segments pre-faulted, at most 180 s), then ROUNDS rounds of every
+# mode, old and new alternating. 1 KiB bodies, a topic with 8 queues, DURATION s per run.
 # Per run: msg/s, p99, broker CPU per message (utime+stime from /proc/<pid>/stat over the
 # run) and client CPU per message (mqbench's user+system time); then medians per mode and
 # build. Hold the cargo lock for it (flock /tmp/stellmq-cargo.lock tools/bench/pair.sh ...).
@@ -58,10 +59,13 @@ start_stack() { # build-name bin-dir
 }
 start_stack old "$OLD"
 start_stack new "$NEW"
-sleep 5
+# Both brokers pre-fault their first segments at start; measuring before they are done
+# would charge it to whichever build runs first.
+settled=$(wait_quiet 180 "${BROKER[old]}" "${BROKER[new]}") ||
+  echo "pair.sh: the brokers were still busy after ${settled} s; measuring anyway" >&2
 
 RESULTS=$W/results.tsv; : > "$RESULTS"
-echo "# pair: old=$OLD new=$NEW DURATION=$DURATION ROUNDS=$ROUNDS $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# pair: old=$OLD new=$NEW DURATION=$DURATION ROUNDS=$ROUNDS $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), settled after ${settled} s"
 for round in $(seq "$ROUNDS"); do
   for mode in "${MODE_LIST[@]}"; do
     for build in old new; do
