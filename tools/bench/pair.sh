@@ -6,8 +6,8 @@
 # so client-side changes count too. OLD_BIN_DIR and NEW_BIN_DIR hold release builds of
 # mqnamesrv, mqbroker, mqadmin and mqbench. Builds nothing. One stack per build, both started
 # up front on free ports with stores in a temp dir (removed afterwards), waited for until both
-# brokers are idle (first segments pre-faulted, at most 180 s), then ROUNDS rounds of every
-# mode, old and new alternating. 1 KiB bodies, a topic with 8 queues, DURATION s per run.
+# brokers are idle (one message sent, their first two segments pre-faulted, at most 180 s),
+# then ROUNDS rounds of every mode, old and new alternating. 1 KiB bodies, a topic with 8 queues, DURATION s per run.
 # Per run: msg/s, p99, broker CPU per message (utime+stime from /proc/<pid>/stat over the
 # run) and client CPU per message (mqbench's user+system time); then medians per mode and
 # build. Hold the cargo lock for it (flock /tmp/stellmq-cargo.lock tools/bench/pair.sh ...).
@@ -59,8 +59,13 @@ start_stack() { # build-name bin-dir
 }
 start_stack old "$OLD"
 start_stack new "$NEW"
-# Both brokers pre-fault their first segments at start; measuring before they are done
-# would charge it to whichever build runs first.
+# Both brokers pre-fault their first segment at start and the next one once the first is
+# taken by an append; measuring before they are done would charge it to whichever build
+# runs first. One message each takes the first segment.
+for build in old new; do
+  bin=$OLD; [ $build = new ] && bin=$NEW
+  "$bin/mqbench" producer -n "${NS[$build]}" -t Bench8 -s 1024 -w 1 -q 1 > /dev/null 2>&1
+done
 settled=$(wait_quiet 180 "${BROKER[old]}" "${BROKER[new]}") ||
   echo "pair.sh: the brokers were still busy after ${settled} s; measuring anyway" >&2
 
