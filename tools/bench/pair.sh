@@ -7,7 +7,8 @@
 # mqnamesrv, mqbroker, mqadmin and mqbench. Builds nothing. One stack per build, both started
 # up front on free ports with stores in a temp dir (removed afterwards), waited for until both
 # brokers are idle (one message sent, their first two segments pre-faulted, at most 180 s),
-# then ROUNDS rounds of every mode, old and new alternating. 1 KiB bodies, a topic with 8 queues, DURATION s per run.
+# then ROUNDS rounds of every mode, old and new alternating. 1 KiB bodies, a topic with 8
+# queues, DURATION s per run.
 # Per run: msg/s, p99, broker CPU per message (utime+stime from /proc/<pid>/stat over the
 # run) and client CPU per message (mqbench's user+system time); then medians per mode and
 # build. Hold the cargo lock for it (flock /tmp/stellmq-cargo.lock tools/bench/pair.sh ...).
