@@ -518,20 +518,12 @@ impl PendingResponse {
         } else {
             deadline::until(deadline, &mut self.rx).await
         };
+        // Any reply (response, expiry or close) means the table let go of the request.
+        self.settled = reply.is_some();
         match reply {
-            Some(Ok(Some(response))) => {
-                self.settled = true;
-                Ok(response)
-            }
-            Some(Ok(None)) => {
-                self.settled = true;
-                Err(self.channel.timeout_error(timeout))
-            }
-            Some(Err(_)) => {
-                self.settled = true;
-                Err(self.channel.closed_error())
-            }
-            None => Err(self.channel.timeout_error(timeout)),
+            Some(Ok(Some(response))) => Ok(response),
+            Some(Ok(None)) | None => Err(self.channel.timeout_error(timeout)),
+            Some(Err(_)) => Err(self.channel.closed_error()),
         }
     }
 }
