@@ -103,9 +103,8 @@ fn segments_match<const N: usize>(ranges: &[SegmentRange; N], values: [u16; N]) 
 }
 
 fn parse_braces(pattern: &str) -> Option<AddressPattern> {
-    let open = pattern.rfind('{')?;
-    let prefix = &pattern[..open];
-    let items = &pattern[open + 1..pattern.len() - 1];
+    let (prefix, rest) = pattern.rsplit_once('{')?;
+    let items = rest.strip_suffix('}')?;
     let set = items
         .split(',')
         .map(|item| format!("{prefix}{}", item.trim()).parse::<IpAddr>().ok())
@@ -120,8 +119,12 @@ fn parse_list(pattern: &str) -> Option<AddressPattern> {
     for item in pattern.split(',').map(str::trim) {
         let address = match item.parse::<IpAddr>() {
             Ok(address) => {
-                let cut = item.rfind(['.', ':'])?;
-                head = Some(item[..=cut].to_owned());
+                // Everything up to and with the last separator.
+                let through_separator = item.trim_end_matches(|c| c != '.' && c != ':');
+                if through_separator.is_empty() {
+                    return None;
+                }
+                head = Some(through_separator.to_owned());
                 address
             }
             Err(_) => format!("{}{item}", head.as_deref()?).parse().ok()?,

@@ -5,6 +5,8 @@
 //! Servers hold one [`AccessValidator`], put [`AccessValidator::check`] in front of every
 //! processor, answer a refusal with NO_PERMISSION and its text, and keep it current with
 //! [`spawn_watch`].
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod address;
 pub mod edit;

@@ -5,6 +5,8 @@
 //! [`start`] runs one (port 0 works) and returns a handle that shuts it down cleanly;
 //! `mqbroker` is a thin binary around it; [`with_namesrv`] runs a name server beside it
 //! (`mqbroker --with-namesrv`).
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod clients;
 pub mod config;

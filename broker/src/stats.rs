@@ -103,10 +103,11 @@ impl Item {
                 },
             }
         };
+        let [minute, hour, day] = &*windows;
         BrokerStatsData {
-            stats_minute: item(&windows[0]),
-            stats_hour: item(&windows[1]),
-            stats_day: item(&windows[2]),
+            stats_minute: item(minute),
+            stats_hour: item(hour),
+            stats_day: item(day),
         }
     }
 }

@@ -94,6 +94,8 @@
 //! - `namesrv` (name-server list, route lookup), `request` (typed requests, response codes
 //!   mapped to errors in one place)
 //! - `message`, `route`, `namespace`, `error`
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod admin;
 pub mod consumer;

@@ -6,6 +6,8 @@
 //! Used for `-c FILE` configuration files, for the `key=value` bodies of
 //! UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG and their GET counterparts, and for the JSON
 //! tables the broker, name server and client keep on disk.
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 mod files;
 mod properties;

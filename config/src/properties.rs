@@ -35,7 +35,7 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
         // An odd number of trailing backslashes continues the line.
         let trailing = line.chars().rev().take_while(|c| *c == '\\').count();
         if trailing % 2 == 1 {
-            logical.push_str(&line[..line.len() - 1]);
+            logical.push_str(line.strip_suffix('\\').unwrap_or(line));
             continue;
         }
         logical.push_str(line);
@@ -54,18 +54,18 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
 
 fn split_key_value(line: &str) -> Option<(String, &str)> {
     let mut key = String::new();
-    let mut chars = line.char_indices();
-    while let Some((i, c)) = chars.next() {
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
         match c {
             '\\' => {
                 key.push(c);
-                if let Some((_, next)) = chars.next() {
+                if let Some(next) = chars.next() {
                     key.push(next);
                 }
             }
-            '=' | ':' => return Some((key.trim().to_owned(), &line[i + 1..])),
+            '=' | ':' => return Some((key.trim().to_owned(), chars.as_str())),
             c if c.is_whitespace() => {
-                let rest = line[i..].trim_start();
+                let rest = chars.as_str().trim_start();
                 let rest = rest.strip_prefix(['=', ':']).unwrap_or(rest);
                 return Some((key, rest));
             }

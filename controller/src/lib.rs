@@ -6,6 +6,8 @@
 //! other over the same port ([`network`]). The log and snapshots are on disk ([`store`]).
 //! The leader keeps broker heartbeats ([`liveness`]) and elects a new master when one dies
 //! ([`elect`], [`tasks`]).
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod config;
 pub mod elect;

@@ -1,4 +1,6 @@
 //! `mqcontroller`: runs a StellMQ controller (RocketMQ 5 controller mode on Raft).
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 #![allow(clippy::print_stdout)] // -p prints the configuration, as RocketMQ does.
 
 /// mimalloc, as the other servers use.

@@ -6,6 +6,8 @@
 //! - `form`: query strings and urlencoded bodies, bounded.
 //! - `pages/`: one module per page (cluster, topics, groups, messages, DLQ, explain).
 //! - `server`: the router, limits and the listener loop with graceful shutdown.
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod error;
 pub mod form;

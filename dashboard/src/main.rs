@@ -1,4 +1,6 @@
 //! `mqdashboard -n <namesrv> [--port 8082] [--host 127.0.0.1]`: StellMQ's web console.
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 use clap::Parser;
 use stellmq_client::AdminClient;

@@ -71,8 +71,9 @@ fn frames(data: &[u8]) -> bool {
         let Ok(header) = decode_frame_header(head) else {
             break;
         };
-        let size = header.size.min(tail.len());
-        let (body, after) = tail.split_at(size);
+        let Some((body, after)) = tail.split_at_checked(header.size.min(tail.len())) else {
+            break;
+        };
         rest = after;
         given += body.len();
         let pushed = verifier.push(header.offset, Bytes::copy_from_slice(body));

@@ -267,7 +267,7 @@ fn ha_frames() -> Vec<(&'static str, Vec<u8>)> {
     for (i, r) in records.iter().enumerate() {
         whole.extend(frame(offset, r));
         if i == 1 {
-            let (a, b) = r.split_at(r.len() / 2);
+            let (a, b) = r.split_at_checked(r.len() / 2).unwrap_or((r, &[]));
             split.extend(frame(offset, a));
             split.extend(frame(offset + a.len(), b));
         } else {

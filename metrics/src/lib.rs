@@ -7,6 +7,8 @@
 //!
 //! Counting on a hot path is atomics only; everything else is read when scraped
 //! ([`prometheus_client::collector::Collector`]s).
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 mod exporter;
 mod histogram;

@@ -7,6 +7,8 @@
 //! [`start`] runs one on the configured address (port 0 works) and returns a handle that
 //! shuts it down ([`start_with_tls`] also with TLS on its port); `mqnamesrv` is a thin
 //! binary around it.
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod acl;
 pub mod config;

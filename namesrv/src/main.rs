@@ -1,4 +1,6 @@
 //! `mqnamesrv`: runs a StellMQ name server.
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 #![allow(clippy::print_stdout)] // -p prints the configuration, as RocketMQ does.
 
 /// mimalloc: fewer cycles per small allocation than glibc's malloc on the request path,

@@ -8,6 +8,8 @@
 //! - `grpc` (one module per RPC; clients and their settings; RocketMQ 5's status codes)
 //! - `cluster` (routes, sends, POP, transactions over remoting; knows nothing of gRPC)
 //! - `config` (RocketMQ's `rmq-proxy.json` keys), `pb` (the generated protobuf types)
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod cluster;
 pub mod config;

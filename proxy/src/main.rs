@@ -1,4 +1,6 @@
 //! `mqproxy`: StellMQ's gRPC proxy for RocketMQ 5 clients.
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 #![allow(clippy::print_stdout)] // -p prints the configuration, as the other binaries do.
 
 /// mimalloc: fewer cycles per small allocation than glibc's malloc on the request path,

@@ -7,6 +7,8 @@
 //!   client with per-connection request correlation, timeouts and oneway calls.
 //!
 //! The formats implemented here are described in `docs/protocol.md` (sections 1-5).
+// Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod net;
 pub mod protocol;

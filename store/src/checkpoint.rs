@@ -38,17 +38,13 @@ impl Checkpoint {
         if file.metadata().at(path)?.len() < FILE_SIZE {
             file.set_len(FILE_SIZE).at(path)?;
         }
-        let mut raw = [0u8; 24];
-        file.read_exact_at(&mut raw, 0).at(path)?;
-        let word = |i: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&raw[i * 8..i * 8 + 8]);
-            i64::from_be_bytes(b)
-        };
+        let mut raw = [[0u8; 8]; 3];
+        file.read_exact_at(raw.as_flattened_mut(), 0).at(path)?;
+        let [physic, logics, index] = raw.map(i64::from_be_bytes);
         let values = CheckpointValues {
-            physic_msg_timestamp: word(0),
-            logics_msg_timestamp: word(1),
-            index_msg_timestamp: word(2),
+            physic_msg_timestamp: physic,
+            logics_msg_timestamp: logics,
+            index_msg_timestamp: index,
         };
         Ok(Self {
             path: path.to_owned(),

@@ -216,7 +216,9 @@ impl CommitLog {
         now: i64,
         queues: &ConsumeQueueStore,
     ) -> Result<AppendResult, AppendError> {
-        let first = &msgs[0];
+        let Some(first) = msgs.first() else {
+            return Err(AppendError::MessageIllegal("nothing to append".into()));
+        };
         let file = self.writable_file(total)?;
         let next_queue_offset = state.next_queue_offset(&first.topic, first.queue_id, queues);
         let store_timestamp = now.max(self.last_store_timestamp());

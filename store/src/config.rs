@@ -205,7 +205,8 @@ pub fn parse_delay_levels(text: &str) -> Result<Vec<i64>, ConfigError> {
                 value: level.to_owned(),
                 expected: "a number with unit s, m, h or d (e.g. 10s)",
             };
-            let (digits, unit) = level.split_at(level.len().saturating_sub(1));
+            let unit_at = level.char_indices().last().map_or(0, |(at, _)| at);
+            let (digits, unit) = level.split_at_checked(unit_at).ok_or_else(invalid)?;
             let amount: i64 = digits.parse().map_err(|_| invalid())?;
             let unit_ms = match unit {
                 "s" => 1_000,

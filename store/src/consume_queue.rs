@@ -30,8 +30,9 @@ impl CqEntry {
     /// Decodes the 20 bytes at the start of `raw` (shorter input reads as zeros).
     pub fn decode(raw: &[u8]) -> Self {
         let mut padded = [0u8; ENTRY_SIZE];
-        let n = raw.len().min(ENTRY_SIZE);
-        padded[..n].copy_from_slice(&raw[..n]);
+        for (to, from) in padded.iter_mut().zip(raw) {
+            *to = *from;
+        }
         let raw = &padded;
         let mut offset = [0u8; 8];
         offset.copy_from_slice(&raw[0..8]);
@@ -208,7 +209,7 @@ impl ConsumeQueue {
         let files = self.segments.files();
         let start = files.len().saturating_sub(3);
         let mut end = files.last().map_or(0, |f| f.end());
-        for file in &files[start..] {
+        for file in files.iter().skip(start) {
             let mut pos = 0;
             while pos + ENTRY_SIZE <= file.size() {
                 let raw = file

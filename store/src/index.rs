@@ -408,10 +408,12 @@ impl IndexService {
     /// Deletes files whose entries all point below `commit_log_min` (never the last one).
     pub fn delete_expired(&self, commit_log_min: i64) -> usize {
         let mut files = self.files.write();
-        let mut n = 0;
-        while n + 1 < files.len() && files[n].end_phy_offset() < commit_log_min {
-            n += 1;
-        }
+        let all_below = |f: &&Arc<IndexFile>| f.end_phy_offset() < commit_log_min;
+        let n = files
+            .iter()
+            .take_while(all_below)
+            .count()
+            .min(files.len().saturating_sub(1));
         for f in files.drain(..n) {
             if let Err(e) = f.file.destroy() {
                 tracing::warn!(file = %f.path().display(), error = %e, "cannot delete index file");

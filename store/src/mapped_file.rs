@@ -299,13 +299,10 @@ impl MappedFile {
             if pos >= self.size {
                 break;
             }
-            let len = WARM_CHUNK.min(self.size - pos);
+            let zeros = WARM_ZEROS.get(..self.size - pos).unwrap_or(&WARM_ZEROS);
+            let len = zeros.len();
             // Unpublished range (at or above the wrote position), under the write lock.
-            let written = std::os::unix::fs::FileExt::write_all_at(
-                &self.file,
-                &WARM_ZEROS[..len],
-                pos as u64,
-            );
+            let written = std::os::unix::fs::FileExt::write_all_at(&self.file, zeros, pos as u64);
             // Hand the lock to a waiting writer instead of barging back in.
             parking_lot::MutexGuard::unlock_fair(guard);
             if let Err(e) = written {

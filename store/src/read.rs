@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use stellmq_remoting::protocol::message::record::{self, store_timestamp_pos, SYS_FLAG_POS};
 use stellmq_remoting::protocol::message::{property, MessageRecord};
+use stellmq_remoting::protocol::{i32_at, i64_at};
 
 use crate::consume_queue::{CqEntry, ENTRY_SIZE};
 use crate::get::{GetMessageResult, GetMessageStatus, MessageFilter};
@@ -217,13 +218,9 @@ impl MessageStore {
 
     fn store_timestamp_at(&self, phys_offset: i64) -> Option<i64> {
         let head = self.inner.commit_log.read(phys_offset, SYS_FLAG_POS + 4)?;
-        let mut flag = [0u8; 4];
-        flag.copy_from_slice(&head[SYS_FLAG_POS..SYS_FLAG_POS + 4]);
-        let pos = store_timestamp_pos(i32::from_be_bytes(flag));
+        let pos = store_timestamp_pos(i32_at(&head, SYS_FLAG_POS)?);
         let raw = self.inner.commit_log.read(phys_offset, pos + 8)?;
-        let mut ts = [0u8; 8];
-        ts.copy_from_slice(&raw[pos..pos + 8]);
-        Some(i64::from_be_bytes(ts))
+        i64_at(&raw, pos)
     }
 
     /// Store time of the oldest message of a queue.

@@ -128,14 +128,15 @@ pub fn check_record_at(
     if magic != MAGIC_V1 && magic != MAGIC_V2 {
         return Err(Damage::BadMagic(magic));
     }
+    let bad_size = Damage::BadSize {
+        total,
+        left: rest.len(),
+    };
     let total = usize::try_from(total)
         .ok()
-        .filter(|t| (MIN_RECORD_LEN..=rest.len()).contains(t))
-        .ok_or(Damage::BadSize {
-            total,
-            left: rest.len(),
-        })?;
-    let raw = &rest[..total];
+        .filter(|t| *t >= MIN_RECORD_LEN)
+        .ok_or(bad_size.clone())?;
+    let raw = rest.get(..total).ok_or(bad_size)?;
     let expected = base + pos as i64;
     let stored = raw
         .get(PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8)
@@ -170,7 +171,7 @@ fn first_store_timestamp(file: &MappedFile) -> Option<i64> {
     let bytes = file.read_unpublished(0, file.size())?;
     match check_record_at(bytes, 0, file.base(), false) {
         Ok(Next::Record(total)) => {
-            MessageRecord::decode(&Bytes::copy_from_slice(&bytes[..total]), false)
+            MessageRecord::decode(&Bytes::copy_from_slice(bytes.get(..total)?), false)
                 .ok()
                 .map(|(r, _)| r.head.store_timestamp)
         }
@@ -181,13 +182,13 @@ fn first_store_timestamp(file: &MappedFile) -> Option<i64> {
 /// End of the non-zero bytes after `pos`: the first all-zero page (what truncation zeroes).
 fn non_zero_end(bytes: &[u8], pos: usize) -> usize {
     let mut cursor = pos;
-    while cursor < bytes.len() {
-        let end = ((cursor / PAGE_SIZE) + 1) * PAGE_SIZE;
-        let end = end.min(bytes.len());
-        if bytes[cursor..end].iter().all(|b| *b == 0) {
+    while let Some(rest) = bytes.get(cursor..).filter(|rest| !rest.is_empty()) {
+        let page_left = PAGE_SIZE - cursor % PAGE_SIZE;
+        let page = rest.get(..page_left).unwrap_or(rest);
+        if page.iter().all(|b| *b == 0) {
             break;
         }
-        cursor = end;
+        cursor += page.len();
     }
     cursor
 }
@@ -221,7 +222,7 @@ pub fn recover_commit_log(
     } else {
         files.len().saturating_sub(3)
     };
-    outcome.scan_start = files[start].base();
+    outcome.scan_start = files.get(start).map_or(0, |f| f.base());
     outcome.valid_end = files.last().map_or(0, |f| f.end());
     let mut cut = None;
     for (i, file) in files.iter().enumerate().skip(start) {
@@ -230,19 +231,20 @@ pub fn recover_commit_log(
             break;
         }
     }
-    if let Some((i, pos, reason)) = cut {
-        let file = &files[i];
+    if let Some((file, later, pos, reason)) = cut.and_then(|(i, pos, reason)| {
+        let (file, later) = files.get(i..)?.split_first()?;
+        Some((file, later, pos, reason))
+    }) {
         outcome.valid_end = file.base() + pos as i64;
         let bytes = file.read_unpublished(0, file.size()).unwrap_or(&[]);
         let tail_end = non_zero_end(bytes, pos);
         outcome.torn_tail = tail_end > pos;
         outcome.dropped_bytes = (tail_end - pos) as u64;
-        let later = &files[i + 1..];
         outcome.dropped_segments = later.len();
         outcome.dropped_bytes += later.iter().map(|f| f.size() as u64).sum::<u64>();
         outcome.stopped_by = reason.filter(|_| outcome.dropped_bytes > 0);
         if outcome.dropped_bytes > 0 {
-            let tail = &bytes[pos..tail_end];
+            let tail = bytes.get(pos..tail_end).unwrap_or_default();
             outcome.dropped_to = save_dropped(log.segments().dir(), file, pos, tail, later);
         }
     }

@@ -39,16 +39,18 @@ impl SegmentQueue {
         }
         bases.sort_unstable();
         let mut files = Vec::with_capacity(bases.len());
-        for (i, base) in bases.iter().enumerate() {
-            if i > 0 && *base != bases[i - 1] + file_size as i64 {
+        let mut previous: Option<i64> = None;
+        for base in &bases {
+            if let Some(previous) = previous.filter(|p| *base != p + file_size as i64) {
                 return Err(StoreError::Corrupt {
                     path: dir.join(segment_name(*base)),
                     reason: format!(
                         "segment does not follow {} (size {file_size})",
-                        segment_name(bases[i - 1])
+                        segment_name(previous)
                     ),
                 });
             }
+            previous = Some(*base);
             let file = MappedFile::open(&dir.join(segment_name(*base)), *base, file_size)?;
             file.set_positions(file_size);
             files.push(Arc::new(file));
@@ -110,12 +112,11 @@ impl SegmentQueue {
     /// Offset up to which data is flushed.
     pub fn flushed_offset(&self) -> i64 {
         let files = self.files.read();
-        for f in files.iter().rev() {
-            if f.flushed_position() > 0 || f.base() == files[0].base() {
-                return f.base() + f.flushed_position() as i64;
-            }
-        }
-        0
+        // The last segment with flushed bytes, or the first one.
+        let flushed = files.iter().rev().find(|f| f.flushed_position() > 0);
+        flushed
+            .or(files.first())
+            .map_or(0, |f| f.base() + f.flushed_position() as i64)
     }
 
     /// Path of the segment starting at `base`.
@@ -219,10 +220,12 @@ impl SegmentQueue {
         mut expired: impl FnMut(&MappedFile) -> bool,
     ) -> Vec<Arc<MappedFile>> {
         let mut files = self.files.write();
-        let mut n = 0;
-        while n < limit && n + 1 < files.len() && expired(&files[n]) {
-            n += 1;
-        }
+        let removable = files.len().saturating_sub(1).min(limit);
+        let n = files
+            .iter()
+            .take(removable)
+            .take_while(|f| expired(f))
+            .count();
         files.drain(..n).collect()
     }
 

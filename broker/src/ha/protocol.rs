@@ -4,6 +4,7 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use stellmq_remoting::protocol::{i32_at, i64_at};
 
 /// First 8 bytes a StellMQ slave sends: `0xFF "SMQHA"` then the version (u16, big-endian).
 /// Read as a classic offset report it is negative, which no slave can report, so a classic
@@ -162,9 +163,9 @@ pub fn decode_identity_len(len: [u8; 2]) -> Result<usize, HandshakeError> {
 
 /// Checks the magic and returns the identity length that follows.
 pub fn decode_hello_head(head: &[u8; HELLO_HEAD_LEN]) -> Result<usize, HandshakeError> {
-    let (magic, len) = head.split_first_chunk::<8>().unwrap_or((&[0; 8], &[]));
-    check_magic(magic)?;
-    decode_identity_len([len[0], len[1]])
+    let [m0, m1, m2, m3, m4, m5, m6, m7, l0, l1] = *head;
+    check_magic(&[m0, m1, m2, m3, m4, m5, m6, m7])?;
+    decode_identity_len([l0, l1])
 }
 
 /// A decoded hello.
@@ -295,9 +296,8 @@ pub fn encode_frame_header(offset: i64, size: usize) -> [u8; FRAME_HEADER_LEN] {
 }
 
 pub fn decode_frame_header(header: &[u8; FRAME_HEADER_LEN]) -> Result<FrameHeader, FrameError> {
-    let (offset, size) = header.split_at(8);
-    let offset = i64::from_be_bytes(offset.try_into().unwrap_or_default());
-    let size = i32::from_be_bytes(size.try_into().unwrap_or_default());
+    let (offset, size) = (i64_at(header, 0), i32_at(header, 8));
+    let (offset, size) = (offset.unwrap_or_default(), size.unwrap_or_default());
     if offset < 0 {
         return Err(FrameError::NegativeOffset(offset));
     }

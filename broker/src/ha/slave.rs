@@ -313,7 +313,9 @@ async fn handshake(
     let identity_bytes = slave.identity().encode()?;
     let mut hello = protocol::encode_hello(&identity_bytes)?;
     if let Some(term) = &slave.controlled {
-        hello[..8].copy_from_slice(&v2::HANDSHAKE_MAGIC_V2);
+        if let Some((magic, _)) = hello.split_first_chunk_mut::<8>() {
+            *magic = v2::HANDSHAKE_MAGIC_V2;
+        }
         let local = term.epochs.list();
         hello.extend_from_slice(&v2::encode_term(
             term.followed.load(Ordering::Acquire),
@@ -485,8 +487,9 @@ async fn apply(store: &MessageStore, append: &Append) -> Result<(), HaError> {
             let mut at = store.append_replicated(*offset, &head).await?;
             let end = offset + *len as i64;
             while at < end {
-                let n = usize::try_from(end - at).map_or(TRANSFER_BATCH, |n| n.min(TRANSFER_BATCH));
-                at = store.append_replicated(at, &ZEROS[..n]).await?;
+                let n = usize::try_from(end - at).unwrap_or(usize::MAX);
+                let zeros = ZEROS.get(..n).unwrap_or(&ZEROS);
+                at = store.append_replicated(at, zeros).await?;
             }
         }
     }

@@ -263,8 +263,9 @@ impl ReplicaVerifier {
         appends: &mut Vec<Append>,
     ) -> Result<bool, VerifyError> {
         let mut fill = |partial: &mut Vec<u8>, upto: usize| {
-            let take = upto.saturating_sub(partial.len()).min(body.len() - *pos);
-            partial.extend_from_slice(&body[*pos..*pos + take]);
+            let rest = body.get(*pos..).unwrap_or_default();
+            let take = upto.saturating_sub(partial.len()).min(rest.len());
+            partial.extend_from_slice(rest.get(..take).unwrap_or_default());
             *pos += take;
             partial.len() >= upto
         };

@@ -69,22 +69,24 @@ impl BrokerIdentityFile {
         let fields: Vec<&str> = text.trim().split('#').collect();
         let wanted = if temp { 4 } else { 3 };
         // A check code holds an address and a time, never a '#'; anything else is damage.
-        if fields.len() != wanted {
-            return Err(format!("{} fields, expected {wanted}", fields.len()));
-        }
-        if fields[..wanted].iter().any(|f| f.is_empty()) {
+        let (cluster_name, broker_name, broker_id, check_code) = match fields.as_slice() {
+            [cluster, broker, id] if !temp => (cluster, broker, id, None),
+            [cluster, broker, id, code] if temp => (cluster, broker, id, Some(code)),
+            _ => return Err(format!("{} fields, expected {wanted}", fields.len())),
+        };
+        if fields.iter().any(|f| f.is_empty()) {
             return Err("an empty field".into());
         }
-        let broker_id = fields[2]
+        let broker_id = broker_id
             .parse::<i64>()
             .ok()
             .filter(|id| *id > 0)
-            .ok_or_else(|| format!("broker id {:?} is not a positive number", fields[2]))?;
+            .ok_or_else(|| format!("broker id {broker_id:?} is not a positive number"))?;
         Ok(Self {
-            cluster_name: fields[0].to_owned(),
-            broker_name: fields[1].to_owned(),
+            cluster_name: (*cluster_name).to_owned(),
+            broker_name: (*broker_name).to_owned(),
             broker_id,
-            register_check_code: temp.then(|| fields[3].to_owned()),
+            register_check_code: check_code.map(|code| (*code).to_owned()),
         })
     }
 

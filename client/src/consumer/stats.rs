@@ -50,12 +50,12 @@ impl TopicStats {
         }
     }
 
-    fn bucket(&mut self, number: u64) -> &mut Counters {
-        let slot = &mut self.ring[(number % BUCKETS as u64) as usize];
+    fn bucket(&mut self, number: u64) -> Option<&mut Counters> {
+        let slot = self.ring.get_mut((number % BUCKETS as u64) as usize)?;
         if slot.0 != number {
             *slot = (number, Counters::default());
         }
-        &mut slot.1
+        Some(&mut slot.1)
     }
 
     /// Sum of the buckets numbered `from..=to`.
@@ -92,7 +92,9 @@ impl ConsumerStats {
         let stats = topics
             .entry(topic.to_owned())
             .or_insert_with(TopicStats::new);
-        change(stats.bucket(number));
+        if let Some(counters) = stats.bucket(number) {
+            change(counters);
+        }
     }
 
     /// One pull of `topic` that took `rt_ms` and brought `messages`.

@@ -147,7 +147,10 @@ impl Producer {
             )));
         }
         let index = selector(&info.queues) % info.queues.len();
-        self.send_to_queue(msg, &info.queues[index]).await
+        let Some(queue) = info.queues.get(index) else {
+            return Err(ClientError::TopicNotExist(msg.topic));
+        };
+        self.send_to_queue(msg, queue).await
     }
 
     /// Sends without waiting for the broker's answer.

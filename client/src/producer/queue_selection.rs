@@ -26,16 +26,16 @@ impl QueueSelector {
         }
     }
 
-    /// The next queue of a healthy broker other than `avoid`, else the next queue anyway.
-    /// `info` must have a queue.
-    pub fn choose(&self, info: &PublishInfo, avoid: Option<&str>) -> MessageQueue {
+    /// The next queue of a healthy broker other than `avoid`, else the next queue anyway;
+    /// `None` when `info` has no queue.
+    pub fn choose(&self, info: &PublishInfo, avoid: Option<&str>) -> Option<MessageQueue> {
         let n = info.queues.len();
-        let start = self.next_queue.fetch_add(1, Ordering::Relaxed);
-        (0..n)
-            .map(|i| &info.queues[(start + i) % n])
+        let start = self.next_queue.fetch_add(1, Ordering::Relaxed) % n.max(1);
+        let in_turn = || info.queues.iter().cycle().skip(start).take(n);
+        in_turn()
             .find(|q| Some(q.broker_name.as_str()) != avoid && self.healthy(&q.broker_name))
-            .unwrap_or(&info.queues[start % n])
-            .clone()
+            .or_else(|| in_turn().next())
+            .cloned()
     }
 
     /// Keeps sends away from `broker` for `for_how_long`.

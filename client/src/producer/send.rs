@@ -88,7 +88,10 @@ impl Sender {
         for _ in 0..attempts {
             let queue = match &choice {
                 QueueChoice::Any => self.selector.choose(&info, avoid.as_deref()),
-                QueueChoice::Fixed(q) => (*q).clone(),
+                QueueChoice::Fixed(q) => Some((*q).clone()),
+            };
+            let Some(queue) = queue else {
+                return Err(ClientError::TopicNotExist(msg.topic.clone()));
             };
             let Some(addr) = info.masters.get(&queue.broker_name).cloned() else {
                 last_error = Some(ClientError::Invalid(format!(
@@ -151,7 +154,9 @@ impl Sender {
         let info = self.routes.get(&batch.topic).await?;
         let mut last_error = None;
         for _ in 0..=self.config.retry_times_when_send_failed {
-            let queue = self.selector.choose(&info, None);
+            let Some(queue) = self.selector.choose(&info, None) else {
+                return Err(ClientError::TopicNotExist(batch.topic.clone()));
+            };
             let Some(addr) = info.masters.get(&queue.broker_name).cloned() else {
                 continue;
             };

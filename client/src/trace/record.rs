@@ -196,109 +196,117 @@ pub fn decode(body: &str) -> Vec<TraceRecord> {
         .filter(|r| !r.is_empty())
         .filter_map(|r| {
             let f: Vec<&str> = r.split(CONTENT_SEPARATOR).collect();
-            match f[0] {
-                "Pub" => decode_pub(&f),
-                "SubBefore" => decode_sub_before(&f),
-                "SubAfter" => decode_sub_after(&f),
-                "EndTransaction" => decode_end_transaction(&f),
+            match f.split_first()? {
+                (&"Pub", fields) => decode_pub(fields),
+                (&"SubBefore", fields) => decode_sub_before(fields),
+                (&"SubAfter", fields) => decode_sub_after(fields),
+                (&"EndTransaction", fields) => decode_end_transaction(fields),
                 _ => None,
             }
         })
         .collect()
 }
 
+// Each decoder gets the fields after the record's kind.
+
 fn decode_pub(f: &[&str]) -> Option<TraceRecord> {
-    if f.len() < 13 {
+    let [timestamp, region_id, group, topic, msg_id, tags, keys, store_host, body_length, cost_ms, msg_type, rest @ ..] =
+        f
+    else {
         return None;
-    }
+    };
     let mut r = TraceRecord {
         kind: TraceType::Pub,
-        timestamp: f[1].parse().ok()?,
-        region_id: f[2].into(),
-        group: f[3].into(),
-        topic: f[4].into(),
-        msg_id: f[5].into(),
-        tags: f[6].into(),
-        keys: f[7].into(),
-        store_host: f[8].into(),
-        body_length: f[9].parse().ok()?,
-        cost_ms: f[10].parse().ok()?,
-        msg_type: TraceMessageType::from_ordinal(f[11])?,
+        timestamp: timestamp.parse().ok()?,
+        region_id: (*region_id).into(),
+        group: (*group).into(),
+        topic: (*topic).into(),
+        msg_id: (*msg_id).into(),
+        tags: (*tags).into(),
+        keys: (*keys).into(),
+        store_host: (*store_host).into(),
+        body_length: body_length.parse().ok()?,
+        cost_ms: cost_ms.parse().ok()?,
+        msg_type: TraceMessageType::from_ordinal(msg_type)?,
         ..Default::default()
     };
     // 13 fields: no offset id (oldest writers); 14: with it; 15 and more: and the client host.
-    if f.len() == 13 {
-        r.success = f[12] == "true";
-    } else {
-        r.offset_msg_id = f[12].into();
-        r.success = f[13] == "true";
-        if let Some(host) = f.get(14) {
-            r.client_host = (*host).into();
+    match rest {
+        [] => return None,
+        [success] => r.success = *success == "true",
+        [offset_msg_id, success, more @ ..] => {
+            r.offset_msg_id = (*offset_msg_id).into();
+            r.success = *success == "true";
+            if let Some(host) = more.first() {
+                r.client_host = (*host).into();
+            }
         }
     }
     Some(r)
 }
 
 fn decode_sub_before(f: &[&str]) -> Option<TraceRecord> {
-    if f.len() < 8 {
+    let [timestamp, region_id, group, request_id, msg_id, retry_times, keys, ..] = f else {
         return None;
-    }
+    };
     Some(TraceRecord {
         kind: TraceType::SubBefore,
-        timestamp: f[1].parse().ok()?,
-        region_id: f[2].into(),
-        group: f[3].into(),
-        request_id: f[4].into(),
-        msg_id: f[5].into(),
-        retry_times: f[6].parse().ok()?,
-        keys: f[7].into(),
+        timestamp: timestamp.parse().ok()?,
+        region_id: (*region_id).into(),
+        group: (*group).into(),
+        request_id: (*request_id).into(),
+        msg_id: (*msg_id).into(),
+        retry_times: retry_times.parse().ok()?,
+        keys: (*keys).into(),
         success: true,
         ..Default::default()
     })
 }
 
 fn decode_sub_after(f: &[&str]) -> Option<TraceRecord> {
-    if f.len() < 6 {
+    let [request_id, msg_id, cost_ms, success, keys, rest @ ..] = f else {
         return None;
-    }
+    };
     let mut r = TraceRecord {
         kind: TraceType::SubAfter,
-        request_id: f[1].into(),
-        msg_id: f[2].into(),
-        cost_ms: f[3].parse().ok()?,
-        success: f[4] == "true",
-        keys: f[5].into(),
+        request_id: (*request_id).into(),
+        msg_id: (*msg_id).into(),
+        cost_ms: cost_ms.parse().ok()?,
+        success: *success == "true",
+        keys: (*keys).into(),
         ..Default::default()
     };
-    if let Some(code) = f.get(6) {
+    if let Some(code) = rest.first() {
         r.context_code = code.parse().ok()?;
     }
     // Writers before 4.9 (and the cloud channel) leave out the time and group.
-    if f.len() >= 9 {
-        r.timestamp = f[7].parse().ok()?;
-        r.group = f[8].into();
+    if let [_, timestamp, group, ..] = rest {
+        r.timestamp = timestamp.parse().ok()?;
+        r.group = (*group).into();
     }
     Some(r)
 }
 
 fn decode_end_transaction(f: &[&str]) -> Option<TraceRecord> {
-    if f.len() < 13 {
+    let [timestamp, region_id, group, topic, msg_id, tags, keys, store_host, msg_type, transaction_id, transaction_state, from_check, ..] =
+        f
+    else {
         return None;
-    }
+    };
     Some(TraceRecord {
         kind: TraceType::EndTransaction,
-        timestamp: f[1].parse().ok()?,
-        region_id: f[2].into(),
-        group: f[3].into(),
-        topic: f[4].into(),
-        msg_id: f[5].into(),
-        tags: f[6].into(),
-        keys: f[7].into(),
-        store_host: f[8].into(),
-        msg_type: TraceMessageType::from_ordinal(f[9])?,
-        transaction_id: f[10].into(),
-        transaction_state: f[11].into(),
-        from_transaction_check: f[12] == "true",
+        timestamp: timestamp.parse().ok()?,
+        region_id: (*region_id).into(),
+        group: (*group).into(),
+        topic: (*topic).into(),
+        msg_id: (*msg_id).into(),
+        tags: (*tags).into(),
+        keys: (*keys).into(),
+        store_host: (*store_host).into(),
+        msg_type: TraceMessageType::from_ordinal(msg_type)?,
+        transaction_id: (*transaction_id).into(),
+        transaction_state: (*transaction_state).into(),
+        from_transaction_check: *from_check == "true",
         success: true,
         ..Default::default()
     })

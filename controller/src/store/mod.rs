@@ -1,6 +1,5 @@
 //! Durable Raft storage under `controllerStorePath`: the log and vote file, and snapshots.
 
-pub mod crc32c;
 pub mod log;
 pub mod records;
 pub mod snapshot;

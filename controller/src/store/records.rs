@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::crc32c::crc32c;
+use crc32c::crc32c;
 
 const HEADER: usize = 8;
 

@@ -40,7 +40,7 @@ async fn dlq_topics(admin: &AdminClient, page: &mut Page) -> Result<(), ConsoleE
     topics.sort();
     let mut table = Table::new("dlq-topics", &["Consumer group", "DLQ topic"]);
     for topic in &topics {
-        let group = &topic[DLQ_PREFIX.len()..];
+        let group = topic.strip_prefix(DLQ_PREFIX).unwrap_or(topic);
         table.row_html(&[link("/dlq", &[("group", group)], group), cell(topic)]);
     }
     page.text(&format!("{} dead letter topic(s)", topics.len()));

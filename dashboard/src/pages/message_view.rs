@@ -92,7 +92,7 @@ fn body_html(f: &Found) -> String {
             )
         }
     };
-    let shown = &body[..body.len().min(SHOWN_BODY)];
+    let shown = body.get(..SHOWN_BODY).unwrap_or(&body);
     let mut html = format!(
         "<pre id=\"body\">{}</pre>",
         esc(&String::from_utf8_lossy(shown))

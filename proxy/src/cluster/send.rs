@@ -76,7 +76,9 @@ impl Cluster {
             Some(group) => consistent_hash(i64::from(java_string_hash(group)), targets.len()),
             None => self.next_turn() % targets.len(),
         };
-        let target = &targets[index];
+        let target = targets
+            .get(index)
+            .ok_or_else(|| ClusterError::NoWritableQueue(topic.to_owned()))?;
         let request = build_request(topic, target, messages, sys_flag)?;
         let response = self
             .remoting

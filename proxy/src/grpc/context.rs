@@ -69,7 +69,7 @@ fn parse_grpc_timeout(text: &str) -> Option<Duration> {
     if text.len() < 2 || text.len() > 9 {
         return None;
     }
-    let (digits, unit) = text.split_at(text.len() - 1);
+    let (digits, unit) = text.split_at_checked(text.len().checked_sub(1)?)?;
     let value: u64 = digits.parse().ok()?;
     Some(match unit {
         "H" => Duration::from_secs(value.checked_mul(3600)?),

@@ -16,6 +16,15 @@ use crate::cluster::Cluster;
 
 /// The invisible times renewals step through (ms); the last repeats.
 const STEPS_MS: &[i64] = &[60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000];
+
+/// The invisible time of the next renewal after `renewals` of them (the last step repeats).
+fn step_after(renewals: usize) -> i64 {
+    STEPS_MS
+        .get(renewals)
+        .or(STEPS_MS.last())
+        .copied()
+        .unwrap_or(60_000)
+}
 /// Invisible time given to what a departed client held.
 const RELEASE_MS: i64 = 1_000;
 
@@ -173,7 +182,7 @@ impl Renewals {
                     key: key.clone(),
                     topic: held.topic.clone(),
                     current: held.current.clone(),
-                    step_ms: STEPS_MS[held.renewals.min(STEPS_MS.len() - 1)],
+                    step_ms: step_after(held.renewals),
                 })
             })
             .collect()

@@ -47,12 +47,16 @@ pub async fn send_message(
             check_kind(&topic, topic_kind, kind_of(&p.outgoing.properties))?;
         }
     }
-    let sys_flag = prepared[0].sys_flag;
-    let message_group = (prepared.len() == 1)
-        .then(|| prepared[0].message_group.clone())
-        .flatten();
+    let Some(first) = prepared.first() else {
+        return Err(Refusal::new(Code::MessageCorrupted, "no message to send"));
+    };
+    let sys_flag = first.sys_flag;
+    let transactional = first.kind == MessageType::Transaction;
+    let message_group = match prepared.as_slice() {
+        [only] => only.message_group.clone(),
+        _ => None,
+    };
     let ids: Vec<String> = prepared.iter().map(|p| p.message_id.clone()).collect();
-    let transactional = prepared[0].kind == MessageType::Transaction;
     let outgoing = prepared.into_iter().map(|p| p.outgoing).collect();
     let outcome = proxy
         .cluster

@@ -739,7 +739,7 @@ async fn write_with_progress<W: AsyncWrite + Unpin>(
             None => return Err(WriteError::Stalled(stall_timeout)),
             Some(Err(e)) => return Err(e.into()),
             Some(Ok(0)) => return Err(WriteError::Closed),
-            Some(Ok(n)) => data = &data[n..],
+            Some(Ok(n)) => data = data.get(n..).unwrap_or_default(),
         }
     }
     match deadline::within(stall_timeout, writer.flush()).await {

@@ -44,18 +44,24 @@ impl ExtFields {
         }
     }
 
+    // Entries index `text` at the boundaries of the strings pushed into it, so these lookups
+    // always succeed; they are checked all the same, an empty string standing for a miss.
     fn key_of(&self, e: &Entry) -> &str {
-        &self.text[e.key_start as usize..e.value_start as usize]
+        self.text
+            .get(e.key_start as usize..e.value_start as usize)
+            .unwrap_or_default()
     }
 
     fn value_of(&self, e: &Entry) -> &str {
-        &self.text[e.value_start as usize..e.value_end as usize]
+        self.text
+            .get(e.value_start as usize..e.value_end as usize)
+            .unwrap_or_default()
     }
 
     /// The key's bytes: compared as bytes, which orders UTF-8 text as `str` does, without
     /// the char-boundary checks of slicing a `str`.
     fn key_bytes(&self, e: &Entry) -> &[u8] {
-        &self.text.as_bytes()[e.key_start as usize..e.value_start as usize]
+        entry_key(self.text.as_bytes(), e)
     }
 
     fn find(&self, key: &str) -> Result<usize, usize> {
@@ -66,7 +72,7 @@ impl ExtFields {
 
     pub fn get(&self, key: &str) -> Option<&str> {
         let i = self.find(key).ok()?;
-        Some(self.value_of(&self.entries[i]))
+        Some(self.value_of(self.entries.get(i)?))
     }
 
     /// A field that is present and not empty; CPP sends `""` for fields it does not use.
@@ -107,8 +113,9 @@ impl ExtFields {
             value_start: value_start as u32,
             value_end: self.text.len() as u32,
         };
-        match slot {
-            Ok(i) => self.entries[i] = entry,
+        match slot.map(|i| self.entries.get_mut(i)) {
+            Ok(Some(slot)) => *slot = entry,
+            Ok(None) => self.entries.push(entry),
             Err(i) => self.entries.insert(i, entry),
         }
     }
@@ -127,12 +134,13 @@ impl ExtFields {
     /// last one that was null (`value_end == u32::MAX`) drops the key.
     pub(crate) fn sort_arrived(&mut self, nulls: bool) {
         let text = self.text.as_bytes();
-        let key = |e: &Entry| &text[e.key_start as usize..e.value_start as usize];
+        let key = |e: &Entry| entry_key(text, e);
         // Our own clients send fields in key order, without repeats: nothing to do then.
         let in_order = self
             .entries
-            .windows(2)
-            .all(|pair| key_order(key(&pair[0]), key(&pair[1])).is_lt());
+            .iter()
+            .zip(self.entries.iter().skip(1))
+            .all(|(a, b)| key_order(key(a), key(b)).is_lt());
         if in_order {
             if nulls {
                 self.entries.retain(|e| e.value_end != u32::MAX);
@@ -177,6 +185,12 @@ impl ExtFields {
             .iter()
             .map(|e| (self.key_of(e), self.value_of(e)))
     }
+}
+
+/// The key of `e` in `text` (empty if `e` does not index it).
+fn entry_key<'a>(text: &'a [u8], e: &Entry) -> &'a [u8] {
+    text.get(e.key_start as usize..e.value_start as usize)
+        .unwrap_or_default()
 }
 
 /// Byte order of two keys, deciding on the first byte inline: SEND_MESSAGE_V2's keys are

@@ -21,10 +21,10 @@ pub fn decode(
     buf: &mut BytesMut,
     max_frame_size: usize,
 ) -> Result<Option<RemotingCommand>, FrameError> {
-    if buf.len() < 4 {
+    let Some(length_word) = buf.first_chunk::<4>() else {
         return Ok(None);
-    }
-    let length = i64::from(i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
+    };
+    let length = i64::from(i32::from_be_bytes(*length_word));
     if length < 4 {
         return Err(FrameError::LengthTooSmall(length));
     }
@@ -47,7 +47,12 @@ pub fn decode(
 
 /// Decodes a frame without its leading length word.
 fn decode_frame_content(mut frame: Bytes) -> Result<RemotingCommand, FrameError> {
-    let word = frame.get_u32();
+    // The length word was checked to be at least 4: the header-length word is there.
+    let word = frame
+        .first_chunk::<4>()
+        .map(|w| u32::from_be_bytes(*w))
+        .ok_or(FrameError::LengthTooSmall(frame.len() as i64))?;
+    frame.advance(4);
     let type_byte = (word >> 24) as u8;
     let header_len = (word & 0x00FF_FFFF) as usize;
     if header_len > frame.len() {

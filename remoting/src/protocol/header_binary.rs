@@ -116,7 +116,9 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         out.extend_from_slice(value.as_bytes());
     }
     let ext_len = (out.len() - len_pos - 4) as i32;
-    out[len_pos..len_pos + 4].copy_from_slice(&ext_len.to_be_bytes());
+    if let Some(slot) = out.get_mut(len_pos..len_pos + 4) {
+        slot.copy_from_slice(&ext_len.to_be_bytes());
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,8 @@
 //! JSON header codec (serialize type 0, protocol.md 1.3): lenient on input, strict on output.
 
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::command::{RemotingCommand, SerializeType};
@@ -8,38 +11,102 @@ use super::ext_fields::{ExtFields, Lenient};
 use super::language::LanguageCode;
 
 /// The header as real clients send it: any scalar type for numbers, optional everything but
-/// `code`, unknown keys ignored.
-#[derive(Deserialize)]
+/// `code`, unknown keys ignored, and of a repeated key the last value (as fastjson reads it).
+#[derive(Default)]
 struct JsonHeaderIn {
-    #[serde(deserialize_with = "lenient_i32")]
     code: i32,
-    #[serde(default, deserialize_with = "lenient_string")]
     language: Option<String>,
-    #[serde(default, deserialize_with = "lenient_i32")]
     version: i32,
-    #[serde(default, deserialize_with = "lenient_i32")]
     opaque: i32,
-    #[serde(default, deserialize_with = "lenient_i32")]
     flag: i32,
-    #[serde(default, deserialize_with = "lenient_string")]
     remark: Option<String>,
-    #[serde(default, rename = "extFields")]
     ext_fields: Option<ExtFields>,
 }
 
-fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(Lenient::deserialize(d)?.0)
+/// The header's keys (read without allocating, as serde's derive reads them).
+enum HeaderKey {
+    Code,
+    Language,
+    Version,
+    Opaque,
+    Flag,
+    Remark,
+    ExtFields,
+    Other,
 }
 
-fn lenient_i32<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
-    let Some(text) = Lenient::deserialize(d)?.0 else {
-        return Ok(0);
-    };
-    let text = text.trim();
-    // Java ints are 32-bit; opaques may have been written as unsigned by odd clients.
-    text.parse::<i64>()
-        .map(|v| v as i32)
-        .map_err(|_| serde::de::Error::custom(format!("'{text}' is not an integer")))
+impl<'de> Deserialize<'de> for HeaderKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = HeaderKey;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a header key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<HeaderKey, E> {
+                Ok(match key {
+                    "code" => HeaderKey::Code,
+                    "language" => HeaderKey::Language,
+                    "version" => HeaderKey::Version,
+                    "opaque" => HeaderKey::Opaque,
+                    "flag" => HeaderKey::Flag,
+                    "remark" => HeaderKey::Remark,
+                    "extFields" => HeaderKey::ExtFields,
+                    _ => HeaderKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonHeaderIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct HeaderVisitor;
+        impl<'de> Visitor<'de> for HeaderVisitor {
+            type Value = JsonHeaderIn;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a remoting header object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonHeaderIn, A::Error> {
+                let mut header = JsonHeaderIn::default();
+                let mut code = None;
+                while let Some(key) = map.next_key::<HeaderKey>()? {
+                    match key {
+                        HeaderKey::Code => code = Some(map.next_value::<LenientI32>()?.0),
+                        HeaderKey::Language => header.language = map.next_value::<Lenient>()?.0,
+                        HeaderKey::Version => header.version = map.next_value::<LenientI32>()?.0,
+                        HeaderKey::Opaque => header.opaque = map.next_value::<LenientI32>()?.0,
+                        HeaderKey::Flag => header.flag = map.next_value::<LenientI32>()?.0,
+                        HeaderKey::Remark => header.remark = map.next_value::<Lenient>()?.0,
+                        HeaderKey::ExtFields => header.ext_fields = map.next_value()?,
+                        HeaderKey::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                header.code = code.ok_or_else(|| de::Error::missing_field("code"))?;
+                Ok(header)
+            }
+        }
+        d.deserialize_map(HeaderVisitor)
+    }
+}
+
+/// Any JSON scalar read as a Java int (null as 0).
+struct LenientI32(i32);
+
+impl<'de> Deserialize<'de> for LenientI32 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Some(text) = Lenient::deserialize(d)?.0 else {
+            return Ok(Self(0));
+        };
+        let text = text.trim();
+        // Java ints are 32-bit; opaques may have been written as unsigned by odd clients.
+        text.parse::<i64>()
+            .map(|v| Self(v as i32))
+            .map_err(|_| de::Error::custom(format!("'{text}' is not an integer")))
+    }
 }
 
 /// The header as StellMQ writes it: fastjson's alphabetical order, strings only in
@@ -122,6 +189,16 @@ mod tests {
         assert!(cmd.remark.is_none());
         assert!(cmd.ext_fields.is_empty());
         assert_eq!(cmd.language.name(), "KLINGON");
+    }
+
+    #[test]
+    fn a_repeated_key_takes_its_last_value() {
+        let cmd = decode(br#"{"code":1,"opaque":2,"code":34,"opaque":"9","remark":"a","remark":null,"extFields":{"k":"x"},"extFields":{"k":"y"}}"#)
+            .expect("decodes");
+        assert_eq!(cmd.code, 34);
+        assert_eq!(cmd.opaque, 9);
+        assert!(cmd.remark.is_none());
+        assert_eq!(cmd.ext_fields.get("k"), Some("y"));
     }
 
     #[test]

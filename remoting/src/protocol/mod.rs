@@ -22,3 +22,4 @@ pub use command::{RemotingCommand, SerializeType};
 pub use error::{FrameError, HeaderError};
 pub use ext_fields::ExtFields;
 pub use language::LanguageCode;
+pub use reader::{i32_at, i64_at};

@@ -2,6 +2,18 @@
 //! headers, stored records, compressed registration bodies). Each codec maps a short read
 //! to its own error.
 
+/// The big-endian `i32` at byte `at` of `buf`, if `buf` holds it.
+pub fn i32_at(buf: &[u8], at: usize) -> Option<i32> {
+    let (word, _) = buf.get(at..)?.split_first_chunk()?;
+    Some(i32::from_be_bytes(*word))
+}
+
+/// The big-endian `i64` at byte `at` of `buf`, if `buf` holds it.
+pub fn i64_at(buf: &[u8], at: usize) -> Option<i64> {
+    let (word, _) = buf.get(at..)?.split_first_chunk()?;
+    Some(i64::from_be_bytes(*word))
+}
+
 /// A read past the end: how far it needed to go and how much there was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Short {
@@ -31,27 +43,29 @@ impl<'a> ByteReader<'a> {
 
     /// The next `n` bytes.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], Short> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|end| *end <= self.buf.len())
-            .ok_or(Short {
-                needed: self.pos.saturating_add(n),
-                available: self.buf.len(),
-            })?;
-        let slice = &self.buf[self.pos..end];
+        let short = Short {
+            needed: self.pos.saturating_add(n),
+            available: self.buf.len(),
+        };
+        let end = self.pos.checked_add(n).ok_or(short)?;
+        let slice = self.buf.get(self.pos..end).ok_or(short)?;
         self.pos = end;
         Ok(slice)
     }
 
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Short> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        let (head, _) = rest.split_first_chunk::<N>().ok_or(Short {
+            needed: self.pos.saturating_add(N),
+            available: self.buf.len(),
+        })?;
+        self.pos += N;
+        Ok(*head)
     }
 
     pub fn u8(&mut self) -> Result<u8, Short> {
-        Ok(self.array::<1>()?[0])
+        let [byte] = self.array::<1>()?;
+        Ok(byte)
     }
 
     pub fn i16(&mut self) -> Result<i16, Short> {

@@ -38,6 +38,7 @@ mod controller_process;
 mod controller_raft_process;
 mod dashboard;
 mod dashboard_browser;
+mod hostile_requests;
 mod namesrv_acl;
 mod namesrv_in_process;
 mod namesrv_metrics;

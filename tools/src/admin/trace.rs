@@ -97,9 +97,7 @@ fn status(r: &TraceRecord) -> &'static str {
 
 /// `yyyy-MM-dd HH:mm:ss`, as the Java command prints trace times.
 fn seconds(ms: i64) -> String {
-    let mut t = format_time(ms);
-    t.truncate(19);
-    t
+    format_time(ms).chars().take(19).collect()
 }
 
 fn print_trace(seen: &[Seen]) {

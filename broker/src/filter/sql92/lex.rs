@@ -58,12 +58,11 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, SqlError> {
     let chars: Vec<char> = text.chars().collect();
     let mut tokens = Vec::new();
     let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
+    while let Some(&c) = chars.get(i) {
         if c.is_whitespace() {
             i += 1;
         } else if starts_with(&chars, i, "--") {
-            while i < chars.len() && chars[i] != '\n' && chars[i] != '\r' {
+            while chars.get(i).is_some_and(|c| *c != '\n' && *c != '\r') {
                 i += 1;
             }
         } else if starts_with(&chars, i, "/*") {
@@ -80,12 +79,13 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, SqlError> {
             i = next;
         } else if c.is_ascii_alphabetic() || c == '_' || c == '$' {
             let start = i;
-            while i < chars.len()
-                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == '$')
+            while chars
+                .get(i)
+                .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
             {
                 i += 1;
             }
-            let word: String = chars[start..i].iter().collect();
+            let word = collect(chars.get(start..i));
             tokens.push(match keyword(&word) {
                 Some(k) => Token::Keyword(k),
                 None => Token::Ident(word),
@@ -100,6 +100,11 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, SqlError> {
     Ok(tokens)
 }
 
+/// The characters of `span` (none if it is out of range) as a string.
+fn collect(span: Option<&[char]>) -> String {
+    span.unwrap_or_default().iter().collect()
+}
+
 /// Whether the characters at `i` spell `word`.
 fn starts_with(chars: &[char], i: usize, word: &str) -> bool {
     word.chars()
@@ -108,21 +113,17 @@ fn starts_with(chars: &[char], i: usize, word: &str) -> bool {
 }
 
 fn block_comment_end(chars: &[char], start: usize) -> Result<usize, SqlError> {
-    let mut i = start + 2;
-    while i + 1 < chars.len() {
-        if chars[i] == '*' && chars[i + 1] == '/' {
-            return Ok(i + 2);
-        }
-        i += 1;
-    }
-    Err(SqlError("unterminated /* comment".into()))
+    (start + 2..chars.len())
+        .find(|i| starts_with(chars, *i, "*/"))
+        .map(|i| i + 2)
+        .ok_or_else(|| SqlError("unterminated /* comment".into()))
 }
 
 fn string_literal(chars: &[char], start: usize) -> Result<(String, usize), SqlError> {
     let mut s = String::new();
     let mut i = start + 1;
-    while i < chars.len() {
-        if chars[i] == '\'' {
+    while let Some(&c) = chars.get(i) {
+        if c == '\'' {
             if chars.get(i + 1) == Some(&'\'') {
                 s.push('\'');
                 i += 2;
@@ -130,7 +131,7 @@ fn string_literal(chars: &[char], start: usize) -> Result<(String, usize), SqlEr
             }
             return Ok((s, i + 1));
         }
-        s.push(chars[i]);
+        s.push(c);
         i += 1;
     }
     Err(SqlError(format!("unterminated string starting at {start}")))
@@ -140,7 +141,7 @@ fn string_literal(chars: &[char], start: usize) -> Result<(String, usize), SqlEr
 fn number(chars: &[char], start: usize) -> Result<(Token, usize), SqlError> {
     let mut i = start;
     let digits = |i: &mut usize| {
-        while *i < chars.len() && chars[*i].is_ascii_digit() {
+        while chars.get(*i).is_some_and(char::is_ascii_digit) {
             *i += 1;
         }
     };
@@ -162,7 +163,7 @@ fn number(chars: &[char], start: usize) -> Result<(Token, usize), SqlError> {
             digits(&mut i);
         }
     }
-    let text: String = chars[start..i].iter().collect();
+    let text = collect(chars.get(start..i));
     let bad = || SqlError(format!("bad number '{text}'"));
     if float {
         return Ok((Token::Double(text.parse().map_err(|_| bad())?), i));

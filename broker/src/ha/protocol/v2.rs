@@ -12,6 +12,7 @@
 //!
 //! All integers big-endian. The identity (and so the proof) is version 1's.
 
+use stellmq_remoting::protocol::{i32_at, i64_at};
 use stellmq_store::epoch::EpochEntry;
 
 /// `0xFF "SMQHA"` then version 2.
@@ -57,8 +58,9 @@ pub fn encode_term(followed_epoch: i32, entries: &[EpochEntry]) -> Result<Vec<u8
 /// The followed epoch and the number of entries that follow (their bytes:
 /// `count * SLAVE_ENTRY_LEN`).
 pub fn decode_term_head(head: &[u8; TERM_HEAD_LEN]) -> Result<(i32, usize), EpochWireError> {
-    let epoch = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-    let count = usize::from(u16::from_be_bytes([head[4], head[5]]));
+    let [e0, e1, e2, e3, c0, c1] = *head;
+    let epoch = i32::from_be_bytes([e0, e1, e2, e3]);
+    let count = usize::from(u16::from_be_bytes([c0, c1]));
     if count > MAX_EPOCH_ENTRIES {
         return Err(EpochWireError::TooMany(count));
     }
@@ -70,11 +72,9 @@ pub fn decode_slave_entries(bytes: &[u8], count: usize) -> Result<Vec<(i32, i64)
     check_len(bytes, count, SLAVE_ENTRY_LEN)?;
     bytes
         .chunks_exact(SLAVE_ENTRY_LEN)
-        .map(|c| {
-            let (epoch, start) = (be_i32(&c[..4]), be_i64(&c[4..12]));
-            (epoch >= 0 && start >= 0)
-                .then_some((epoch, start))
-                .ok_or(EpochWireError::Negative)
+        .map(|c| match (i32_at(c, 0), i64_at(c, 4)) {
+            (Some(epoch), Some(start)) if epoch >= 0 && start >= 0 => Ok((epoch, start)),
+            _ => Err(EpochWireError::Negative),
         })
         .collect()
 }
@@ -112,10 +112,14 @@ pub fn decode_master_entries(
     bytes
         .chunks_exact(MASTER_ENTRY_LEN)
         .map(|c| {
+            let (epoch, start, end) = (i32_at(c, 0), i64_at(c, 4), i64_at(c, 12));
+            let (Some(epoch), Some(start_offset), Some(end_offset)) = (epoch, start, end) else {
+                return Err(EpochWireError::Negative);
+            };
             let e = EpochEntry {
-                epoch: be_i32(&c[..4]),
-                start_offset: be_i64(&c[4..12]),
-                end_offset: be_i64(&c[12..20]),
+                epoch,
+                start_offset,
+                end_offset,
             };
             (e.epoch >= 0 && e.start_offset >= 0 && e.end_offset >= e.start_offset)
                 .then_some(e)
@@ -133,14 +137,6 @@ fn check_len(bytes: &[u8], count: usize, each: usize) -> Result<(), EpochWireErr
         });
     }
     Ok(())
-}
-
-fn be_i32(b: &[u8]) -> i32 {
-    i32::from_be_bytes(b.try_into().unwrap_or_default())
-}
-
-fn be_i64(b: &[u8]) -> i64 {
-    i64::from_be_bytes(b.try_into().unwrap_or_default())
 }
 
 #[cfg(test)]

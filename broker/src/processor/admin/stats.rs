@@ -36,12 +36,16 @@ pub struct StatsAdminProcessor {
 fn human_bytes(bytes: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
+    let mut units = UNITS.iter().peekable();
+    let mut unit = "B";
+    while let Some(next) = units.next() {
+        unit = next;
+        if value < 1024.0 || units.peek().is_none() {
+            break;
+        }
         value /= 1024.0;
-        unit += 1;
     }
-    format!("{value:.1} {}", UNITS[unit])
+    format!("{value:.1} {unit}")
 }
 
 impl StatsAdminProcessor {

@@ -362,7 +362,10 @@ impl SendProcessor {
         target: &mut Target,
         props: &mut SendProperties<'_>,
     ) -> Result<(), ProcessorError> {
-        let group_name = &h.topic[topic::RETRY_PREFIX.len()..];
+        let group_name = h
+            .topic
+            .strip_prefix(topic::RETRY_PREFIX)
+            .ok_or_else(|| ProcessorError::system("not a retry topic"))?;
         let group = self
             .groups
             .find_or_create(group_name)

@@ -45,8 +45,9 @@ fn route<'a>(ring: &BTreeMap<u32, &'a str>, key: &str) -> Option<&'a str> {
 }
 
 fn hash(key: &str) -> u32 {
-    let digest = Md5::digest(key.as_bytes());
-    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
+    let digest: [u8; 16] = Md5::digest(key.as_bytes()).into();
+    let [a, b, c, d, ..] = digest;
+    u32::from_be_bytes([a, b, c, d])
 }
 
 /// Java's `MessageQueue.toString()`, the key a queue is hashed by.

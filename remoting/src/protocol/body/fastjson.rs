@@ -64,11 +64,19 @@ pub fn encode_with<T: Serialize>(body: &T, style: Style) -> String {
     }
 }
 
-/// Decodes a body written in either dialect (or standard JSON).
+/// Decodes a body written in either dialect (or standard JSON). Of a key repeated in one
+/// object the last value counts, as fastjson reads it.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, BodyError> {
     let text = std::str::from_utf8(bytes).map_err(|_| BodyError::Utf8)?;
     let standard = to_standard(text)?;
-    Ok(serde_json::from_str(&standard)?)
+    match serde_json::from_str(&standard) {
+        Err(e) if e.to_string().starts_with("duplicate field") => {
+            // Rare: read through a map, whose inserts keep the last value of each key.
+            let value: Value = serde_json::from_str(&standard)?;
+            Ok(serde_json::from_value(value)?)
+        }
+        decoded => Ok(decoded?),
+    }
 }
 
 struct Printer {
@@ -205,7 +213,7 @@ impl<'a> Transcoder<'a> {
     }
 
     fn skip_ws(&mut self) {
-        while self.pos < self.src.len() && self.src[self.pos].is_ascii_whitespace() {
+        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
             self.pos += 1;
         }
     }
@@ -248,10 +256,7 @@ impl<'a> Transcoder<'a> {
             match c {
                 b'\\' => self.pos += 1,
                 0..=0x1F => return Err(self.error("control character in a string")),
-                b'"' => {
-                    let src: &'a [u8] = self.src;
-                    return std::str::from_utf8(&src[start..self.pos]).map_err(|_| BodyError::Utf8);
-                }
+                b'"' => return self.text(start..self.pos).ok_or(BodyError::Utf8),
                 _ => {}
             }
         }
@@ -269,8 +274,13 @@ impl<'a> Transcoder<'a> {
             }
         }
         // Only ASCII bytes were consumed.
+        self.text(start..self.pos).unwrap_or_default()
+    }
+
+    /// The source's bytes in `range` as text.
+    fn text(&self, range: std::ops::Range<usize>) -> Option<&'a str> {
         let src: &'a [u8] = self.src;
-        std::str::from_utf8(&src[start..self.pos]).unwrap_or("")
+        std::str::from_utf8(src.get(range)?).ok()
     }
 
     fn array(&mut self, depth: usize) -> Result<(), BodyError> {
@@ -543,5 +553,13 @@ mod tests {
             to_standard(" { 0 : \"a\" , \"k\":[1, 2] } ").expect("ok"),
             r#"{"0":"a","k":[1,2]}"#
         );
+    }
+
+    #[test]
+    fn a_repeated_key_takes_its_last_value() {
+        use crate::protocol::body::DataVersion;
+        let body = br#"{"counter":1,"timestamp":5,"counter":7}"#;
+        let version: DataVersion = decode(body).expect("decodes");
+        assert_eq!((version.counter, version.timestamp), (7, 5));
     }
 }

@@ -154,11 +154,14 @@ pub fn apply_attribute_changes(
 ) -> Result<BTreeMap<String, String>, String> {
     let mut result = current.clone();
     for entry in changes.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (op, rest) = entry.split_at(1);
-        let (key, value) = match (op, rest.split_once('=')) {
-            ("+", Some((key, value))) => (key, Some(value)),
-            ("-", None) => (rest, None),
-            _ => {
+        let set = entry
+            .strip_prefix('+')
+            .and_then(|rest| rest.split_once('='));
+        let remove = entry.strip_prefix('-').filter(|rest| !rest.contains('='));
+        let (key, value) = match (set, remove) {
+            (Some((key, value)), _) => (key, Some(value)),
+            (None, Some(key)) => (key, None),
+            (None, None) => {
                 return Err(format!(
                     "attribute '{entry}' must be +key=value (set) or -key (remove)"
                 ))
@@ -269,8 +272,23 @@ mod tests {
             "message.type=FIFO",
             "-",
             "+x",
+            "-a=b",
         ] {
             assert!(apply_attribute_changes(&set, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn attribute_changes_starting_with_multibyte_text_are_refused_not_a_panic() {
+        for bad in [
+            "\u{e9}",
+            "\u{e9}+message.type=FIFO",
+            "+\u{e9}=x",
+            "-\u{1f600}",
+            "\u{1f600}",
+        ] {
+            let refused = apply_attribute_changes(&BTreeMap::new(), bad);
+            assert!(refused.is_err(), "{bad}");
         }
     }
     use crate::protocol::body::fastjson;

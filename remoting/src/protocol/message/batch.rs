@@ -3,9 +3,10 @@
 //! Each item: TOTALSIZE (4), MAGICCODE (4, ignored), BODYCRC (4, ignored), FLAG (4),
 //! BODY (4 + n), PROPERTIES (2 + p).
 
-use bytes::{Buf, BufMut, Bytes};
+use bytes::{BufMut, Bytes};
 
 use crate::protocol::error::RecordError;
+use crate::protocol::reader::{ByteReader, Short};
 
 const FIXED_LEN: usize = 4 + 4 + 4 + 4 + 4 + 2;
 
@@ -36,61 +37,65 @@ pub fn decode(buf: Bytes) -> Result<Vec<BatchItem>, RecordError> {
 }
 
 /// Like [`decode`], refusing a body of more than `max` messages before decoding them all.
-pub fn decode_at_most(mut buf: Bytes, max: usize) -> Result<Vec<BatchItem>, BatchError> {
+pub fn decode_at_most(buf: Bytes, max: usize) -> Result<Vec<BatchItem>, BatchError> {
     let mut items = Vec::new();
-    while !buf.is_empty() {
+    let mut reader = ByteReader::new(&buf);
+    while reader.remaining() > 0 {
         if items.len() >= max {
             return Err(BatchError::TooMany { max });
         }
-        if buf.len() < FIXED_LEN {
-            return Err(RecordError::Truncated {
-                needed: FIXED_LEN,
-                available: buf.len(),
-            }
-            .into());
-        }
-        let total = usize::try_from(buf.get_i32())
-            .map_err(|_| RecordError::Invalid("negative batch item size"))?;
-        let _magic = buf.get_i32();
-        let _crc = buf.get_i32();
-        let flag = buf.get_i32();
-        let body_len = usize::try_from(buf.get_i32())
-            .map_err(|_| RecordError::Invalid("negative body length"))?;
-        if buf.len() < body_len + 2 {
-            return Err(RecordError::Truncated {
-                needed: body_len + 2,
-                available: buf.len(),
-            }
-            .into());
-        }
-        let body = buf.split_to(body_len);
-        let props_len = usize::try_from(buf.get_i16())
-            .map_err(|_| RecordError::Invalid("negative properties length"))?;
-        if buf.len() < props_len {
-            return Err(RecordError::Truncated {
-                needed: props_len,
-                available: buf.len(),
-            }
-            .into());
-        }
-        let props = buf.split_to(props_len);
-        let used = FIXED_LEN + body_len + props_len;
-        if total != used {
+        let start = reader.pos();
+        let item = decode_item(&mut reader, &buf)?;
+        let used = reader.pos() - start;
+        if item.0 != used {
             return Err(RecordError::SizeMismatch {
-                declared: total as i64,
+                declared: item.0 as i64,
                 actual: used,
             }
             .into());
         }
-        let properties = String::from_utf8(props.to_vec())
-            .map_err(|_| RecordError::Invalid("batch properties are not UTF-8"))?;
-        items.push(BatchItem {
+        items.push(item.1);
+    }
+    Ok(items)
+}
+
+/// One item from `reader` (over `buf`): its declared total size and the item.
+fn decode_item(
+    reader: &mut ByteReader<'_>,
+    buf: &Bytes,
+) -> Result<(usize, BatchItem), RecordError> {
+    if reader.remaining() < FIXED_LEN {
+        return Err(RecordError::Truncated {
+            needed: FIXED_LEN,
+            available: reader.remaining(),
+        });
+    }
+    let truncated = |s: Short| RecordError::Truncated {
+        needed: s.needed,
+        available: s.available,
+    };
+    let total = usize::try_from(reader.i32().map_err(truncated)?)
+        .map_err(|_| RecordError::Invalid("negative batch item size"))?;
+    let _magic = reader.i32().map_err(truncated)?;
+    let _crc = reader.i32().map_err(truncated)?;
+    let flag = reader.i32().map_err(truncated)?;
+    let body_len = usize::try_from(reader.i32().map_err(truncated)?)
+        .map_err(|_| RecordError::Invalid("negative body length"))?;
+    let body = buf.slice_ref(reader.take(body_len).map_err(truncated)?);
+    let props_len = usize::try_from(reader.i16().map_err(truncated)?)
+        .map_err(|_| RecordError::Invalid("negative properties length"))?;
+    let props = reader.take(props_len).map_err(truncated)?;
+    let properties = std::str::from_utf8(props)
+        .map_err(|_| RecordError::Invalid("batch properties are not UTF-8"))?
+        .to_owned();
+    Ok((
+        total,
+        BatchItem {
             flag,
             body,
             properties,
-        });
-    }
-    Ok(items)
+        },
+    ))
 }
 
 /// Encodes messages the way the Java client's `MessageBatch` does.

@@ -6,6 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use thiserror::Error;
 
+use crate::protocol::reader::ByteReader;
+
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum IdError {
     #[error("message id '{0}' is neither 32 (IPv4) nor 56 (IPv6) hex characters")]
@@ -17,21 +19,26 @@ pub enum IdError {
 fn hex_upper(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
     let mut s = String::with_capacity(bytes.len() * 2);
+    let digit = |nibble: u8| char::from(*DIGITS.get(usize::from(nibble)).unwrap_or(&b'0'));
     for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xF)]));
+        s.push(digit(b >> 4));
+        s.push(digit(b & 0xF));
     }
     s
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || !text.is_ascii() {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+    let digits = text.as_bytes().chunks(2);
+    digits
+        .map(|pair| match pair {
+            [high, low] => Some(hex_value(*high)? << 4 | hex_value(*low)?),
+            _ => None,
+        })
         .collect()
+}
+
+fn hex_value(digit: u8) -> Option<u8> {
+    char::from(digit).to_digit(16).map(|d| d as u8)
 }
 
 /// offsetMsgId: store host address, port (int) and physical offset (long), uppercase hex.
@@ -54,22 +61,17 @@ pub fn decode_offset_msg_id(id: &str) -> Result<(SocketAddr, i64), IdError> {
         _ => return Err(IdError::BadLength(id.to_owned())),
     };
     let raw = unhex(id).ok_or_else(|| IdError::NotHex(id.to_owned()))?;
+    // 16 or 28 bytes, as the length check above decided.
+    let mut reader = ByteReader::new(&raw);
     let ip = if ip_len == 4 {
-        IpAddr::V4(Ipv4Addr::new(raw[0], raw[1], raw[2], raw[3]))
+        reader.array::<4>().map(|o| IpAddr::V4(Ipv4Addr::from(o)))
     } else {
-        let mut octets = [0u8; 16];
-        octets.copy_from_slice(&raw[..16]);
-        IpAddr::V6(Ipv6Addr::from(octets))
+        reader.array::<16>().map(|o| IpAddr::V6(Ipv6Addr::from(o)))
     };
-    let port = i32::from_be_bytes([
-        raw[ip_len],
-        raw[ip_len + 1],
-        raw[ip_len + 2],
-        raw[ip_len + 3],
-    ]);
-    let mut offset = [0u8; 8];
-    offset.copy_from_slice(&raw[ip_len + 4..ip_len + 12]);
-    Ok((SocketAddr::new(ip, port as u16), i64::from_be_bytes(offset)))
+    match (ip, reader.i32(), reader.i64()) {
+        (Ok(ip), Ok(port), Ok(offset)) => Ok((SocketAddr::new(ip, port as u16), offset)),
+        _ => Err(IdError::BadLength(id.to_owned())),
+    }
 }
 
 /// Generates UNIQ_KEY ids: client IP, low 16 bits of the pid, a random int (Java uses its

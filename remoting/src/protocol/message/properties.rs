@@ -183,20 +183,24 @@ impl<'a> PropertyView<'a> {
         };
         for (name, value) in entries(text) {
             // Of a repeated name the last entry counts.
-            if let Some(slot) = view.entries[..view.len].iter_mut().find(|e| e.0 == name) {
+            let filled = view.entries.get_mut(..view.len).unwrap_or_default();
+            if let Some(slot) = filled.iter_mut().find(|e| e.0 == name) {
                 slot.1 = value;
-            } else if view.len < VIEW_CAPACITY {
-                view.entries[view.len] = (name, value);
-                view.len += 1;
             } else {
-                return None;
+                *view.entries.get_mut(view.len)? = (name, value);
+                view.len += 1;
             }
         }
         Some(view)
     }
 
+    /// The entries parsed (`len` never exceeds the array).
+    fn filled(&self) -> &[(&'a str, &'a str)] {
+        self.entries.get(..self.len).unwrap_or_default()
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
-        self.entries[..self.len].iter().copied()
+        self.filled().iter().copied()
     }
 
     pub fn to_properties(&self) -> Properties {
@@ -228,7 +232,7 @@ impl<'a> PropertyView<'a> {
 
 impl PropertyLookup for PropertyView<'_> {
     fn get(&self, name: &str) -> Option<&str> {
-        self.entries[..self.len]
+        self.filled()
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, v)| *v)

@@ -337,13 +337,11 @@ impl<'a> RecordView<'a> {
                     declared: i64::from(total),
                     actual: buf.len(),
                 })?;
-        if total > buf.len() {
-            return Err(RecordError::Truncated {
-                needed: total,
-                available: buf.len(),
-            });
-        }
-        let mut cur = Cursor(ByteReader::new(&buf[..total]));
+        let record = buf.get(..total).ok_or(RecordError::Truncated {
+            needed: total,
+            available: buf.len(),
+        })?;
+        let mut cur = Cursor(ByteReader::new(record));
         cur.skip(8)?;
         let body_crc = cur.u32()?;
         let queue_id = cur.i32()?;
@@ -406,15 +404,14 @@ impl<'a> RecordView<'a> {
 
 /// Reads TOTALSIZE and MAGICCODE of the record at the start of `buf`.
 pub fn peek(buf: &[u8]) -> Result<(i32, u32), RecordError> {
-    if buf.len() < 8 {
-        return Err(RecordError::Truncated {
+    let mut reader = ByteReader::new(buf);
+    match (reader.i32(), reader.u32()) {
+        (Ok(total), Ok(magic)) => Ok((total, magic)),
+        _ => Err(RecordError::Truncated {
             needed: 8,
             available: buf.len(),
-        });
+        }),
     }
-    let total = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-    let magic = u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]);
-    Ok((total, magic))
 }
 
 /// The record's fields: a short read is a truncated record.
