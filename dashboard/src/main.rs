@@ -7,7 +7,6 @@ use stellmq_client::AdminClient;
 use stellmq_dashboard::{serve, Console};
 use stellmq_tools::credentials::from_flags_or_tools_yml;
 use stellmq_tools::tls_args::TlsArgs;
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -39,9 +38,7 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    stellmq_remoting::net::process::init_logging();
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -13,6 +13,8 @@ mod client;
 pub mod controller_client;
 mod deadline;
 mod error;
+#[cfg(feature = "process")]
+pub mod log_line;
 mod pending;
 #[cfg(feature = "process")]
 pub mod process;

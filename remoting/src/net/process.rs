@@ -5,13 +5,15 @@ use std::fmt::Display;
 use std::future::Future;
 use std::process::ExitCode;
 
-/// Logs through `tracing` to stdout, at `RUST_LOG`'s level (default info), without colours.
+/// Logs through `tracing` to stdout, at `RUST_LOG`'s level (default info), without colours,
+/// one line per event whatever the logged values hold ([`super::log_line`]).
 pub fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_ansi(false)
+        .with_writer(super::log_line::Escaping(std::io::stdout))
         .init();
 }
 

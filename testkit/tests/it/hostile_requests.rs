@@ -4,7 +4,8 @@
 use bytes::BytesMut;
 use stellmq_remoting::protocol::body::{fastjson, TopicConfigSerializeWrapper};
 use stellmq_remoting::protocol::{frame, RemotingCommand, RequestCode};
-use stellmq_testkit::{request, Stack};
+use stellmq_testkit::wait::wait_for_blocking;
+use stellmq_testkit::{http_get, request, Process, Registration, Stack, TIMEOUT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -67,7 +68,7 @@ async fn read_answer(socket: &mut TcpStream) -> RemotingCommand {
         if let Some(answer) = frame::decode(&mut buf, 1 << 20).expect("a frame") {
             return answer;
         }
-        let read = tokio::time::timeout(stellmq_testkit::TIMEOUT, socket.read_buf(&mut buf))
+        let read = tokio::time::timeout(TIMEOUT, socket.read_buf(&mut buf))
             .await
             .expect("answered in time")
             .expect("read");
@@ -92,4 +93,133 @@ async fn a_json_header_with_a_repeated_key_is_read_with_its_last_value_as_fastjs
         !answer.body.is_empty(),
         "GET_BROKER_RUNTIME_INFO answered with the runtime table"
     );
+}
+
+/// What a forger puts in a logged value: a newline, then a line that looks like the server's.
+const FORGED_TIME: &str = "2026-12-07T00:00:00.000000Z";
+
+fn forged(field: &str) -> String {
+    format!("{field}\n{FORGED_TIME} ERROR stellmq_namesrv: FORGED LINE\r\u{1b}[2K\u{2028}")
+}
+
+#[test]
+fn no_value_a_client_sends_can_forge_a_line_of_the_name_servers_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conf = dir.path().join("namesrv.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
+            dir.path().join("kv.json").display()
+        ),
+    )
+    .expect("write");
+    let (namesrv, addr) = stellmq_testkit::process::spawn_mqnamesrv(&conf);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let client = stellmq_testkit::RawClient::new(&addr);
+        let broker = Registration::new(&forged("cluster"), &forged("broker"), &forged("addr"))
+            .topics(&[&forged("topic")]);
+        client.call_ok(broker.request()).await;
+        let mut bad_crc = broker.request();
+        bad_crc.ext_fields.insert("bodyCrc32", "12345");
+        assert_ne!(
+            client.call(bad_crc).await.code,
+            0,
+            "a CRC mismatch is refused"
+        );
+        let (namespace, key) = (forged("namespace"), forged("key"));
+        let kv = [
+            ("namespace", namespace.as_str()),
+            ("key", key.as_str()),
+            ("value", "v"),
+        ];
+        client
+            .call_ok(request(RequestCode::PUT_KV_CONFIG, &kv))
+            .await;
+        client
+            .call_ok(request(RequestCode::DELETE_KV_CONFIG, &kv[..2]))
+            .await;
+        let name = forged("broker");
+        client
+            .call(request(
+                RequestCode::WIPE_WRITE_PERM_OF_BROKER,
+                &[("brokerName", &name)],
+            ))
+            .await;
+        let topic = forged("topic");
+        client
+            .call(request(
+                RequestCode::DELETE_TOPIC_IN_NAMESRV,
+                &[("topic", &topic), ("clusterName", &forged("cluster"))],
+            ))
+            .await;
+        client.call_ok(broker.unregister_request()).await;
+    });
+    let events = [
+        "BROKER_REGISTERED",
+        "TOPIC_ROUTE_UPDATED",
+        "CRC mismatch",
+        "KV_CONFIG_PUT",
+        "KV_CONFIG_DELETED",
+        "BROKER_WRITE_PERM_WIPED",
+        "TOPIC_DELETED",
+        "BROKER_UNREGISTERED",
+    ];
+    wait_for_blocking("every event logged", TIMEOUT, || {
+        let output = namesrv.output();
+        events
+            .iter()
+            .all(|event| output.iter().any(|line| line.contains(event)))
+    });
+    assert_unforged(&namesrv.output(), events.len());
+
+    // The console logs what its pages refuse, query text included.
+    let mut console = stellmq_testkit::process::command("mqdashboard");
+    console.args(["--port", "0", "-n", &addr]);
+    let (console, console_addr) = Process::spawn_until(console, |line| {
+        let rest = line.split("CONSOLE_STARTED").nth(1)?;
+        let addr = rest.split("addr=").nth(1)?;
+        addr.split_whitespace().next().map(str::to_owned)
+    });
+    let console_addr = console_addr.parse().expect("the console's address");
+    let forged_time = "x%0A2026-12-07T00:00:00.000000Z%20ERROR%20FORGED%20LINE%0D%1B%E2%80%A8y";
+    runtime.block_on(async {
+        let page = http_get(
+            console_addr,
+            &format!("/messages?by=time&topic=T&end={forged_time}"),
+        )
+        .await;
+        assert_eq!(page.status, 400, "refused: {}", page.body);
+    });
+    wait_for_blocking("the refusal logged", TIMEOUT, || {
+        console
+            .output()
+            .iter()
+            .any(|line| line.contains("CONSOLE_REQUEST_FAILED"))
+    });
+    assert_unforged(&console.output(), 1);
+}
+
+/// No line of `output` is forged or holds a raw control character, and at least `at_least`
+/// lines carry a forged value, escaped in place.
+fn assert_unforged(output: &[String], at_least: usize) {
+    let carrying: Vec<&String> = output.iter().filter(|l| l.contains("FORGED")).collect();
+    assert!(
+        carrying.len() >= at_least,
+        "the forged values were logged:\n{}",
+        output.join("\n")
+    );
+    for line in output {
+        assert!(
+            !line.starts_with(FORGED_TIME) && !line.contains('\r') && !line.contains('\u{1b}'),
+            "a forged line or control character reached the log: {line:?}"
+        );
+    }
+    for line in carrying {
+        assert!(
+            line.contains(&format!("\\n{FORGED_TIME}")) && line.contains("\\u{2028}"),
+            "escaped in place: {line:?}"
+        );
+    }
 }
