@@ -46,8 +46,15 @@ properties_config! {
         /// Port of the Prometheus endpoint (StellMQ's default 5558: the broker has 5557;
         /// 0 picks a free one).
         metrics_prom_exporter_port: u16 = "metricsPromExporterPort" => 5558,
+        /// Most bytes one compressed REGISTER_BROKER body may inflate to (StellMQ's key; a
+        /// broker's topic table takes well under 100 bytes a topic).
+        registration_max_inflated_bytes: u64 = "registrationMaxInflatedBytes" => 64 * 1024 * 1024,
+        /// Most bytes all compressed registration bodies being inflated at once may hold
+        /// (StellMQ's key; read at start). A body that finds it used up is answered
+        /// SYSTEM_BUSY, and its broker registers again on its next round.
+        registration_inflate_budget_bytes: u64 = "registrationInflateBudgetBytes" => 128 * 1024 * 1024,
         /// Keys UPDATE_NAMESRV_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress;aclEnable;rocketmqHome;metricsExporterType;metricsPromExporterHost;metricsPromExporterPort".to_owned(),
+        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress;aclEnable;rocketmqHome;metricsExporterType;metricsPromExporterHost;metricsPromExporterPort;registrationInflateBudgetBytes".to_owned(),
     }
 }
 

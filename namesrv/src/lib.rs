@@ -13,6 +13,7 @@
 pub mod acl;
 pub mod config;
 mod housekeeping;
+mod inflate_budget;
 pub mod kv;
 mod metrics;
 pub mod processor;

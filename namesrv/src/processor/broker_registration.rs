@@ -1,6 +1,9 @@
 //! REGISTER_BROKER, UNREGISTER_BROKER, BROKER_HEARTBEAT and QUERY_DATA_VERSION.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use stellmq_remoting::net::{
     ProcessFuture, ProcessResult, ProcessorError, RequestContext, RequestProcessor,
@@ -11,24 +14,64 @@ use stellmq_remoting::protocol::headers::{
     QueryDataVersionResponseHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
     UnregisterBrokerRequestHeader,
 };
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::header;
 use super::RouteTables;
+use crate::inflate_budget::{InflateBudget, Reservation};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::route::Registration;
 
+#[derive(Clone)]
 pub struct BrokerRegistrationProcessor {
     tables: RouteTables,
+    inflate_budget: Arc<InflateBudget>,
 }
 
 impl BrokerRegistrationProcessor {
     pub fn new(tables: RouteTables) -> Self {
-        Self { tables }
+        let budget = tables.config.read().registration_inflate_budget_bytes;
+        Self {
+            tables,
+            inflate_budget: Arc::new(InflateBudget::new(
+                usize::try_from(budget).unwrap_or(usize::MAX),
+            )),
+        }
     }
 
-    fn register(&self, ctx: &RequestContext, request: &RemotingCommand) -> ProcessResult {
-        let h: RegisterBrokerRequestHeader = header(request)?;
+    /// The body of a registration: compressed ones are inflated on a blocking thread
+    /// against the server's inflate budget, which they hold until the routes are updated.
+    async fn read_body(
+        &self,
+        ctx: &RequestContext,
+        h: &RegisterBrokerRequestHeader,
+        body: Bytes,
+    ) -> Result<(RegisterBrokerBody, Option<Reservation>), ProcessorError> {
+        if body.is_empty() {
+            return Ok((RegisterBrokerBody::default(), None));
+        }
+        if !h.compressed.unwrap_or(false) {
+            return Ok((fastjson::decode::<RegisterBrokerBody>(&body)?, None));
+        }
+        let Some(mut reservation) = self.inflate_budget.reserve(ctx.channel.id()) else {
+            return Err(ProcessorError::new(
+                ResponseCode::SYSTEM_BUSY,
+                "this connection is already inflating a registration body",
+            ));
+        };
+        let max = self.tables.config.read().registration_max_inflated_bytes;
+        tokio::task::spawn_blocking(move || {
+            let decoded = RegisterBrokerBody::decode_compressed_charged(&body, max, |n| {
+                reservation.charge(n)
+            })?;
+            Ok((decoded, Some(reservation)))
+        })
+        .await
+        .map_err(|e| ProcessorError::system(format!("inflating the body failed: {e}")))?
+    }
+
+    async fn register(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessResult {
+        let h: RegisterBrokerRequestHeader = header(&request)?;
         if h.broker_name.trim().is_empty() || h.broker_addr.trim().is_empty() {
             return Err(ProcessorError::system(
                 "brokerName and brokerAddr must not be empty",
@@ -41,13 +84,7 @@ impl BrokerRegistrationProcessor {
                 return Err(ProcessorError::system("crc32 not match"));
             }
         }
-        let body = if request.body.is_empty() {
-            RegisterBrokerBody::default()
-        } else if h.compressed.unwrap_or(false) {
-            RegisterBrokerBody::decode_compressed(&request.body)?
-        } else {
-            fastjson::decode::<RegisterBrokerBody>(&request.body)?
-        };
+        let (body, reservation) = self.read_body(&ctx, &h, request.body.clone()).await?;
         let timeout = h.heartbeat_timeout_millis.filter(|ms| *ms > 0).map_or_else(
             || Duration::from_millis(self.tables.config.read().broker_channel_expired_time),
             |ms| Duration::from_millis(ms as u64),
@@ -63,6 +100,7 @@ impl BrokerRegistrationProcessor {
             channel_id: Some(ctx.channel.id()),
             timeout,
         });
+        drop(reservation);
         let response_header = RegisterBrokerResponseHeader {
             ha_server_addr: outcome.ha_server_addr,
             master_addr: outcome.master_addr,
@@ -110,8 +148,11 @@ impl BrokerRegistrationProcessor {
 
 impl RequestProcessor for BrokerRegistrationProcessor {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        if request.request_code_typed() == Some(RequestCode::REGISTER_BROKER) {
+            let this = self.clone();
+            return Box::pin(async move { this.register(ctx, request).await });
+        }
         let result = match request.request_code_typed() {
-            Some(RequestCode::REGISTER_BROKER) => self.register(&ctx, &request),
             Some(RequestCode::UNREGISTER_BROKER) => self.unregister(&request),
             Some(RequestCode::BROKER_HEARTBEAT) => self.heartbeat(&request),
             Some(RequestCode::QUERY_DATA_VERSION) => self.query_data_version(&request),

@@ -56,7 +56,10 @@ impl From<HeaderError> for ProcessorError {
 
 impl From<BodyError> for ProcessorError {
     fn from(e: BodyError) -> Self {
-        Self::system(e.to_string())
+        match e {
+            BodyError::OverBudget(_) => Self::new(ResponseCode::SYSTEM_BUSY, e.to_string()),
+            e => Self::system(e.to_string()),
+        }
     }
 }
 

@@ -39,6 +39,9 @@ pub enum BodyError {
     Malformed(String),
     #[error("body is not valid UTF-8")]
     Utf8,
+    /// The server has no memory left for this body now; it may be sent again later.
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 /// A stored message record or batch that cannot be decoded.

@@ -223,3 +223,88 @@ fn assert_unforged(output: &[String], at_least: usize) {
         );
     }
 }
+
+/// `field` (`VmHWM`, `RssAnon`, ...) of `/proc/<pid>/status`, in KiB.
+fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// A REGISTER_BROKER of `broker` whose compressed body is `body`.
+fn compressed_registration(broker: &str, body: bytes::Bytes) -> RemotingCommand {
+    let mut request = Registration::new("C", broker, "127.0.0.1:1").compressed_request();
+    request.ext_fields.insert("bodyCrc32", "0");
+    request.with_body(body)
+}
+
+/// zlib of `inflated` zero bytes.
+fn zlib_of_zeros(inflated: usize) -> bytes::Bytes {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..inflated >> 20 {
+        encoder.write_all(&zeros).expect("vec");
+    }
+    encoder.finish().expect("vec").into()
+}
+
+#[test]
+fn compressed_registrations_cannot_make_the_name_server_hold_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conf = dir.path().join("namesrv.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
+            dir.path().join("kv.json").display()
+        ),
+    )
+    .expect("write");
+    let (namesrv, addr) = stellmq_testkit::process::spawn_mqnamesrv(&conf);
+    let pid = namesrv.id();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let before = proc_status_kib(pid, "RssAnon");
+    let before_rss = proc_status_kib(pid, "VmRSS");
+    let bomb = zlib_of_zeros(96 << 20);
+    assert!(bomb.len() < 200_000, "{} bytes", bomb.len());
+    let bombs: Vec<RemotingCommand> = (0..4)
+        .map(|i| compressed_registration(&format!("b{i}"), bomb.clone()))
+        .collect();
+    runtime.block_on(async {
+        // Four at once, each on a connection of its own, twice.
+        for _ in 0..2 {
+            let answers = bombs.iter().cloned().map(|bomb| {
+                let addr = addr.clone();
+                tokio::spawn(async move { stellmq_testkit::RawClient::new(&addr).call(bomb).await })
+            });
+            for answer in answers {
+                let answer = answer.await.expect("answered");
+                assert_ne!(answer.code, 0, "a bomb is refused");
+                assert!(!answer.remark_str().is_empty(), "with a reason");
+            }
+        }
+        // A real compressed registration still goes through.
+        let topics: Vec<String> = (0..2000).map(|i| format!("Topic{i}")).collect();
+        let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+        let real = Registration::new("C", "real", "127.0.0.1:2").topics(&names);
+        let client = stellmq_testkit::RawClient::new(&addr);
+        client.call_ok(real.compressed_request()).await;
+    });
+    let peak = proc_status_kib(pid, "VmHWM");
+    let after = proc_status_kib(pid, "RssAnon");
+    eprintln!(
+        "name server memory: RssAnon {before} KiB before, {after} KiB after; VmRSS {before_rss} KiB before, VmHWM {peak} KiB"
+    );
+    assert!(
+        peak < before_rss + 48 * 1024,
+        "at most a few MiB more at the peak: {before_rss} KiB before, peak {peak} KiB"
+    );
+    assert!(
+        after < before + 24 * 1024,
+        "memory given back: {before} KiB before, {after} KiB after"
+    );
+}
