@@ -14,9 +14,11 @@ pub mod body;
 pub mod ha;
 pub mod message;
 pub mod mutate;
+pub mod net;
 pub mod recovery;
 pub mod seeds;
 pub mod sql92;
+pub mod text;
 pub mod wire;
 
 /// One fuzz target.
@@ -152,6 +154,36 @@ pub const TARGETS: &[Target] = &[
         run: recovery::recovery,
         dictionary: RECORD_TOKENS,
     },
+    Target {
+        name: "text",
+        run: text::text,
+        dictionary: TEXT_TOKENS,
+    },
+];
+
+/// Separators and edge characters of the text fields (multibyte ones included: slicing by
+/// byte once panicked on them).
+const TEXT_TOKENS: &[&[u8]] = &[
+    b"+",
+    b"-",
+    b"=",
+    b",",
+    b";",
+    b" ",
+    b"||",
+    b"*",
+    b"{",
+    b"}",
+    b".",
+    b":",
+    b"%RETRY%",
+    b"%DLQ%",
+    b"message.type",
+    b"\\u00e9",
+    "\u{e9}".as_bytes(),
+    "\u{1f600}".as_bytes(),
+    b"\n",
+    b"\0",
 ];
 
 /// The hello's magic, and record magics that transfer frames carry.

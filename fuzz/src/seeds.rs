@@ -81,6 +81,7 @@ pub fn for_target(target: &str) -> Vec<Seed> {
         .enumerate()
         .map(|(i, s)| (["doc", "in", "between", "strings", "lexer", "nesting"][i], s.as_bytes().to_vec()))
         .collect(),
+        "text" => text_seeds(),
         _ => Vec::new(),
     };
     seeds
@@ -414,4 +415,62 @@ fn json_bodies() -> Vec<(&'static str, Vec<u8>)> {
         fastjson::encode_with(&topics, Style::FastjsonPretty).into_bytes(),
     ));
     out
+}
+
+/// One valid text per parser of the `text` target.
+fn text_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    use stellmq_remoting::protocol::pop::{ExtraInfo, TopicType};
+    let handle = ExtraInfo {
+        ck_queue_offset: 4,
+        pop_time: 1_700_000_000_000,
+        invisible_time: 60_000,
+        revive_qid: 0,
+        topic_type: TopicType::Normal,
+        broker_name: "broker-a".into(),
+        queue_id: 1,
+        queue_offset: Some(5),
+    }
+    .to_string();
+    let acl_file =
+        "globalWhiteRemoteAddresses:\n- 10.10.103.*\naccounts:\n- accessKey: RocketMQ\n  \
+                    secretKey: '12345678'\n  admin: false\n  defaultTopicPerm: DENY\n  \
+                    defaultGroupPerm: SUB\n  topicPerms:\n  - topicA=DENY\n  - topicB=PUB|SUB\n";
+    [
+        (
+            "topic_attributes",
+            "topic_attributes",
+            "+message.type=FIFO,+queue.type=BatchCQ,-cleanup.policy",
+        ),
+        ("tag_expression", "tag_expression", "TagA || TagB ||TagC"),
+        ("pop_extra_info", "pop_extra_info", handle.as_str()),
+        ("pop_offset_infos", "pop_offset_infos", "0 1 5;1 2 6,7"),
+        ("acl_address", "acl_address", "192.168.0.{1,2}"),
+        ("acl_address_ranges", "acl_address", "10.10.1-8.*"),
+        ("acl_perms", "acl_perms", "PUB|SUB"),
+        ("acl_file", "acl_file", acl_file),
+        (
+            "config_changes",
+            "config_changes",
+            "brokerPermission=6\nflushDiskType=ASYNC_FLUSH\n",
+        ),
+        (
+            "delay_levels",
+            "delay_levels",
+            "1s 5s 10s 30s 1m 2m 1h 2h 1d",
+        ),
+        (
+            "topic_compact",
+            "topic_compact",
+            "TopicA 8 8 6 SINGLE_TAG {\"message.type\":\"FIFO\"}",
+        ),
+        ("names", "names", "%RETRY%GroupA"),
+        (
+            "kv_table",
+            "kv_table",
+            r#"{"table":{"TopicA":"broker-a:4;broker-b:4"}}"#,
+        ),
+    ]
+    .into_iter()
+    .map(|(seed, parser, text)| (seed, crate::text::input(parser, text)))
+    .collect()
 }
