@@ -9,15 +9,19 @@ pub fn wrap(namespace: Option<&str>, name: &str) -> String {
     let Some(ns) = active(namespace) else {
         return name.to_owned();
     };
-    for prefix in [RETRY_PREFIX, DLQ_PREFIX] {
-        if let Some(rest) = name.strip_prefix(prefix) {
-            return format!("{prefix}{}", wrap(Some(ns), rest));
-        }
-    }
-    if name.starts_with(&format!("{ns}%")) {
+    // One retry or dead-letter prefix is kept in front, as Java's `NamespaceUtil` keeps it
+    // (never peeled repeatedly: a name of a million prefixes is one step, not a million).
+    let (prefix, rest) = [RETRY_PREFIX, DLQ_PREFIX]
+        .into_iter()
+        .find_map(|prefix| Some((prefix, name.strip_prefix(prefix)?)))
+        .unwrap_or(("", name));
+    let already = rest
+        .strip_prefix(ns)
+        .is_some_and(|after| after.starts_with('%'));
+    if already {
         name.to_owned()
     } else {
-        format!("{ns}%{name}")
+        format!("{prefix}{ns}%{rest}")
     }
 }
 
@@ -56,5 +60,18 @@ mod tests {
         assert_eq!(wrap(None, "Orders"), "Orders");
         assert_eq!(unwrap(Some("ns1"), "ns1%Orders"), "Orders");
         assert_eq!(unwrap(Some("ns1"), "Other"), "Other");
+        assert_eq!(wrap(Some("ns1"), "%DLQ%ns1%g"), "%DLQ%ns1%g");
+    }
+
+    #[test]
+    fn a_name_of_many_prefixes_is_wrapped_in_one_step() {
+        let name = "%RETRY%".repeat(1_000_000);
+        let wrapped = wrap(Some("ns"), &name);
+        assert!(
+            wrapped.starts_with("%RETRY%ns%%RETRY%"),
+            "{}",
+            &wrapped[..20]
+        );
+        assert_eq!(wrapped.len(), name.len() + 3);
     }
 }

@@ -1,6 +1,7 @@
-//! A short network-level fuzz run against a live name server and broker (the debug
-//! binaries `cargo test --workspace` builds): no server dies, panics or stops answering
-//! others, and every acknowledged message stays intact. `STELLMQ_NETFUZZ_SEED` and
+//! A short network-level fuzz run against a live name server, broker and mqproxy (the
+//! debug binaries `cargo test --workspace` builds, whose arithmetic overflow checks are
+//! on): no server dies, panics or stops answering others, and every acknowledged message
+//! stays intact. `STELLMQ_NETFUZZ_SEED` and
 //! `STELLMQ_NETFUZZ_SECONDS` change the run; `netfuzz` runs longer ones.
 
 use std::time::Duration;
@@ -18,7 +19,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 async fn a_short_network_fuzz_run_breaks_no_promise() {
     let options = Options {
         duration: Duration::from_secs(env_or("STELLMQ_NETFUZZ_SECONDS", 20)),
-        connections: 8,
+        connections: 9,
         seed: env_or("STELLMQ_NETFUZZ_SEED", 42),
         canary_messages: 100,
         keep_logs: None,
@@ -32,4 +33,8 @@ async fn a_short_network_fuzz_run_breaks_no_promise() {
         "the run sent requests: {report}"
     );
     assert!(report.request_codes.len() > 100, "of most codes: {report}");
+    assert!(
+        report.calls.values().sum::<u64>() > 100 && report.calls.len() >= 10,
+        "gRPC calls of most methods: {report}"
+    );
 }

@@ -30,6 +30,10 @@ struct Cli {
     /// Copy the servers' logs into this directory afterwards.
     #[arg(long = "keep-logs")]
     keep_logs: Option<std::path::PathBuf>,
+    /// Instead of a run: replay the gRPC calls of this connection seed (`seed * 1000 +
+    /// connection`) until mqproxy dies, and write the call that killed it to `fatal-call.bin`.
+    #[arg(long = "find-fatal-grpc-call")]
+    find_fatal_grpc_call: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -48,6 +52,26 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(seed) = cli.find_fatal_grpc_call {
+        return match runtime.block_on(stellmq_fuzz::net::find_fatal_grpc_call(seed, 100_000)) {
+            Ok(Some((i, call))) => {
+                println!(
+                    "call {i} ({}) killed mqproxy; its body is in fatal-call.bin",
+                    call.method
+                );
+                let _ = std::fs::write("fatal-call.bin", &call.body);
+                ExitCode::FAILURE
+            }
+            Ok(None) => {
+                println!("mqproxy lived through 100,000 calls");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("netfuzz: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match runtime.block_on(run(&options)) {
         Ok(report) => {
             print!("{report}");

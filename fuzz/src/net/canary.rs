@@ -13,6 +13,7 @@ use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 use stellmq_testkit::{request, send_request, Pull};
 
+use super::grpc;
 use super::report::{Integrity, Report};
 
 /// The topic of the canary messages; no fuzzed request names it.
@@ -144,11 +145,42 @@ pub async fn check_canaries(broker: &str, canaries: &[Canary]) -> Integrity {
 pub async fn watch_health(
     namesrv: String,
     broker: String,
+    proxy: String,
     deadline: Instant,
     report: Arc<Mutex<Report>>,
 ) {
     let client = RemotingClient::new(ClientConfig::default());
+    let mut proxy_connection: Option<grpc::Connection> = None;
     while Instant::now() < deadline {
+        let started = Instant::now();
+        let outcome = match proxy_connection.as_mut() {
+            Some(open) => Ok(open),
+            None => grpc::Connection::open(&proxy)
+                .await
+                .map(|open| proxy_connection.insert(open)),
+        };
+        let outcome = match outcome {
+            Ok(open) => {
+                open.call(
+                    &grpc::query_route(CANARY_TOPIC),
+                    "netfuzz-health",
+                    CALL_TIMEOUT,
+                )
+                .await
+            }
+            Err(_) => grpc::CallOutcome::Reset,
+        };
+        {
+            let mut report = report.lock();
+            report.health_checks += 1;
+            report.slowest_health = report.slowest_health.max(started.elapsed());
+            if outcome != grpc::CallOutcome::Status(0) {
+                proxy_connection = None;
+                report.findings.push(format!(
+                    "mqproxy answered its health request (QueryRoute of {CANARY_TOPIC}) with {outcome:?}"
+                ));
+            }
+        }
         for (server, addr, code) in [
             ("mqnamesrv", &namesrv, RequestCode::GET_BROKER_CLUSTER_INFO),
             ("mqbroker", &broker, RequestCode::GET_BROKER_RUNTIME_INFO),

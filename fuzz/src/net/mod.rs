@@ -8,6 +8,7 @@
 
 pub mod attack;
 mod canary;
+pub mod grpc;
 mod report;
 pub mod servers;
 pub mod vocabulary;
@@ -30,7 +31,7 @@ use servers::Servers;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub duration: Duration,
-    /// Attacking connections, split between the name server and the broker.
+    /// Attacking connections, split between the broker, the name server and mqproxy.
     pub connections: usize,
     pub seed: u64,
     /// Canary messages the broker acknowledges before the attack.
@@ -62,26 +63,37 @@ pub async fn run(options: &Options) -> Result<Report, String> {
         .map_err(|e| e.to_string())??;
     let mut report = Report::new(options.seed);
     let canaries = canary::send_canaries(&servers.broker.addr, options.canary_messages).await?;
-    report.before = [servers.namesrv.memory(), servers.broker.memory()];
+    report.before = servers.all().map(|s| (s.name, s.memory())).to_vec();
 
     let shared = Arc::new(Mutex::new(report));
     let deadline = Instant::now() + options.duration;
     let health = tokio::spawn(canary::watch_health(
         servers.namesrv.addr.clone(),
         servers.broker.addr.clone(),
+        servers.proxy.addr.clone(),
         deadline,
         shared.clone(),
     ));
     let mut workers = Vec::new();
     for i in 0..options.connections.max(1) {
-        let is_broker = i % 2 == 0;
+        let seed = options.seed.wrapping_mul(1000).wrapping_add(i as u64);
+        if i % 3 == 2 {
+            workers.push(tokio::spawn(call_until(
+                servers.proxy.addr.clone(),
+                grpc::GrpcGenerator::new(seed),
+                deadline,
+                shared.clone(),
+            )));
+            continue;
+        }
+        let is_broker = i % 3 == 0;
         let target = if is_broker {
             servers.broker.addr.clone()
         } else {
             servers.namesrv.addr.clone()
         };
         let generator = Generator::new(
-            options.seed.wrapping_mul(1000).wrapping_add(i as u64),
+            seed,
             if is_broker {
                 Server::Broker
             } else {
@@ -109,11 +121,11 @@ pub async fn run(options: &Options) -> Result<Report, String> {
     report.integrity = canary::check_canaries(&servers.broker.addr, &canaries).await;
     // Let freed memory settle before it is read.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    report.after = [servers.namesrv.memory(), servers.broker.memory()];
+    report.after = servers.all().map(|s| (s.name, s.memory())).to_vec();
     if let Some(dir) = &options.keep_logs {
         servers.keep_logs(dir)?;
     }
-    for server in [&mut servers.namesrv, &mut servers.broker] {
+    for server in servers.all_mut() {
         if !server.alive() {
             report
                 .findings
@@ -172,6 +184,41 @@ async fn attack_until(
                 report.lock().note_raw(kind, closed);
                 connection = None;
             }
+        }
+    }
+}
+
+/// One HTTP/2 connection's gRPC calls until `deadline`; a new connection after a reset or
+/// an unanswered call.
+async fn call_until(
+    target: String,
+    mut generator: grpc::GrpcGenerator,
+    deadline: Instant,
+    report: Arc<Mutex<Report>>,
+) {
+    let mut connection: Option<grpc::Connection> = None;
+    while Instant::now() < deadline {
+        let open = match connection.as_mut() {
+            Some(open) => open,
+            None => match grpc::Connection::open(&target).await {
+                Ok(open) => {
+                    report.lock().connections += 1;
+                    connection.insert(open)
+                }
+                Err(e) => {
+                    report.lock().connect_failures.push(e);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let call = generator.next_call();
+        let outcome = open
+            .call(&call, generator.client_id(), ANSWER_TIMEOUT)
+            .await;
+        report.lock().note_call(call.method, outcome);
+        if !matches!(outcome, grpc::CallOutcome::Status(_)) {
+            connection = None;
         }
     }
 }
@@ -253,4 +300,39 @@ async fn send_raw(socket: &mut TcpStream, bytes: &[u8], drip: bool) -> bool {
     tokio::time::timeout(Duration::from_millis(300), closed)
         .await
         .is_ok()
+}
+
+/// Replays the gRPC calls of connection seed `seed` one at a time against fresh servers
+/// until mqproxy dies; returns the number and the call that killed it (`None` if it lived
+/// through `max_calls`). For pinning down a finding of [`run`].
+pub async fn find_fatal_grpc_call(
+    seed: u64,
+    max_calls: usize,
+) -> Result<Option<(usize, grpc::Call)>, String> {
+    let mut servers = tokio::task::spawn_blocking(Servers::spawn)
+        .await
+        .map_err(|e| e.to_string())??;
+    let mut generator = grpc::GrpcGenerator::new(seed);
+    let mut connection: Option<grpc::Connection> = None;
+    for i in 0..max_calls {
+        let call = generator.next_call();
+        if connection.is_none() {
+            connection = grpc::Connection::open(&servers.proxy.addr).await.ok();
+        }
+        let outcome = match connection.as_mut() {
+            Some(open) => {
+                open.call(&call, generator.client_id(), ANSWER_TIMEOUT)
+                    .await
+            }
+            None => grpc::CallOutcome::Reset,
+        };
+        if !matches!(outcome, grpc::CallOutcome::Status(_)) {
+            connection = None;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if !servers.proxy.alive() {
+                return Ok(Some((i, call)));
+            }
+        }
+    }
+    Ok(None)
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use stellmq_remoting::protocol::{RequestCode, ResponseCode};
 
+use super::grpc::CallOutcome;
 use super::servers::Memory;
 use super::Outcome;
 
@@ -34,11 +35,18 @@ pub struct Report {
     pub unanswered: BTreeMap<i32, u64>,
     /// Raw attacks by kind, and how many of them the server answered by closing.
     pub raw: BTreeMap<&'static str, (u64, u64)>,
+    /// gRPC calls to mqproxy, by method.
+    pub calls: BTreeMap<&'static str, u64>,
+    /// Their endings by `grpc-status` (-1: an HTTP status other than 200).
+    pub statuses: BTreeMap<i32, u64>,
+    /// Calls whose HTTP/2 stream or connection was reset, and calls not answered in time.
+    pub resets: u64,
+    pub unanswered_calls: u64,
     pub health_checks: u64,
     pub slowest_health: Duration,
-    /// Name server and broker memory before the attack and after it.
-    pub before: [Memory; 2],
-    pub after: [Memory; 2],
+    /// Each server's memory before the attack and after it.
+    pub before: Vec<(&'static str, Memory)>,
+    pub after: Vec<(&'static str, Memory)>,
     pub integrity: Integrity,
     /// Broken promises: a server died, panicked, stopped serving others, or lost data.
     pub findings: Vec<String>,
@@ -60,6 +68,15 @@ impl Report {
             Outcome::Oneway => self.oneway += 1,
             Outcome::Closed => *self.closed.entry(code).or_default() += 1,
             Outcome::Unanswered => *self.unanswered.entry(code).or_default() += 1,
+        }
+    }
+
+    pub(super) fn note_call(&mut self, method: &'static str, outcome: CallOutcome) {
+        *self.calls.entry(method).or_default() += 1;
+        match outcome {
+            CallOutcome::Status(status) => *self.statuses.entry(status).or_default() += 1,
+            CallOutcome::Reset => self.resets += 1,
+            CallOutcome::Unanswered => self.unanswered_calls += 1,
         }
     }
 
@@ -131,11 +148,25 @@ impl fmt::Display for Report {
             self.health_checks,
             self.slowest_health.as_secs_f64() * 1000.0
         )?;
-        for (i, name) in ["mqnamesrv", "mqbroker"].iter().enumerate() {
+        let statuses: Vec<String> = self
+            .statuses
+            .iter()
+            .map(|(status, n)| format!("{status}: {n}"))
+            .collect();
+        writeln!(
+            f,
+            "gRPC calls to mqproxy: {} over {} methods; grpc-status {}; reset {}, unanswered {}",
+            self.calls.values().sum::<u64>(),
+            self.calls.len(),
+            statuses.join(", "),
+            self.resets,
+            self.unanswered_calls
+        )?;
+        for ((name, before), (_, after)) in self.before.iter().zip(&self.after) {
             writeln!(
                 f,
                 "{name} memory: RssAnon {} KiB before, {} KiB after; peak RSS {} KiB",
-                self.before[i].rss_anon_kib, self.after[i].rss_anon_kib, self.after[i].peak_rss_kib
+                before.rss_anon_kib, after.rss_anon_kib, after.peak_rss_kib
             )?;
         }
         writeln!(

@@ -109,10 +109,12 @@ impl Drop for Server {
     }
 }
 
-/// A name server and a broker registered with it, in a temporary directory.
+/// A name server, a broker registered with it and mqproxy in front of them, in a temporary
+/// directory.
 pub struct Servers {
     pub namesrv: Server,
     pub broker: Server,
+    pub proxy: Server,
     _dir: tempfile::TempDir,
 }
 
@@ -152,24 +154,54 @@ impl Servers {
             root.join("broker.log"),
             broker_boot_line,
         )?;
+        let proxy_conf = write(
+            root,
+            "rmq-proxy.json",
+            format!(
+                "{{\"rocketMQClusterName\": \"DefaultCluster\", \"namesrvAddr\": \"{}\", \
+                 \"grpcServerPort\": 0, \"bindAddress\": \"127.0.0.1\"}}",
+                namesrv.addr
+            ),
+        )?;
+        let proxy = Server::spawn(
+            "mqproxy",
+            &["--pc", &proxy_conf],
+            root.join("proxy.log"),
+            proxy_boot_line,
+        )?;
         Ok(Self {
             namesrv,
             broker,
+            proxy,
             _dir: dir,
         })
     }
 }
 
 impl Servers {
-    /// Copies both logs into `dir` (`mqnamesrv.log`, `mqbroker.log`).
+    pub fn all(&self) -> [&Server; 3] {
+        [&self.namesrv, &self.broker, &self.proxy]
+    }
+
+    pub fn all_mut(&mut self) -> [&mut Server; 3] {
+        [&mut self.namesrv, &mut self.broker, &mut self.proxy]
+    }
+
+    /// Copies the logs into `dir` (`mqnamesrv.log`, `mqbroker.log`, `mqproxy.log`).
     pub fn keep_logs(&self, dir: &Path) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for server in [&self.namesrv, &self.broker] {
+        for server in self.all() {
             let to = dir.join(format!("{}.log", server.name));
             std::fs::copy(&server.log, &to).map_err(|e| format!("{}: {e}", to.display()))?;
         }
         Ok(())
     }
+}
+
+/// The address in mqproxy's boot line (`... gRPC address <addr>`).
+fn proxy_boot_line(line: &str) -> Option<String> {
+    let rest = line.split("gRPC address ").nth(1)?;
+    rest.split_whitespace().next().map(str::to_owned)
 }
 
 fn write(dir: &Path, name: &str, text: String) -> Result<String, String> {

@@ -195,7 +195,7 @@ pub fn prepare(message: &Message, config: &ProxyConfig, peer: &str) -> Result<Pr
     }
     if let Some(at) = &system.delivery_timestamp {
         let at_ms = timestamp_ms(at);
-        if at_ms - now_ms() > config.max_delay_time_mills as i64 {
+        if at_ms.saturating_sub(now_ms()) > config.max_delay_time_mills as i64 {
             return Err(Refusal::new(
                 Code::IllegalDeliveryTime,
                 format!(
@@ -327,7 +327,7 @@ pub fn to_grpc(
             props
                 .get(TIMER_DELAY_SEC)
                 .and_then(|v| v.parse::<i64>().ok())
-                .map(|s| now_ms() + s * 1000)
+                .map(|s| now_ms().saturating_add(s.saturating_mul(1000)))
         })
         .map(ms_timestamp);
     let dead_letter_queue = match (
@@ -515,6 +515,21 @@ mod tests {
         let mut big = message(system());
         big.body = vec![0; config.max_message_size + 1];
         assert_eq!(code(big), Code::MessageBodyTooLarge);
+    }
+
+    #[test]
+    fn delivery_times_at_the_ends_of_time_are_answered_not_a_panic() {
+        let config = ProxyConfig::default();
+        for seconds in [i64::MIN, -1, i64::MAX] {
+            let mut s = system();
+            s.delivery_timestamp = Some(Timestamp { seconds, nanos: 0 });
+            let prepared = prepare(&message(s), &config, "");
+            if seconds == i64::MAX {
+                assert_eq!(prepared.unwrap_err().code, Code::IllegalDeliveryTime);
+            } else {
+                assert!(prepared.is_ok(), "a time in the past delivers at once");
+            }
+        }
     }
 
     #[test]
