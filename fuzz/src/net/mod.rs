@@ -55,6 +55,9 @@ impl Default for Options {
 /// How long an attacking connection waits for an answer before it gives up on it (long
 /// polls are asked to park for at most a fraction of this).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The same for gRPC calls: mqproxy parks a ReceiveMessage up to
+/// `grpcClientConsumerMaxLongPollingTimeoutMillis` (20 s).
+const GRPC_ANSWER_TIMEOUT: Duration = Duration::from_secs(25);
 
 /// Starts a name server and a broker, attacks them as `options` say and checks them.
 pub async fn run(options: &Options) -> Result<Report, String> {
@@ -214,7 +217,7 @@ async fn call_until(
         };
         let call = generator.next_call();
         let outcome = open
-            .call(&call, generator.client_id(), ANSWER_TIMEOUT)
+            .call(&call, generator.client_id(), GRPC_ANSWER_TIMEOUT)
             .await;
         report.lock().note_call(call.method, outcome);
         if !matches!(outcome, grpc::CallOutcome::Status(_)) {
@@ -321,7 +324,7 @@ pub async fn find_fatal_grpc_call(
         }
         let outcome = match connection.as_mut() {
             Some(open) => {
-                open.call(&call, generator.client_id(), ANSWER_TIMEOUT)
+                open.call(&call, generator.client_id(), GRPC_ANSWER_TIMEOUT)
                     .await
             }
             None => grpc::CallOutcome::Reset,

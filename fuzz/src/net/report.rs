@@ -41,7 +41,7 @@ pub struct Report {
     pub statuses: BTreeMap<i32, u64>,
     /// Calls whose HTTP/2 stream or connection was reset, and calls not answered in time.
     pub resets: u64,
-    pub unanswered_calls: u64,
+    pub unanswered_calls: BTreeMap<&'static str, u64>,
     pub health_checks: u64,
     pub slowest_health: Duration,
     /// Each server's memory before the attack and after it.
@@ -76,7 +76,7 @@ impl Report {
         match outcome {
             CallOutcome::Status(status) => *self.statuses.entry(status).or_default() += 1,
             CallOutcome::Reset => self.resets += 1,
-            CallOutcome::Unanswered => self.unanswered_calls += 1,
+            CallOutcome::Unanswered => *self.unanswered_calls.entry(method).or_default() += 1,
         }
     }
 
@@ -155,7 +155,7 @@ impl fmt::Display for Report {
             .collect();
         writeln!(
             f,
-            "gRPC calls to mqproxy: {} over {} methods; grpc-status {}; reset {}, unanswered {}",
+            "gRPC calls to mqproxy: {} over {} methods; grpc-status {}; reset {}, unanswered within 25 s {:?}",
             self.calls.values().sum::<u64>(),
             self.calls.len(),
             statuses.join(", "),

@@ -3,9 +3,11 @@
 
 use bytes::BytesMut;
 use stellmq_remoting::protocol::body::{fastjson, TopicConfigSerializeWrapper};
+use stellmq_remoting::protocol::headers::{CommandHeader, SendMessageResponseHeader};
+use stellmq_remoting::protocol::message::id;
 use stellmq_remoting::protocol::{frame, RemotingCommand, RequestCode};
 use stellmq_testkit::wait::wait_for_blocking;
-use stellmq_testkit::{http_get, request, Process, Registration, Stack, TIMEOUT};
+use stellmq_testkit::{http_get, request, send_header, Process, Registration, Stack, TIMEOUT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -307,4 +309,44 @@ fn compressed_registrations_cannot_make_the_name_server_hold_memory() {
         after < before + 24 * 1024,
         "memory given back: {before} KiB before, {after} KiB after"
     );
+}
+
+/// The CommitLog offset of an acknowledged send (from its offsetMsgId).
+fn stored_at(answer: &RemotingCommand) -> i64 {
+    let h = SendMessageResponseHeader::from_ext_fields(&answer.ext_fields).expect("send header");
+    id::decode_offset_msg_id(&h.msg_id).expect("offsetMsgId").1
+}
+
+#[tokio::test]
+async fn a_send_back_of_a_message_that_claims_endless_retries_is_answered() {
+    let stack = Stack::start().await;
+    // The reconsume count a client sent is stored as it came; sending the message back must
+    // not overflow it (netfuzz found `reconsume + 1` panicking in a debug broker).
+    for reconsume in [i32::MAX, i32::MAX - 2, -1] {
+        let mut header = send_header("Endless", 0, &[]);
+        header.reconsume_times = Some(reconsume);
+        let send = RemotingCommand::request(RequestCode::SEND_MESSAGE, header.to_ext_fields())
+            .with_body("again");
+        let sent = stack.call(send).await;
+        assert_eq!(sent.code, 0, "{}", sent.remark_str());
+        let offset = stored_at(&sent).to_string();
+        for (delay_level, max) in [("0", "16"), ("0", &*i32::MAX.to_string()), ("3", "16")] {
+            let back = request(
+                RequestCode::CONSUMER_SEND_MSG_BACK,
+                &[
+                    ("offset", &offset),
+                    ("group", "EndlessGroup"),
+                    ("delayLevel", delay_level),
+                    ("maxReconsumeTimes", max),
+                ],
+            );
+            let answer = stack.call(back).await;
+            assert_eq!(
+                answer.code,
+                0,
+                "reconsume {reconsume}, level {delay_level}, max {max}: {}",
+                answer.remark_str()
+            );
+        }
+    }
 }

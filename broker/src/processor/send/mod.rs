@@ -586,8 +586,9 @@ impl SendProcessor {
                 .auto_create(&retry, group.retry_queue_nums, perm::READ | perm::WRITE)
                 .map_err(topic_refusal)?;
             let queue_id = rand::thread_rng().gen_range(0..config.write_queue_nums.max(1));
+            // The stored count came from a client's header: saturate, never overflow.
             let delay = if h.delay_level == 0 {
-                3 + reconsume
+                reconsume.saturating_add(3)
             } else {
                 h.delay_level
             };
@@ -614,7 +615,7 @@ impl SendProcessor {
             born_timestamp: original.head.born_timestamp,
             born_host: original.head.born_host,
             store_host: self.identity.store_host,
-            reconsume_times: reconsume + 1,
+            reconsume_times: reconsume.saturating_add(1),
             prepared_transaction_offset: 0,
             wait_store_ok: false,
         };
