@@ -13,6 +13,7 @@ use thiserror::Error;
 
 use crate::context::now_ms;
 use crate::limits::{AutoCreateLimits, AutoCreateRefused};
+use crate::metadata_journal::{JournalSlot, MetadataChange, MetadataJournal};
 use crate::persist::{self, ConfigFile, Persisted};
 
 /// Groups created at startup (protocol.md 7.5); the last four may consume in broadcast mode.
@@ -56,6 +57,8 @@ pub struct SubscriptionGroupManager {
     version: RwLock<DataVersion>,
     auto_create: bool,
     limits: Arc<AutoCreateLimits>,
+    /// Where changes are written for the slaves (see [`crate::metadata_journal`]).
+    journal: JournalSlot,
 }
 
 impl SubscriptionGroupManager {
@@ -82,9 +85,21 @@ impl SubscriptionGroupManager {
             version: RwLock::new(version),
             auto_create,
             limits,
+            journal: JournalSlot::new(),
         };
         manager.file.mark_changed();
         Ok(manager)
+    }
+
+    /// From now on every change is journaled (once the store and writer exist).
+    pub fn set_journal(&self, journal: Arc<MetadataJournal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    fn journal(&self, change: impl FnOnce() -> MetadataChange) {
+        if let Some(journal) = self.journal.get() {
+            journal.record(&change());
+        }
     }
 
     /// Groups configured.
@@ -116,6 +131,7 @@ impl SubscriptionGroupManager {
         self.limits.admit_group(self.table.read().len())?;
         let config = SubscriptionGroupConfig::new(group);
         tracing::info!(event = "GROUP_CREATED", %group, "subscription group auto-created");
+        self.journal(|| MetadataChange::Group(config.clone()));
         self.table.write().insert(group.to_owned(), config.clone());
         self.changed();
         Ok(config)
@@ -125,12 +141,15 @@ impl SubscriptionGroupManager {
     pub fn update(&self, config: SubscriptionGroupConfig) -> Result<u64, GroupError> {
         names::check_group(&config.group_name)?;
         tracing::info!(event = "GROUP_UPDATED", group = %config.group_name, "subscription group created or updated");
+        self.journal(|| MetadataChange::Group(config.clone()));
         self.table.write().insert(config.group_name.clone(), config);
         Ok(self.changed())
     }
 
     /// Removes a group; the generation to wait for, or `None` if it did not exist.
     pub fn delete(&self, group: &str) -> Option<u64> {
+        self.table.read().get(group)?;
+        self.journal(|| MetadataChange::GroupDeleted(group.to_owned()));
         let removed = self.table.write().remove(group).is_some();
         removed.then(|| {
             tracing::info!(event = "GROUP_DELETED", %group, "subscription group deleted");

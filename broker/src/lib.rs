@@ -16,6 +16,7 @@ pub mod filter;
 pub mod group;
 pub mod ha;
 pub mod limits;
+pub mod metadata_journal;
 pub mod metrics;
 pub mod offset;
 mod persist;

@@ -18,6 +18,7 @@ use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
 use crate::ha::{HaGroup, HaMaster, HaSlave};
 use crate::limits::AutoCreateLimits;
+use crate::metadata_journal::{JournalApplier, MetadataJournal};
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::config_path;
 use crate::processor::pop::hold::Arrivals;
@@ -212,6 +213,7 @@ impl BrokerState {
             Some(ha) => writer.with_rule(ha.clone(), rule),
             None => writer,
         });
+        journal_metadata(&store, &writer, &identity, &tables, ha_slave.as_ref());
         let config_lock = Arc::new(RwLock::new(bc.clone()));
         let consumers = Arc::new(ConsumerManager::default());
         let traffic = Arc::new(BrokerStats::default());
@@ -389,6 +391,30 @@ fn start_controlled_replication(
 }
 
 /// The tables kept in `<storePathRootDir>/config`.
+/// Topic and group changes are journaled into the CommitLog ahead of the messages that
+/// follow them, and a slave applies them from its master's bytes ([`crate::metadata_journal`]).
+fn journal_metadata(
+    store: &Arc<MessageStore>,
+    writer: &Arc<MessageWriter>,
+    identity: &BrokerIdentity,
+    tables: &Tables,
+    ha_slave: Option<&Arc<HaSlave>>,
+) {
+    let journal = Arc::new(MetadataJournal::new(
+        store.clone(),
+        writer.clone(),
+        identity.store_host,
+    ));
+    tables.topics.set_journal(journal.clone());
+    tables.groups.set_journal(journal);
+    if let Some(slave) = ha_slave {
+        slave.set_journal_applier(Arc::new(JournalApplier::new(
+            tables.topics.clone(),
+            tables.groups.clone(),
+        )));
+    }
+}
+
 struct Tables {
     topics: Arc<TopicConfigManager>,
     groups: Arc<SubscriptionGroupManager>,

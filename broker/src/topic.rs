@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use crate::config::BrokerConfig;
 use crate::context::now_ms;
 use crate::limits::{AutoCreateLimits, AutoCreateRefused};
+use crate::metadata_journal::{JournalSlot, MetadataChange, MetadataJournal};
 use crate::persist::{self, ConfigFile, Persisted};
 
 pub const AUTO_CREATE_TOPIC_KEY: &str = "TBW102";
@@ -63,6 +64,8 @@ pub struct TopicConfigManager {
     limits: Arc<AutoCreateLimits>,
     /// Signalled when the name servers should hear about a change now.
     pub register_now: Arc<Notify>,
+    /// Where changes are written for the slaves (see [`crate::metadata_journal`]).
+    journal: JournalSlot,
 }
 
 impl TopicConfigManager {
@@ -141,9 +144,21 @@ impl TopicConfigManager {
             auto_create_enabled: config.auto_create_topic_enable,
             limits,
             register_now: Arc::new(Notify::new()),
+            journal: JournalSlot::new(),
         };
         manager.file.mark_changed();
         Ok(manager)
+    }
+
+    /// From now on every change is journaled (once the store and writer exist).
+    pub fn set_journal(&self, journal: Arc<MetadataJournal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    fn journal(&self, change: impl FnOnce() -> MetadataChange) {
+        if let Some(journal) = self.journal.get() {
+            journal.record(&change());
+        }
     }
 
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
@@ -180,14 +195,20 @@ impl TopicConfigManager {
         Ok(self.insert(config))
     }
 
+    /// Journals, then inserts: the change precedes in the log every message that can see it.
     fn insert(&self, config: TopicConfig) -> u64 {
         tracing::info!(event = "TOPIC_CREATED", topic = %config.topic_name, read = config.read_queue_nums, write = config.write_queue_nums, perm = config.perm, "topic created or updated");
+        self.journal(|| MetadataChange::Topic(config.clone()));
         self.table.write().insert(config.topic_name.clone(), config);
         self.changed()
     }
 
     /// Removes a topic; the generation to wait for, or `None` if it did not exist.
     pub fn delete(&self, topic: &str) -> Option<u64> {
+        if !self.contains(topic) {
+            return None;
+        }
+        self.journal(|| MetadataChange::TopicDeleted(topic.to_owned()));
         let removed = self.table.write().remove(topic).is_some();
         removed.then(|| {
             tracing::info!(event = "TOPIC_DELETED", %topic, "topic deleted");

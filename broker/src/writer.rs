@@ -63,6 +63,19 @@ impl MessageWriter {
         self
     }
 
+    /// Appends the store's queued prologue records (metadata changes) and wakes the slaves;
+    /// while the write rule refuses writes they stay queued for the next write it takes.
+    pub async fn append_prologue(&self) {
+        if self.refuse_before_storing().is_some() {
+            return;
+        }
+        if self.store.append_prologue().await.is_some() {
+            if let Some(replication) = &self.replication {
+                replication.ha.wake();
+            }
+        }
+    }
+
     /// Appends messages of one topic and queue, then replicates as the role requires.
     pub async fn put(&self, msgs: Vec<PutMessage>) -> PutMessageResult {
         self.begin(msgs).await.wait().await

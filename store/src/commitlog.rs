@@ -5,7 +5,7 @@
 //! Lock order: the append lock, then the ConsumeQueue map lock (to read a queue's next
 //! offset the first time it is used), then a segment's own write lock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -107,6 +107,10 @@ pub struct CommitLog {
     /// When the current append took the lock (ms), 0 when not held: a stalled append means
     /// the OS page cache is busy and the broker should shed load.
     lock_held_since: AtomicI64,
+    /// Records that must precede whatever is appended next (the broker's metadata journal:
+    /// a topic's record before the first message of the topic), in order. Each append
+    /// writes them first, under its own lock, so no message can overtake one.
+    prologue: Mutex<VecDeque<PutMessage>>,
 }
 
 impl CommitLog {
@@ -117,6 +121,64 @@ impl CommitLog {
             append: Mutex::new(AppendState::default()),
             last_store_timestamp: AtomicI64::new(0),
             lock_held_since: AtomicI64::new(0),
+            prologue: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Queues `record` to be appended before the next append's own records.
+    pub fn queue_prologue(&self, record: PutMessage) {
+        self.prologue.lock().push_back(record);
+    }
+
+    /// Drops the queued prologue records (this log becomes a replica).
+    pub fn clear_prologue(&self) {
+        self.prologue.lock().clear();
+    }
+
+    /// Appends the queued prologue records on their own; `Ok(None)` when there were none.
+    pub fn append_prologue_only(
+        &self,
+        queues: &ConsumeQueueStore,
+    ) -> Result<Option<i64>, AppendError> {
+        if self.prologue.lock().is_empty() {
+            return Ok(None);
+        }
+        let mut state = self.append.lock();
+        let now = now_ms();
+        self.lock_held_since.store(now, Ordering::Release);
+        let result = self.append_prologue(&mut state, now, queues);
+        self.lock_held_since.store(0, Ordering::Release);
+        result
+    }
+
+    /// Appends the queued prologue records under the append lock; the end offset of the
+    /// last one, if any. A record that does not fit a segment not ready yet goes back to
+    /// the front of the queue; one that can never be appended is logged and dropped.
+    fn append_prologue(
+        &self,
+        state: &mut AppendState,
+        now: i64,
+        queues: &ConsumeQueueStore,
+    ) -> Result<Option<i64>, AppendError> {
+        let mut end = None;
+        loop {
+            let Some(record) = self.prologue.lock().pop_front() else {
+                return Ok(end);
+            };
+            let one = std::slice::from_ref(&record);
+            let appended = self.prepare(one).and_then(|(prepared, total)| {
+                self.append_locked(state, one, &prepared, total, now, queues)
+            });
+            match appended {
+                Ok(result) => end = Some(result.end_offset),
+                Err(not_ready @ AppendError::SegmentNotReady(_)) => {
+                    self.prologue.lock().push_front(record);
+                    return Err(not_ready);
+                }
+                Err(e) => {
+                    tracing::error!(topic = %record.topic, error = ?e, "a prologue record cannot be appended; dropped");
+                }
+            }
         }
     }
 
@@ -148,7 +210,8 @@ impl CommitLog {
         self.last_store_timestamp.load(Ordering::Acquire)
     }
 
-    /// Appends messages of one queue (one message, or a batch) contiguously.
+    /// Appends messages of one queue (one message, or a batch) contiguously, after the
+    /// queued prologue records.
     pub fn append(
         &self,
         msgs: &[PutMessage],
@@ -157,6 +220,20 @@ impl CommitLog {
         if msgs.is_empty() {
             return Err(AppendError::MessageIllegal("empty batch".into()));
         }
+        let (prepared, total) = self.prepare(msgs)?;
+        let mut state = self.append.lock();
+        // One clock read for the lock's busy watch and the messages' store time.
+        let now = now_ms();
+        self.lock_held_since.store(now, Ordering::Release);
+        let result = self
+            .append_prologue(&mut state, now, queues)
+            .and_then(|_| self.append_locked(&mut state, msgs, &prepared, total, now, queues));
+        self.lock_held_since.store(0, Ordering::Release);
+        result
+    }
+
+    /// Checks messages and works out their record lengths before the lock is taken.
+    fn prepare(&self, msgs: &[PutMessage]) -> Result<(Vec<Prepared>, usize), AppendError> {
         let mut prepared = Vec::with_capacity(msgs.len());
         for m in msgs {
             if m.body.len() > self.max_message_size {
@@ -197,14 +274,7 @@ impl CommitLog {
                 self.file_size()
             )));
         }
-
-        let mut state = self.append.lock();
-        // One clock read for the lock's busy watch and the messages' store time.
-        let now = now_ms();
-        self.lock_held_since.store(now, Ordering::Release);
-        let result = self.append_locked(&mut state, msgs, &prepared, total, now, queues);
-        self.lock_held_since.store(0, Ordering::Release);
-        result
+        Ok((prepared, total))
     }
 
     fn append_locked(

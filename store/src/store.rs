@@ -394,6 +394,48 @@ impl MessageStore {
     /// byte-exact copy of the master's (a local write would make the two diverge).
     pub fn set_replica(&self, replica: bool) {
         self.inner.replica.store(replica, Ordering::Release);
+        if replica {
+            // A master's queued records go with its mastership: the new master writes its own.
+            self.inner.commit_log.clear_prologue();
+        }
+    }
+
+    /// Queues `record` to be appended before the next append's own records, so that it
+    /// precedes in the log every message appended after this call; a replica (whose log is
+    /// its master's) drops it and answers false.
+    pub fn queue_prologue(&self, record: PutMessage) -> bool {
+        if self.inner.replica.load(Ordering::Acquire) {
+            return false;
+        }
+        self.inner.commit_log.queue_prologue(record);
+        true
+    }
+
+    /// Appends the queued prologue records now, without a message of its own; the end
+    /// offset of the last, or `None` when none was queued or the store refuses writes.
+    pub async fn append_prologue(&self) -> Option<i64> {
+        if self.write_refusal().is_some() {
+            return None;
+        }
+        let log = &self.inner.commit_log;
+        let end = loop {
+            match log.append_prologue_only(&self.inner.queues) {
+                Err(AppendError::SegmentNotReady(base)) => {
+                    if !log.wait_segment(base, SEGMENT_WAIT).await {
+                        return None;
+                    }
+                }
+                Ok(end) => break end,
+                Err(e) => {
+                    tracing::error!(error = ?e, "the prologue records could not be appended");
+                    return None;
+                }
+            }
+        };
+        if end.is_some() {
+            self.inner.wake_all();
+        }
+        end
     }
 
     /// A slave's append of bytes streamed from its master; dispatch follows as for local

@@ -694,3 +694,41 @@ async fn appends_racing_the_warmer_stay_whole() {
         assert_eq!(counts, vec![50; 4]);
     }
 }
+
+/// Prologue records (the broker's metadata journal) are appended, in order, before the
+/// next append's own records, or on their own; a replica's store refuses them.
+#[tokio::test]
+async fn prologue_records_precede_the_next_append() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = MessageStore::open(small_config(dir.path())).expect("store");
+    assert_eq!(store.append_prologue().await, None, "nothing queued");
+    for meta in ["meta-1", "meta-2"] {
+        assert!(store.queue_prologue(message("Journal", 0, meta.as_bytes(), "", "")));
+    }
+    let sent = store
+        .put_message(message("TopicA", 0, b"after", "", ""))
+        .await;
+    assert_eq!(sent.status, PutMessageStatus::PutOk);
+    let message_at = sent.append.expect("append").first_phys_offset();
+    assert!(store.wait_dispatched(T));
+    assert_eq!(read_all(&store, "Journal", 0), ["meta-1", "meta-2"]);
+    let r = store.get_messages("Journal", 0, 0, 32, &AcceptAll);
+    for m in &r.messages {
+        assert!(
+            decode(m).head.physical_offset < message_at,
+            "before the message"
+        );
+    }
+
+    assert!(store.queue_prologue(message("Journal", 0, b"meta-3", "", "")));
+    let end = store.append_prologue().await.expect("appended on its own");
+    assert_eq!(end, store.commit_log_max_offset());
+    assert!(store.wait_dispatched(T));
+    assert_eq!(read_all(&store, "Journal", 0).len(), 3);
+
+    store.set_replica(true);
+    assert!(
+        !store.queue_prologue(message("Journal", 0, b"meta-4", "", "")),
+        "a slave's log is its master's"
+    );
+}

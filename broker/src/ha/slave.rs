@@ -2,7 +2,7 @@
 //! appends what the master streams once [`ReplicaVerifier`] has checked it.
 
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -21,6 +21,7 @@ use super::{
     read_exact, HaError, HaGroup, HANDSHAKE_TIMEOUT, HEARTBEAT_INTERVAL, HOUSEKEEPING_INTERVAL,
     TRANSFER_BATCH,
 };
+use crate::metadata_journal::JournalApplier;
 
 /// The slave side: keeps a connection to the master's HA port and appends what it streams.
 pub struct HaSlave {
@@ -37,6 +38,8 @@ pub struct HaSlave {
     following: Arc<AsyncMutex<()>>,
     /// Controller mode (handshake version 2); `None` for a classic slave.
     controlled: Option<SlaveTerm>,
+    /// Applies the master's metadata records before their bytes are appended.
+    journal: OnceLock<Arc<JournalApplier>>,
 }
 
 /// A controller-mode slave's epoch history and the master epoch it follows.
@@ -123,9 +126,16 @@ impl HaSlave {
             master_offset: watch::Sender::new(0),
             following: Arc::new(AsyncMutex::new(())),
             controlled,
+            journal: OnceLock::new(),
         });
         tokio::spawn(replicate(slave.clone(), store, retry, stop));
         slave
+    }
+
+    /// From now on the master's metadata records are applied (and in the config files)
+    /// before the bytes that carry them are appended, and so before they are acknowledged.
+    pub fn set_journal_applier(&self, applier: Arc<JournalApplier>) {
+        let _ = self.journal.set(applier);
     }
 
     /// Controller mode: replicate as `broker_id` from the master at `ha_addr`, elected with
@@ -283,6 +293,9 @@ async fn follow_master(
         .await?;
         let pushed = verifier.push(frame.offset, body.freeze());
         for append in &pushed.appends {
+            if let (Some(journal), Append::Records { bytes, .. }) = (slave.journal.get(), append) {
+                journal.apply_records(bytes).await;
+            }
             apply(store, append).await?;
         }
         if let Some(term) = &slave.controlled {
