@@ -110,11 +110,6 @@ impl MetadataJournal {
             journal.writer.append_prologue().await;
         });
     }
-
-    /// Appends what is queued now and wakes the slaves (admin changes answer after this).
-    pub async fn flush(&self) {
-        self.writer.append_prologue().await;
-    }
 }
 
 /// A slave's side: applies the metadata records among replicated bytes.

@@ -260,6 +260,22 @@ pub async fn spawn_broker_command(command: Command) -> (Process, String) {
         .expect("the broker process starts")
 }
 
+/// Starts `mqnamesrv` on loopback and an ephemeral port, keeping its files in `dir`
+/// ([`spawn_mqnamesrv`] with a `namesrv.conf` written there).
+pub fn spawn_mqnamesrv_in(dir: &Path) -> (Process, String) {
+    let conf = dir.join("namesrv.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\nconfigStorePath={}\n",
+            dir.join("kv.json").display(),
+            dir.join("namesrv.properties").display()
+        ),
+    )
+    .unwrap_or_else(|e| panic!("cannot write {}: {e}", conf.display()));
+    spawn_mqnamesrv(&conf)
+}
+
 /// Starts `mqnamesrv -c <conf>` and waits (blocking) for its boot line; returns the process
 /// and the name server's address.
 pub fn spawn_mqnamesrv(conf: &Path) -> (Process, String) {

@@ -6,6 +6,7 @@ use stellmq_remoting::protocol::body::{fastjson, TopicConfigSerializeWrapper};
 use stellmq_remoting::protocol::headers::{CommandHeader, SendMessageResponseHeader};
 use stellmq_remoting::protocol::message::id;
 use stellmq_remoting::protocol::{frame, RemotingCommand, RequestCode};
+use stellmq_testkit::process::spawn_mqnamesrv_in;
 use stellmq_testkit::wait::wait_for_blocking;
 use stellmq_testkit::{http_get, request, send_header, Process, Registration, Stack, TIMEOUT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -107,16 +108,7 @@ fn forged(field: &str) -> String {
 #[test]
 fn no_value_a_client_sends_can_forge_a_line_of_the_name_servers_log() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let conf = dir.path().join("namesrv.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
-            dir.path().join("kv.json").display()
-        ),
-    )
-    .expect("write");
-    let (namesrv, addr) = stellmq_testkit::process::spawn_mqnamesrv(&conf);
+    let (namesrv, addr) = spawn_mqnamesrv_in(dir.path());
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
         let client = stellmq_testkit::RawClient::new(&addr);
@@ -257,16 +249,7 @@ fn zlib_of_zeros(inflated: usize) -> bytes::Bytes {
 #[test]
 fn compressed_registrations_cannot_make_the_name_server_hold_memory() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let conf = dir.path().join("namesrv.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
-            dir.path().join("kv.json").display()
-        ),
-    )
-    .expect("write");
-    let (namesrv, addr) = stellmq_testkit::process::spawn_mqnamesrv(&conf);
+    let (namesrv, addr) = spawn_mqnamesrv_in(dir.path());
     let pid = namesrv.id();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let before = proc_status_kib(pid, "RssAnon");
