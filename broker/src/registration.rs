@@ -50,8 +50,15 @@ impl Registrar {
 
     fn request(&self) -> RemotingCommand {
         let config = self.config.read();
+        let mut topics = self.topics.wrapper(Some(config.broker_permission));
+        let role = &self.identity.role;
+        if role.controller_mode() {
+            // RocketMQ 5's rule: the state version is the master epoch, so name servers keep
+            // the route of the newest master when a deposed one still registers.
+            topics.data_version.state_version = i64::from(role.master_epoch().max(0));
+        }
         let body = RegisterBrokerBody {
-            topic_config_serialize_wrapper: self.topics.wrapper(Some(config.broker_permission)),
+            topic_config_serialize_wrapper: topics,
             filter_server_list: Vec::new(),
         };
         let bytes = if config.compressed_register {

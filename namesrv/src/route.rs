@@ -68,6 +68,22 @@ struct Tables {
     filter_servers: HashMap<String, Vec<String>>,
 }
 
+impl Tables {
+    /// The address that holds `reg`'s broker id with a higher state version than `reg`
+    /// carries, if another one does.
+    fn newer_holder(&self, reg: &Registration) -> Option<String> {
+        let holder = self
+            .brokers
+            .get(&reg.broker_name)?
+            .broker_addrs
+            .0
+            .get(&reg.broker_id)
+            .filter(|addr| **addr != reg.broker_addr)?;
+        let held = self.live.get(holder)?.data_version.state_version;
+        (held > reg.topics.data_version.state_version).then(|| holder.clone())
+    }
+}
+
 /// Why a broker left the tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemovalReason {
@@ -100,6 +116,14 @@ impl RouteInfoManager {
     /// REGISTER_BROKER (protocol.md 8.2).
     pub fn register(&self, reg: Registration) -> RegistrationOutcome {
         let mut t = self.tables.write();
+        if let Some(holder) = t.newer_holder(&reg) {
+            // RocketMQ 5: a registration for an id that another address holds with a higher
+            // state version (controller mode: its master epoch) comes from a deposed master
+            // that has not heard yet; it must not take the route from the real one.
+            tracing::warn!(event = "STALE_REGISTRATION_IGNORED", broker = %reg.broker_name, id = reg.broker_id, addr = %reg.broker_addr, state_version = reg.topics.data_version.state_version, holder = %holder, "registration from a lower state version ignored");
+            t.live.remove(&reg.broker_addr);
+            return RegistrationOutcome::default();
+        }
         t.clusters
             .entry(reg.cluster_name.clone())
             .or_default()
@@ -577,6 +601,38 @@ mod tests {
         );
         m.register(reg("a", 0, "m:1", &["T"], 2));
         assert_eq!(m.topic_route("T").expect("route").queue_datas[0].perm, 6);
+    }
+
+    #[test]
+    fn a_deposed_master_cannot_take_the_route_back() {
+        let with_state = |addr: &str, id: i64, state: i64| {
+            let mut r = reg("a", id, addr, &["T"], 1);
+            r.topics.data_version.state_version = state;
+            r
+        };
+        let m = RouteInfoManager::new();
+        m.register(with_state("old:1", 0, 1));
+        // The controller elected new:1 in epoch 2; the old master still thinks it is one.
+        m.register(with_state("new:1", 0, 2));
+        m.register(with_state("old:1", 0, 1));
+        let route = m.topic_route("T").expect("route");
+        assert_eq!(route.broker_datas[0].master_addr(), Some("new:1"));
+        // Once it hears, it registers as a slave: the master stays.
+        m.register(with_state("old:1", 1, 2));
+        let route = m.topic_route("T").expect("route");
+        assert_eq!(route.broker_datas[0].master_addr(), Some("new:1"));
+        assert_eq!(
+            route.broker_datas[0]
+                .broker_addrs
+                .0
+                .get(&1)
+                .map(String::as_str),
+            Some("old:1")
+        );
+        // A later epoch does take over.
+        m.register(with_state("old:1", 0, 3));
+        let route = m.topic_route("T").expect("route");
+        assert_eq!(route.broker_datas[0].master_addr(), Some("old:1"));
     }
 
     #[test]
