@@ -697,3 +697,44 @@ async fn requests_that_give_their_worker_back_wait_together() {
     client.shutdown().await;
     server.shutdown().await;
 }
+
+/// A peer that takes requests and never answers (a cut network looks like this: the
+/// socket stays open). After a call times out on it, the next call dials again instead of
+/// waiting on the same dead connection.
+#[tokio::test]
+async fn a_connection_that_answers_nothing_is_dropped_after_a_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut sink = [0u8; 4096];
+                while socket.read(&mut sink).await.is_ok_and(|n| n > 0) {}
+            });
+        }
+    });
+    let client = RemotingClient::new(ClientConfig::default());
+    for _ in 0..2 {
+        let silent = client
+            .invoke(
+                &addr,
+                request(RequestCode::HEART_BEAT, &[]),
+                Duration::from_millis(200),
+            )
+            .await;
+        assert!(
+            matches!(silent, Err(RemotingError::Timeout { .. })),
+            "{silent:?}"
+        );
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        2,
+        "the second call used a new connection"
+    );
+}

@@ -121,6 +121,8 @@ struct Inner {
     stop_reading: CancellationToken,
     epoch: Instant,
     last_activity_ms: AtomicU64,
+    /// When the peer last sent a byte (ms since `epoch`).
+    last_read_ms: AtomicU64,
 }
 
 /// A cheap-to-clone handle to one connection.
@@ -232,6 +234,7 @@ impl Channel {
                 stop_reading,
                 epoch: Instant::now(),
                 last_activity_ms: AtomicU64::new(0),
+                last_read_ms: AtomicU64::new(0),
             }),
         };
         tokio::spawn(write_loop(
@@ -273,6 +276,22 @@ impl Channel {
     fn touch(&self) {
         let ms = self.inner.epoch.elapsed().as_millis() as u64;
         self.inner.last_activity_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Something arrived from the peer.
+    fn touch_read(&self) {
+        let ms = self.inner.epoch.elapsed().as_millis() as u64;
+        self.inner.last_activity_ms.store(ms, Ordering::Relaxed);
+        self.inner.last_read_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// How long the peer has sent nothing (since the connection opened, if it never did).
+    pub fn silent_for(&self) -> Duration {
+        let last = self.inner.last_read_ms.load(Ordering::Relaxed);
+        self.inner
+            .epoch
+            .elapsed()
+            .saturating_sub(Duration::from_millis(last))
     }
 
     fn idle_for(&self) -> Duration {
@@ -594,7 +613,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
             read = reader.read_buf(&mut buf) => match read {
                 Ok(0) => break "peer closed",
-                Ok(_) => channel.touch(),
+                Ok(_) => channel.touch_read(),
                 Err(e) => {
                     tracing::debug!(peer = %channel.peer(), error = %e, "read failed");
                     break "read error";

@@ -196,9 +196,17 @@ impl RemotingClient {
                 timeout,
             })??;
         let result = channel.invoke_until(request, deadline, timeout).await;
-        if let Err(RemotingError::ConnectionClosed { .. }) = &result {
+        match &result {
             // The next call reconnects.
-            channel.close();
+            Err(RemotingError::ConnectionClosed { .. }) => channel.close(),
+            // A peer that sent nothing for the whole wait is gone (a cut network leaves the
+            // socket open): the next call dials again instead of waiting on it too. A slow
+            // answer on a connection that carries others is no reason to close it.
+            Err(RemotingError::Timeout { .. }) if channel.silent_for() >= timeout => {
+                tracing::info!(%addr, silent_ms = channel.silent_for().as_millis() as u64, "closing a connection that answered nothing within the timeout");
+                channel.close();
+            }
+            _ => {}
         }
         result
     }
