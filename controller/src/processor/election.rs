@@ -152,21 +152,26 @@ async fn notify_role_changed(node: &ControllerNode, outcome: &ElectOutcome) {
         .as_ref()
         .map(|g| g.broker_addrs.0.values().cloned().collect())
         .unwrap_or_default();
+    // All at once: an unreachable member (often the deposed master) must not hold back the
+    // others' notifications by its timeout.
+    let mut notifications = tokio::task::JoinSet::new();
     for addr in addrs {
         let request = RemotingCommand::request(
             RequestCode::NOTIFY_BROKER_ROLE_CHANGED,
             header.to_ext_fields(),
         )
         .with_body(body.clone());
-        match node
-            .client
-            .invoke(&addr, request, Duration::from_secs(3))
-            .await
-        {
-            Ok(_) => tracing::info!(broker = %addr, "CONTROLLER_ROLE_CHANGE_NOTIFIED"),
-            Err(e) => tracing::warn!(broker = %addr, error = %e, "role change notification failed"),
-        }
+        let client = node.client.clone();
+        notifications.spawn(async move {
+            match client.invoke(&addr, request, Duration::from_secs(3)).await {
+                Ok(_) => tracing::info!(broker = %addr, "CONTROLLER_ROLE_CHANGE_NOTIFIED"),
+                Err(e) => {
+                    tracing::warn!(broker = %addr, error = %e, "role change notification failed")
+                }
+            }
+        });
     }
+    while notifications.join_next().await.is_some() {}
 }
 
 pub fn elect_master(

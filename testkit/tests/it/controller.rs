@@ -125,7 +125,7 @@ struct FakeBroker {
     id: i64,
     addr: String,
     seen: Arc<Mutex<Vec<NotifyBrokerRoleChangedRequestHeader>>>,
-    _server: ServerHandle,
+    _server: Option<ServerHandle>,
     heartbeats: Option<JoinHandle<()>>,
 }
 
@@ -158,7 +158,31 @@ impl FakeBroker {
             id,
             addr: server.local_addr().to_string(),
             seen,
-            _server: server,
+            _server: Some(server),
+            heartbeats: None,
+        }
+    }
+
+    /// A broker cut off from the controller: its port takes requests and never answers.
+    async fn start_unreachable(id: i64) -> FakeBroker {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut sink = [0u8; 4096];
+                    while tokio::io::AsyncReadExt::read(&mut socket, &mut sink)
+                        .await
+                        .is_ok_and(|n| n > 0)
+                    {}
+                });
+            }
+        });
+        FakeBroker {
+            id,
+            addr,
+            seen: Arc::new(Mutex::new(Vec::new())),
+            _server: None,
             heartbeats: None,
         }
     }
@@ -288,6 +312,37 @@ async fn three_brokers(client: &ControllerClient, addrs: &str) -> Vec<FakeBroker
         brokers.push(broker);
     }
     brokers
+}
+
+/// Issue #36: the members of a broker set are told of a new master at once; one that does
+/// not answer (the deposed master, cut off) no longer delays the others by its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_member_does_not_delay_the_others_role_change() {
+    let group = Group::start(1, |_| {}).await;
+    group.leader().await;
+    let client = group.client();
+    let mut brokers = vec![FakeBroker::start_unreachable(1).await];
+    for id in 2..=3 {
+        brokers.push(FakeBroker::start(id).await);
+    }
+    for broker in &mut brokers {
+        broker.join(&client).await;
+        broker.beat(group.addr_list());
+    }
+    let started = std::time::Instant::now();
+    let election = tokio::spawn(async move { elect(&client, Some(2)).await });
+    eventually_some("broker 3 hears of the new master", WAIT, async || {
+        brokers[2].notified_master()
+    })
+    .await;
+    let heard_after = started.elapsed();
+    assert!(
+        heard_after < Duration::from_millis(2_500),
+        "told after {heard_after:?}: not behind the unreachable member's 3 s timeout"
+    );
+    let (code, header) = election.await.expect("elect");
+    assert_eq!(code, 0);
+    assert_eq!(header.master_broker_id, Some(2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
