@@ -234,6 +234,8 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         Some(roles) => tasks.push(start_controller_loop(&state, roles, &bc, outbound)?),
         None => {}
     }
+    // The topics and groups start-up created are in the log before the broker serves.
+    state.writer.append_prologue().await;
     tracing::info!(
         event = "BROKER_STARTED",
         cluster = %state.identity.cluster_name,
