@@ -161,20 +161,25 @@ impl Registrar {
             cluster_name: self.identity.cluster_name.clone(),
             broker_id: self.identity.broker_id(),
         };
-        for ns in servers {
+        // All at once, briefly: a stop must not wait long on a name server that is gone
+        // (its routes expire the broker anyway).
+        let unregistrations = servers.into_iter().map(|ns| {
             let request =
                 RemotingCommand::request(RequestCode::UNREGISTER_BROKER, header.to_ext_fields());
-            match self
-                .client
-                .invoke_ok(&ns, request, Duration::from_secs(3))
-                .await
-            {
-                Ok(_) => {
-                    tracing::info!(event = "BROKER_UNREGISTERED", namesrv = %ns, "unregistered from name server")
+            async move {
+                match self
+                    .client
+                    .invoke_ok(&ns, request, UNREGISTER_TIMEOUT)
+                    .await
+                {
+                    Ok(_) => {
+                        tracing::info!(event = "BROKER_UNREGISTERED", namesrv = %ns, "unregistered from name server")
+                    }
+                    Err(e) => tracing::warn!(namesrv = %ns, error = %e, "unregistration failed"),
                 }
-                Err(e) => tracing::warn!(namesrv = %ns, error = %e, "unregistration failed"),
             }
-        }
+        });
+        join_all(unregistrations).await;
         self.client.shutdown().await;
     }
 
@@ -205,9 +210,30 @@ impl Registrar {
                 _ = tokio::time::sleep(period) => {}
                 _ = self.topics.register_now.notified() => {}
             }
-            self.register_all().await;
+            // A stop does not wait for name servers that do not answer.
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = self.register_all() => {}
+            }
         }
     }
+}
+
+/// How long a stopping broker waits for a name server to take its unregistration.
+const UNREGISTER_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// Runs `futures` concurrently to their ends.
+async fn join_all<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+    let mut pending: Vec<_> = futures.map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        pending.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if pending.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
 }
 
 fn crc32(bytes: &[u8]) -> u32 {

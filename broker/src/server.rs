@@ -138,16 +138,42 @@ impl BrokerHandle {
     }
 
     /// Stops serving, unregisters, persists offsets and configs, and closes the store.
+    /// Stops in steps, each logged with what it waits for; the steps that wait on other
+    /// machines or on background work are bounded, the final persist and flush is not (it is
+    /// what makes the stop clean).
     pub async fn shutdown(self) {
+        let started = Instant::now();
         if let Some(metrics) = self.metrics {
-            metrics.shutdown().await;
+            stop_step("the metrics endpoint", STEP_LIMIT, metrics.shutdown()).await;
         }
         self.state.stop.cancel();
-        for task in self.tasks {
-            let _ = task.await;
+        let mut tasks = self.tasks;
+        let waited = stop_step("the background services", STEP_LIMIT, async {
+            for task in tasks.iter_mut() {
+                let _ = task.await;
+            }
+        })
+        .await;
+        if waited.is_none() {
+            tasks.iter().for_each(JoinHandle::abort);
         }
-        self.registrar.unregister_all().await;
-        self.server.shutdown().await;
+        stop_step(
+            "unregistering from the name servers",
+            STEP_LIMIT,
+            self.registrar.unregister_all(),
+        )
+        .await;
+        stop_step(
+            "answering the requests in flight",
+            STEP_LIMIT,
+            self.server.shutdown(),
+        )
+        .await;
+        tracing::info!(
+            event = "BROKER_STOPPING",
+            step = "persisting offsets and configs, flushing the store",
+            "stopping: persisting offsets and configs, flushing the store"
+        );
         let s = self.state;
         let (offsets, schedule, topics, groups, store, pop) =
             (s.offsets, s.schedule, s.topics, s.groups, s.store, s.pop);
@@ -160,8 +186,34 @@ impl BrokerHandle {
             store.shutdown();
         })
         .await;
-        tracing::info!(event = "BROKER_STOPPED", "broker stopped");
+        tracing::info!(
+            event = "BROKER_STOPPED",
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "broker stopped"
+        );
     }
+}
+
+/// The longest a stop waits on any one step that depends on other machines or background work.
+const STEP_LIMIT: Duration = Duration::from_secs(3);
+
+/// One step of a stop: logs what it waits for, and gives up after `limit` (saying so).
+async fn stop_step<T>(
+    what: &str,
+    limit: Duration,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tracing::info!(event = "BROKER_STOPPING", step = what, "stopping: {what}");
+    let done = tokio::time::timeout(limit, work).await.ok();
+    if done.is_none() {
+        tracing::warn!(
+            event = "BROKER_STOP_STEP_CUT",
+            step = what,
+            limit_ms = limit.as_millis() as u64,
+            "stopping: gave up waiting for {what}"
+        );
+    }
+    done
 }
 
 /// Starts a broker: shared state, the request table, then the background services.

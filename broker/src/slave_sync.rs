@@ -45,7 +45,12 @@ impl SlaveSync {
             }
             wait = SYNC_PERIOD;
             if let Some(master) = self.registrar.master_addr() {
-                if let Err(reason) = self.sync_once(&client, &master).await {
+                // A stop does not wait for a master that does not answer.
+                let synced = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    synced = self.sync_once(&client, &master) => synced,
+                };
+                if let Err(reason) = synced {
                     tracing::warn!(%master, %reason, "metadata sync from the master failed");
                 }
             }

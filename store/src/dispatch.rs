@@ -2,7 +2,7 @@
 //! listener (long polling) that a queue has new messages; index entries go to an
 //! [`IndexSink`] (the index thread's feed, or the index itself during recovery).
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use stellmq_remoting::protocol::message::{
     delay_level_of, property, split_keys, sys_flag, tags_code, RecordView,
@@ -124,6 +124,9 @@ pub struct Dispatcher {
     last_store_timestamp: AtomicI64,
     delay_levels: Vec<i64>,
     index_enabled: bool,
+    /// Set when the store stops: a round far behind ends at its next hand-over instead of
+    /// dispatching everything first (the next start continues from where it stopped).
+    stop: AtomicBool,
 }
 
 impl Dispatcher {
@@ -133,7 +136,13 @@ impl Dispatcher {
             last_store_timestamp: AtomicI64::new(0),
             delay_levels,
             index_enabled,
+            stop: AtomicBool::new(false),
         }
+    }
+
+    /// Makes a running round end early (the store is stopping).
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
     }
 
     pub fn reput_from(&self) -> i64 {
@@ -179,7 +188,7 @@ impl Dispatcher {
         jobs: &mut Vec<IndexEntry>,
         offset: &mut i64,
     ) -> Result<usize, StoreError> {
-        let mut handled = 0;
+        let mut handled: usize = 0;
         loop {
             match log.next_record(*offset) {
                 NextRecord::Record(bytes) => {
@@ -201,9 +210,12 @@ impl Dispatcher {
                     self.dispatch(req, queues, index, listener, jobs)?;
                     *offset += size as i64;
                     handled += 1;
-                    if jobs.len() >= HAND_OVER_EVERY {
+                    if jobs.len() >= HAND_OVER_EVERY || handled.is_multiple_of(HAND_OVER_EVERY) {
                         hand_over(index, std::mem::take(jobs));
                         self.reput_from.store(*offset, Ordering::Release);
+                        if self.stop.load(Ordering::Acquire) {
+                            return Ok(handled);
+                        }
                     }
                 }
                 NextRecord::Skip(next) => *offset = next,

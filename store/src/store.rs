@@ -554,6 +554,7 @@ impl MessageStore {
             return;
         }
         self.inner.stopping.store(true, Ordering::Release);
+        self.inner.dispatcher.request_stop();
         self.inner.wake_all();
         self.inner.index_feed.wake();
         {

@@ -267,6 +267,46 @@ async fn a_topic_created_just_before_the_master_dies_is_served_by_its_slave() {
     ns.shutdown().await;
 }
 
+/// Issue #36: a slave whose master was just killed stops on SIGTERM within a few seconds
+/// (it no longer waits out calls to the dead master or a name server), and says what each
+/// step waits for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_whose_master_is_gone_stops_within_seconds() {
+    let _alone = one_group_at_a_time().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = NameServer::start().await;
+    let ns_addr = ns.addr().to_owned();
+    let (mut slave, _) = spawn_broker(
+        "2m-2s-sync/broker-a-s.properties",
+        &dir.path().join("slave"),
+        &ns_addr,
+    )
+    .await;
+    let (mut master, master_addr) = spawn_broker(
+        "2m-2s-sync/broker-a.properties",
+        &dir.path().join("master"),
+        &ns_addr,
+    )
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    send_acknowledged(&client, &master_addr, "the slave follows").await;
+    master.kill();
+    let started = Instant::now();
+    let exit = slave.terminate(STOP_TIMEOUT);
+    let took = started.elapsed();
+    assert!(exit.success(), "clean exit: {exit}");
+    assert!(took < Duration::from_secs(5), "stopped in {took:?}");
+    let output = slave.output();
+    assert!(
+        output
+            .iter()
+            .any(|l| l.contains("stopping: flushing") || l.contains("stopping: persisting")),
+        "each step is logged:\n{}",
+        output.join("\n")
+    );
+    ns.shutdown().await;
+}
+
 type Bodies = Arc<Mutex<BTreeSet<String>>>;
 
 /// Sends numbered messages until `stop`, recording the acknowledged ones; failures (the
