@@ -256,6 +256,10 @@ async fn runtime_info_reports_current_figures() {
     let idle = stack.raw().runtime_info().await;
     assert_eq!(windows(&idle, "putTps"), vec![0.0, 0.0, 0.0]);
     send_all(&stack, 20).await;
+    assert!(stack
+        .broker()
+        .store()
+        .wait_dispatched(Duration::from_secs(10)));
     let config = consumer_config(stack.ns_addr(), "RuntimeGroup");
     let (consumer, _seen) = recording_consumer(config, TOPIC, "*").await;
     wait_consumed_all(stack.raw(), "RuntimeGroup", TOPIC, Duration::from_secs(30)).await;
