@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use parking_lot::RwLock;
 use stellmq_acl::{AccessValidator, AclSource};
-use stellmq_store::MessageStore;
+use stellmq_store::{MessageStore, StoreOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -160,8 +160,12 @@ impl BrokerState {
         let identity = Arc::new(identity(&bc, listeners, role)?);
         let store_config = config.store.clone();
         let delay_levels = store_config.delay_levels()?.len();
+        let options = StoreOptions {
+            hold_dispatch: bc.enable_controller_mode,
+            ..StoreOptions::default()
+        };
         let store = Arc::new(
-            tokio::task::spawn_blocking(move || MessageStore::open(store_config))
+            tokio::task::spawn_blocking(move || MessageStore::open_with(store_config, options))
                 .await
                 .map_err(join_error("store"))??,
         );

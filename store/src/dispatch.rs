@@ -127,6 +127,9 @@ pub struct Dispatcher {
     /// Set when the store stops: a round far behind ends at its next hand-over instead of
     /// dispatching everything first (the next start continues from where it stopped).
     stop: AtomicBool,
+    /// Only records that end at or before this offset are dispatched (RocketMQ 5's confirm
+    /// offset: what every replica that may be elected has); `i64::MAX` when nothing waits.
+    limit: AtomicI64,
 }
 
 impl Dispatcher {
@@ -137,7 +140,17 @@ impl Dispatcher {
             delay_levels,
             index_enabled,
             stop: AtomicBool::new(false),
+            limit: AtomicI64::new(i64::MAX),
         }
+    }
+
+    /// Dispatches no record that ends past `offset` until the limit is raised.
+    pub fn set_limit(&self, offset: i64) {
+        self.limit.store(offset, Ordering::Release);
+    }
+
+    pub fn limit(&self) -> i64 {
+        self.limit.load(Ordering::Acquire)
     }
 
     /// Makes a running round end early (the store is stopping).
@@ -193,6 +206,9 @@ impl Dispatcher {
             match log.next_record(*offset) {
                 NextRecord::Record(bytes) => {
                     let size = bytes.len();
+                    if (*offset).saturating_add(size as i64) > self.limit() {
+                        return Ok(handled);
+                    }
                     let record = match RecordView::parse(&bytes) {
                         Ok(record) => record,
                         Err(e) => {

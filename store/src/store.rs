@@ -31,6 +31,10 @@ use crate::segments::SegmentQueue;
 pub struct StoreOptions {
     /// Replaces the statvfs-based disk usage probe.
     pub disk_usage: Option<DiskUsageProbe>,
+    /// Controller mode: make nothing past the recovered ConsumeQueues consumable until
+    /// [`MessageStore::set_confirm_offset`] says so (the broker's role decides what of its
+    /// log's tail survives).
+    pub hold_dispatch: bool,
 }
 
 /// Messages found by key.
@@ -147,6 +151,9 @@ impl MessageStore {
             config.delay_levels()?,
             config.message_index_enable,
         );
+        if options.hold_dispatch {
+            dispatcher.set_limit(reput_from);
+        }
         let redispatched =
             dispatcher.run_once(&commit_log, &queues, IndexSink::Direct(&index), None)?;
         for cq in queues.all() {
@@ -482,6 +489,23 @@ impl MessageStore {
 
     pub fn commit_log_max_offset(&self) -> i64 {
         self.inner.commit_log.max_offset()
+    }
+
+    /// Controller mode: makes only records that end at or before `offset` consumable (the
+    /// master's confirm offset: what every SyncStateSet member has). Records past it stay in
+    /// the CommitLog, undispatched, until it is raised: a consumer never reads bytes a new
+    /// master may truncate (RocketMQ 5 with `readUnCommitted=false`). `i64::MAX` lifts it.
+    pub fn set_confirm_offset(&self, offset: i64) {
+        let raised = offset > self.inner.dispatcher.limit();
+        self.inner.dispatcher.set_limit(offset);
+        if raised {
+            self.inner.wake_all();
+        }
+    }
+
+    /// The offset set by [`Self::set_confirm_offset`] (`i64::MAX` when none holds dispatch).
+    pub fn confirm_offset(&self) -> i64 {
+        self.inner.dispatcher.limit()
     }
 
     /// Bytes written to the CommitLog but not yet dispatched.

@@ -360,6 +360,7 @@ async fn full_disk_refuses_writes_until_space_returns() {
         disk_usage: Some(Arc::new(move |_: &std::path::Path| {
             Some(probe_usage.load(Ordering::SeqCst) as f64 / 100.0)
         })),
+        ..StoreOptions::default()
     };
     let store = MessageStore::open_with(config, options).expect("open");
     assert_eq!(
@@ -731,4 +732,69 @@ async fn prologue_records_precede_the_next_append() {
         !store.queue_prologue(message("Journal", 0, b"meta-4", "", "")),
         "a slave's log is its master's"
     );
+}
+
+/// A confirm offset holds back what is not on every replica: the messages are stored and
+/// numbered at once, but consumers see them only once the offset covers them whole.
+#[tokio::test]
+async fn messages_past_the_confirm_offset_are_not_consumable_until_it_covers_them() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = MessageStore::open(small_config(dir.path())).expect("store");
+    let first = store
+        .put_message(message("TopicC", 0, b"one", "", ""))
+        .await;
+    let first_end = first.append.expect("append").end_offset;
+    assert!(store.wait_dispatched(T));
+
+    store.set_confirm_offset(first_end);
+    let second = store
+        .put_message(message("TopicC", 0, b"two", "", ""))
+        .await;
+    let second = second.append.expect("append");
+    assert_eq!(second.queue_offset, 1, "numbered at once");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(read_all(&store, "TopicC", 0), ["one"], "held back");
+
+    // Part of the record is not enough.
+    store.set_confirm_offset(second.end_offset - 1);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        read_all(&store, "TopicC", 0),
+        ["one"],
+        "a record is dispatched whole"
+    );
+
+    store.set_confirm_offset(second.end_offset);
+    assert!(store.wait_dispatched(T));
+    assert_eq!(read_all(&store, "TopicC", 0), ["one", "two"]);
+    store.set_confirm_offset(i64::MAX);
+    assert_eq!(store.confirm_offset(), i64::MAX);
+}
+
+/// A controller-mode broker reopens its store holding back the undispatched tail: its role
+/// (and the new master's history) decides what of it survives.
+#[tokio::test]
+async fn a_store_opened_holding_dispatch_keeps_its_undispatched_tail_back() {
+    let dir = tempfile::tempdir().expect("dir");
+    {
+        let store = MessageStore::open(small_config(dir.path())).expect("store");
+        store
+            .put_message(message("TopicH", 0, b"confirmed", "", ""))
+            .await;
+        assert!(store.wait_dispatched(T));
+        store.set_confirm_offset(store.commit_log_max_offset());
+        store
+            .put_message(message("TopicH", 0, b"unconfirmed", "", ""))
+            .await;
+    }
+    let options = StoreOptions {
+        hold_dispatch: true,
+        ..StoreOptions::default()
+    };
+    let store = MessageStore::open_with(small_config(dir.path()), options).expect("reopen");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(read_all(&store, "TopicH", 0), ["confirmed"]);
+    store.set_confirm_offset(i64::MAX);
+    assert!(store.wait_dispatched(T));
+    assert_eq!(read_all(&store, "TopicH", 0), ["confirmed", "unconfirmed"]);
 }

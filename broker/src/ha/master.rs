@@ -74,6 +74,7 @@ impl HaMaster {
         let controlled = Controlled::new(epochs, SyncStateTracker::new(max_not_caught_up));
         let master = Self::start_inner(store, listener, group, stop, Some(controlled));
         tokio::spawn(check_sync_state_set(master.clone()));
+        tokio::spawn(publish_confirm_offset(master.clone()));
         master
     }
 
@@ -117,6 +118,8 @@ impl HaMaster {
     /// slave is admitted until the next term.
     pub fn end_term(&self) {
         if let Some(c) = &self.controlled {
+            // The confirm offset stays: what lies past it may be cut when this broker
+            // follows the new master (the slave lifts it once it has joined that history).
             c.end();
         }
     }
@@ -271,6 +274,27 @@ async fn check_sync_state_set(master: Arc<HaMaster>) {
             if c.term().is_some() {
                 c.sync.check_shrink(master.store.commit_log_max_offset());
             }
+        }
+    }
+}
+
+/// Controller mode: keeps the store's confirm offset at what every SyncStateSet member has
+/// while this broker is master, so consumers read only what survives any election.
+/// Recomputed on every acknowledgement and set change.
+async fn publish_confirm_offset(master: Arc<HaMaster>) {
+    let Some(c) = &master.controlled else {
+        return;
+    };
+    let mut progress = c.sync.progress();
+    loop {
+        progress.borrow_and_update();
+        if c.term().is_some() {
+            master.store.set_confirm_offset(c.sync.confirm_offset());
+        }
+        tokio::select! {
+            _ = master.stop.cancelled() => return,
+            changed = progress.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep(SHRINK_CHECK) => {}
         }
     }
 }

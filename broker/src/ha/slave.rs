@@ -449,6 +449,9 @@ fn join_master_history(
                 .map_err(|e| HaError::Truncate(e.to_string()))?;
         }
     }
+    // What is left is the master's history: it may be consumed (a demoted master held its
+    // unconfirmed tail back until now).
+    store.set_confirm_offset(i64::MAX);
     let end = store.commit_log_max_offset();
     let (have, later): (Vec<EpochEntry>, Vec<EpochEntry>) =
         master.entries().iter().partition(|e| e.start_offset <= end);

@@ -114,6 +114,8 @@ impl SyncStateTracker {
         let now = Instant::now();
         for p in s.slaves.values_mut() {
             p.caught_up = now;
+            // A report of an earlier term may predate a truncation: only this term's count.
+            p.acked = 0;
         }
         drop(s);
         self.wanted.send_replace(None);
@@ -180,6 +182,21 @@ impl SyncStateTracker {
                 .get(id)
                 .is_some_and(|p| p.connections > 0 && p.acked >= offset)
         })
+    }
+
+    /// The confirm offset: the lowest offset every member but the master has acknowledged
+    /// (a member that has not reported in this term counts as 0, one disconnected with what
+    /// it last reported: it may still be elected); `i64::MAX` without other members. What
+    /// lies past it may be truncated by a new master, so consumers must not see it.
+    pub fn confirm_offset(&self) -> i64 {
+        let members = self.effective();
+        let s = self.state.lock();
+        members
+            .iter()
+            .filter(|id| **id != s.local_id)
+            .map(|id| s.slaves.get(id).map_or(0, |p| p.acked))
+            .min()
+            .unwrap_or(i64::MAX)
     }
 
     /// A receiver woken on every report and set change.
@@ -334,6 +351,34 @@ mod tests {
         assert!(t.all_members_have(200));
         assert!(!t.all_members_have(201));
         assert_eq!(t.replicas_with(200), 2);
+    }
+
+    #[test]
+    fn the_confirm_offset_is_what_every_member_has() {
+        let t = SyncStateTracker::new(Duration::from_secs(60));
+        t.begin(1, set(&[1], 1), 0);
+        assert_eq!(t.confirm_offset(), i64::MAX, "the master alone");
+        t.begin(1, set(&[1, 2, 3], 2), 0);
+        assert_eq!(
+            t.confirm_offset(),
+            0,
+            "members that have not reported hold it"
+        );
+        t.connected(2);
+        t.connected(3);
+        t.report(2, 300, 500);
+        t.report(3, 200, 500);
+        assert_eq!(t.confirm_offset(), 200);
+        t.disconnected(3);
+        assert_eq!(t.confirm_offset(), 200, "a member gone still holds it");
+        assert!(t.apply(set(&[1, 2], 3)));
+        assert_eq!(t.confirm_offset(), 300);
+        t.begin(1, set(&[1, 2], 4), 500);
+        assert_eq!(
+            t.confirm_offset(),
+            0,
+            "a new term counts its own reports only"
+        );
     }
 
     #[test]

@@ -233,6 +233,8 @@ impl RoleSwitcher {
         self.ha_slave.stop_following().await;
         let (store, epochs) = (self.store.clone(), self.epochs.clone());
         let start = blocking(move || {
+            // Its log is the set's history now: all of it may be consumed.
+            store.set_confirm_offset(i64::MAX);
             store.wait_dispatched(Duration::from_secs(60));
             let start = store.commit_log_max_offset();
             // The same epoch again (this broker restarted within its term): the term goes on.

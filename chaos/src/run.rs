@@ -1,0 +1,475 @@
+//! One run: build the network, start the cluster inside it, run the workload while the
+//! schedule's faults come and go, undo every fault, check, report, tear everything down.
+//!
+//! The run's own network calls (the workload, the checker, the controllers' watcher) are made
+//! from a thread that has joined the client's namespace; its tokio runtime's threads inherit
+//! it. The namespaces are removed when the run ends, however it ends.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use stellmq_client::{AdminClient, TopicConfig};
+use stellmq_remoting::net::ControllerClient;
+
+use crate::check::{self, Findings};
+use crate::cluster::{Cluster, Role, Shape, BROKER_NAME};
+use crate::net::Net;
+use crate::schedule::{self, Fault, Step};
+use crate::workload::{Workload, TOPIC};
+use crate::ChaosError;
+
+/// Queues of the run's topic.
+const QUEUES: i32 = 4;
+/// Acknowledgements before the first fault.
+const WARM_UP_ACKS: usize = 100;
+/// How long the cluster gets, once every fault is undone, to serve every message again.
+const SETTLE: Duration = Duration::from_secs(90);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub seed: u64,
+    pub shape: Shape,
+    pub faults: usize,
+    /// Where the nodes keep their stores and configuration (removed afterwards).
+    pub work_dir: Option<PathBuf>,
+}
+
+/// One fault as it happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    pub fault: Fault,
+    /// The node it hit (empty when its target could not be resolved).
+    pub target: String,
+    pub started_at: u64,
+    pub ended_at: u64,
+    /// From the fault's start to the first acknowledgement of a send begun after it.
+    pub recovery_ms: Option<u64>,
+}
+
+/// What a run reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub seed: u64,
+    pub shape: Shape,
+    pub faults: Vec<FaultRecord>,
+    pub findings: Findings,
+    pub recovery_median_ms: Option<u64>,
+    pub recovery_worst_ms: Option<u64>,
+    pub final_master: String,
+    pub duration_s: u64,
+}
+
+impl Report {
+    pub fn passed(&self) -> bool {
+        self.findings.passed()
+    }
+}
+
+/// Runs `config` (blocking; needs root).
+pub fn run(config: &RunConfig) -> Result<Report, ChaosError> {
+    crate::net::can_build().map_err(ChaosError::Unsupported)?;
+    Net::sweep();
+    let run_id = std::process::id().to_string();
+    let mut names = config.shape.host_names();
+    names.push("client");
+    let mut net = Net::build(&run_id, &names)?;
+    let client_ns = net
+        .host("client")
+        .map(|h| h.netns.clone())
+        .ok_or_else(|| ChaosError::Setup("no client namespace".into()))?;
+    let dir = match &config.work_dir {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+    .map_err(|e| ChaosError::Setup(format!("work dir: {e}")))?;
+    let config = config.clone();
+    let dir_path = dir.path().to_owned();
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| {
+            join_netns(&client_ns)?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| ChaosError::Setup(format!("runtime: {e}")))?;
+            rt.block_on(scenario(&config, &mut net, dir_path))
+        })
+        .join()
+        .unwrap_or_else(|_| Err(ChaosError::Setup("the run panicked".into())))
+    });
+    drop(net);
+    drop(dir);
+    outcome
+}
+
+/// Moves the calling thread into network namespace `name`.
+fn join_netns(name: &str) -> Result<(), ChaosError> {
+    let path = format!("/run/netns/{name}");
+    let file = File::open(&path).map_err(|e| ChaosError::Setup(format!("{path}: {e}")))?;
+    nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET)
+        .map_err(|e| ChaosError::Setup(format!("setns {name}: {e}")))
+}
+
+async fn scenario(config: &RunConfig, net: &mut Net, dir: PathBuf) -> Result<Report, ChaosError> {
+    let began = Instant::now();
+    let hosts = net.hosts().to_vec();
+    let mut cluster = Cluster::start(config.shape, &hosts, &dir).await?;
+    let outcome = faults_and_check(config, net, &mut cluster, &dir, began).await;
+    if outcome.is_err() {
+        for node in &cluster.nodes {
+            tracing::error!(node = %node.host.name, output = %node.output().join("\n"), "last output");
+        }
+    }
+    cluster.stop();
+    outcome
+}
+
+async fn faults_and_check(
+    config: &RunConfig,
+    net: &mut Net,
+    cluster: &mut Cluster,
+    dir: &std::path::Path,
+    began: Instant,
+) -> Result<Report, ChaosError> {
+    let master = ready(cluster).await?;
+    create_topic(cluster, &master).await?;
+    let mut workload = Workload::start(cluster, began, &dir.join("offsets")).await?;
+    let watcher = watch_masters(cluster, &workload);
+    wait_for(
+        Duration::from_secs(60),
+        "the first acknowledgements",
+        || workload.journal.lock().acks.len() >= WARM_UP_ACKS,
+    )
+    .await?;
+    let steps = schedule::generate(config.seed, config.shape, config.faults);
+    let mut records = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        tokio::time::sleep(Duration::from_millis(step.quiet_before_ms)).await;
+        let seed = config.seed.wrapping_mul(1_000_003).wrapping_add(i as u64);
+        let record = inject(step, seed, net, cluster, &workload).await?;
+        tracing::info!(n = i + 1, fault = step.fault.name(), target = %record.target, "fault undone");
+        records.push(record);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    workload.stop_sending().await;
+    net.heal()?;
+    cluster.revive_all().await?;
+    let (final_master, findings) = settle_and_check(cluster, &workload).await?;
+    if let Some(w) = watcher {
+        w.abort();
+    }
+    {
+        let journal = workload.journal.lock();
+        for r in &mut records {
+            r.recovery_ms = journal
+                .acks
+                .iter()
+                .filter(|a| a.sent_at >= r.started_at)
+                .map(|a| a.acked_at.saturating_sub(r.started_at))
+                .min();
+        }
+    }
+    workload.shutdown().await;
+    let mut recoveries: Vec<u64> = records.iter().filter_map(|r| r.recovery_ms).collect();
+    recoveries.sort_unstable();
+    Ok(Report {
+        seed: config.seed,
+        shape: config.shape,
+        recovery_median_ms: recoveries.get(recoveries.len() / 2).copied(),
+        recovery_worst_ms: recoveries.last().copied(),
+        faults: records,
+        findings,
+        final_master,
+        duration_s: began.elapsed().as_secs(),
+    })
+}
+
+/// Polls `done` every 100 ms up to `limit`.
+async fn wait_for(
+    limit: Duration,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+) -> Result<(), ChaosError> {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() > deadline {
+            return Err(ChaosError::Stuck(format!("{what} within {limit:?}")));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// Waits until the broker set has a master (controller mode: with every broker in its
+/// SyncStateSet) routed by the name server; returns the master's name.
+async fn ready(cluster: &Cluster) -> Result<String, ChaosError> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let admin = AdminClient::new(cluster.namesrv_addr())
+        .map_err(|e| ChaosError::Setup(format!("admin client: {e}")))?;
+    loop {
+        if let Some(master) = routed_master(cluster, &admin).await {
+            let in_sync = match &cluster.controllers {
+                None => true,
+                Some(c) => c
+                    .get_replica_info(BROKER_NAME)
+                    .await
+                    .is_ok_and(|(_, set)| set.sync_state_set.len() == 3),
+            };
+            if in_sync {
+                admin.shutdown().await;
+                return Ok(master);
+            }
+        }
+        if Instant::now() > deadline {
+            admin.shutdown().await;
+            return Err(ChaosError::Stuck("the cluster never became ready".into()));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The master the controllers (or the configuration) name, once the name server routes it.
+async fn routed_master(cluster: &Cluster, admin: &AdminClient) -> Option<String> {
+    let master = cluster.master().await?;
+    let addr = cluster.nodes.iter().find(|n| n.host.name == master)?.addr();
+    let info = admin.cluster_info().await.ok()?;
+    let routed = info.broker_addr_table.get(BROKER_NAME)?.master_addr()? == addr;
+    routed.then_some(master)
+}
+
+async fn create_topic(cluster: &Cluster, master: &str) -> Result<(), ChaosError> {
+    let addr = cluster
+        .nodes
+        .iter()
+        .find(|n| n.host.name == master)
+        .map(|n| n.addr())
+        .ok_or_else(|| ChaosError::Setup("no master".into()))?;
+    let admin = AdminClient::new(cluster.namesrv_addr())
+        .map_err(|e| ChaosError::Setup(format!("admin client: {e}")))?;
+    let mut topic = TopicConfig::new(TOPIC);
+    topic.read_queue_nums = QUEUES;
+    topic.write_queue_nums = QUEUES;
+    let created = admin.create_topic(&addr, &topic).await;
+    admin.shutdown().await;
+    created.map_err(|e| ChaosError::Setup(format!("create topic: {e}")))
+}
+
+/// Controller mode: samples who the controllers name master every 100 ms.
+fn watch_masters(cluster: &Cluster, workload: &Workload) -> Option<tokio::task::JoinHandle<()>> {
+    let list = cluster.controller_list()?;
+    let client =
+        ControllerClient::new(cluster.remoting.clone(), &list, Duration::from_secs(1)).ok()?;
+    let journal = workload.journal.clone();
+    let epoch_start = workload.epoch();
+    Some(tokio::spawn(async move {
+        loop {
+            if let Ok((header, _)) = client.get_replica_info(BROKER_NAME).await {
+                if let (Some(addr), Some(epoch)) = (header.master_address, header.master_epoch) {
+                    if !addr.is_empty() {
+                        let at = u64::try_from(epoch_start.elapsed().as_millis()).unwrap_or(0);
+                        journal.lock().masters.push(crate::workload::MasterSample {
+                            at,
+                            addr,
+                            epoch,
+                        });
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }))
+}
+
+/// How a fault in force is undone.
+enum Undo {
+    Nothing,
+    Restart(String),
+    Resume(String),
+    Heal,
+    /// The master's links go down and up until the fault's time is over.
+    Flap(String),
+}
+
+/// Applies one fault, holds it for its duration, then undoes it. Its start is taken once
+/// it is in force (a send begun while the rules were being written is not "after it").
+async fn inject(
+    step: &Step,
+    seed: u64,
+    net: &mut Net,
+    cluster: &mut Cluster,
+    workload: &Workload,
+) -> Result<FaultRecord, ChaosError> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let hold = Duration::from_millis(step.fault.duration_ms());
+    let (target, undo) = apply(&step.fault, &mut rng, net, cluster).await?;
+    let started_at = workload.now();
+    match undo {
+        Undo::Flap(m) => {
+            let until = Instant::now() + hold;
+            while Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1000))).await;
+                net.heal()?;
+                tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1000))).await;
+                net.isolate(&m)?;
+            }
+            net.heal()?;
+        }
+        undo => {
+            tokio::time::sleep(hold).await;
+            match undo {
+                Undo::Restart(name) => cluster.restart(&name).await?,
+                Undo::Resume(name) => cluster.resume(&name)?,
+                Undo::Heal => net.heal()?,
+                Undo::Nothing | Undo::Flap(_) => {}
+            }
+        }
+    }
+    Ok(FaultRecord {
+        fault: step.fault.clone(),
+        target,
+        started_at,
+        ended_at: workload.now(),
+        recovery_ms: None,
+    })
+}
+
+/// Puts `fault` in force; returns its target (empty when none could be resolved) and how
+/// to undo it.
+async fn apply(
+    fault: &Fault,
+    rng: &mut StdRng,
+    net: &mut Net,
+    cluster: &mut Cluster,
+) -> Result<(String, Undo), ChaosError> {
+    let master = cluster.master().await;
+    let brokers = cluster.names(Role::Broker);
+    let slaves: Vec<String> = brokers
+        .iter()
+        .filter(|b| Some(*b) != master.as_ref())
+        .cloned()
+        .collect();
+    let slave = slaves.get(rng.gen_range(0..slaves.len().max(1))).cloned();
+    let target = match fault {
+        Fault::KillMaster { .. } | Fault::PauseMaster { .. } | Fault::IsolateMaster { .. } => {
+            master.clone()
+        }
+        Fault::PartialMaster { .. } | Fault::FlapMaster { .. } => master.clone(),
+        Fault::KillSlave { .. } | Fault::IsolateSlave { .. } => slave,
+        Fault::IsolateControllerLeader { .. } | Fault::KillControllerLeader { .. } => {
+            cluster.controller_leader().await
+        }
+        Fault::CutNameServer { .. } => Some("ns".to_owned()),
+    };
+    let Some(name) = target else {
+        return Ok((String::new(), Undo::Nothing));
+    };
+    let undo = match fault {
+        Fault::KillMaster { .. } | Fault::KillSlave { .. } | Fault::KillControllerLeader { .. } => {
+            cluster.kill(&name)?;
+            Undo::Restart(name.clone())
+        }
+        Fault::PauseMaster { .. } => {
+            cluster.pause(&name)?;
+            Undo::Resume(name.clone())
+        }
+        Fault::IsolateMaster { .. }
+        | Fault::IsolateSlave { .. }
+        | Fault::IsolateControllerLeader { .. } => {
+            net.isolate(&name)?;
+            Undo::Heal
+        }
+        Fault::PartialMaster { .. } => {
+            let mut others = cluster.names(Role::Controller);
+            others.extend(brokers.iter().filter(|b| **b != name).cloned());
+            let others: Vec<&str> = others.iter().map(String::as_str).collect();
+            net.cut(&[name.as_str()], &others)?;
+            Undo::Heal
+        }
+        Fault::CutNameServer { .. } => {
+            let b: Vec<&str> = brokers.iter().map(String::as_str).collect();
+            net.cut(&["ns"], &b)?;
+            Undo::Heal
+        }
+        Fault::FlapMaster { .. } => {
+            net.isolate(&name)?;
+            Undo::Flap(name.clone())
+        }
+    };
+    Ok((name, undo))
+}
+
+/// Waits for the final master, then checks; returns the master's name and the findings.
+/// Lost messages are read again until the settle time is over (a master that has just come
+/// back may still be recovering its queues); what is still missing then is lost.
+async fn settle_and_check(
+    cluster: &Cluster,
+    workload: &Workload,
+) -> Result<(String, Findings), ChaosError> {
+    let deadline = Instant::now() + SETTLE;
+    let admin = AdminClient::new(cluster.namesrv_addr())
+        .map_err(|e| ChaosError::Setup(format!("admin client: {e}")))?;
+    let mut last = Findings::default();
+    let mut master = String::new();
+    loop {
+        if let Some(m) = routed_master(cluster, &admin).await {
+            let addr = cluster
+                .nodes
+                .iter()
+                .find(|n| n.host.name == m)
+                .map(|n| n.addr())
+                .unwrap_or_default();
+            master = m;
+            if let Ok(stored) = check::read_all(&cluster.remoting, &addr, QUEUES).await {
+                last = findings(cluster, workload, &stored, &addr);
+                if last.passed() {
+                    break;
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    admin.shutdown().await;
+    if master.is_empty() {
+        return Err(ChaosError::Stuck(
+            "no master was routed once the faults were over".into(),
+        ));
+    }
+    Ok((master, last))
+}
+
+fn findings(
+    cluster: &Cluster,
+    workload: &Workload,
+    stored: &check::Stored,
+    master_addr: &str,
+) -> Findings {
+    let journal = workload.journal.lock();
+    let mut f = Findings {
+        unacknowledged: journal.unacknowledged,
+        ..Findings::default()
+    };
+    check::stored_matches(&journal.acks, stored, &mut f);
+    check::order_holds(&journal.acks, &mut f);
+    match cluster.shape {
+        Shape::Controller => check::no_overlapping_masters(&journal.acks, &journal.masters, &mut f),
+        Shape::Classic => check::only_master_acks(&journal.acks, master_addr, &mut f),
+    }
+    let (clustering, broadcasting) = check::skipped(&journal);
+    f.skipped_clustering = clustering;
+    f.skipped_broadcasting = broadcasting;
+    f.skipped_examples = check::skipped_examples(&journal, 5);
+    f
+}
+
+/// The report as pretty JSON.
+pub fn to_json(report: &Report) -> String {
+    serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
