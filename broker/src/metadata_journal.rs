@@ -9,7 +9,8 @@
 //!
 //! A record is an ordinary message in RocketMQ's format: body JSON, e.g.
 //! `{"topic":{...TopicConfig...}}`, `{"topicDeleted":"T"}`, `{"group":{...}}`,
-//! `{"groupDeleted":"G"}`. Clients may not send to the topic (an `rmq_sys_` topic).
+//! `{"groupDeleted":"G"}`, `{"timerDelivered":12}` (timer progress, see [`crate::timer`]).
+//! Clients may not send to the topic (an `rmq_sys_` topic).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,7 @@ use stellmq_store::{MessageStore, PutMessage};
 
 use crate::context::now_ms;
 use crate::group::SubscriptionGroupManager;
+use crate::timer::TimerService;
 use crate::topic::TopicConfigManager;
 use crate::writer::MessageWriter;
 
@@ -37,6 +39,8 @@ pub enum MetadataChange {
     TopicDeleted(String),
     Group(SubscriptionGroupConfig),
     GroupDeleted(String),
+    /// The timer message at this offset of `rmq_sys_wheel_timer` queue 0 was delivered.
+    TimerDelivered(i64),
 }
 
 /// Where the topic and group managers write their changes (set once the store and the
@@ -116,11 +120,27 @@ impl MetadataJournal {
 pub struct JournalApplier {
     topics: Arc<TopicConfigManager>,
     groups: Arc<SubscriptionGroupManager>,
+    timers: Arc<TimerService>,
+    /// When timerProgress.json was last saved (at most once a second: a slave that crashes
+    /// may deliver the last second's timers again once promoted, at-least-once).
+    timers_saved: parking_lot::Mutex<Option<std::time::Instant>>,
 }
 
+/// How often a slave saves the timer progress it replicates.
+const SAVE_TIMERS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl JournalApplier {
-    pub fn new(topics: Arc<TopicConfigManager>, groups: Arc<SubscriptionGroupManager>) -> Self {
-        Self { topics, groups }
+    pub fn new(
+        topics: Arc<TopicConfigManager>,
+        groups: Arc<SubscriptionGroupManager>,
+        timers: Arc<TimerService>,
+    ) -> Self {
+        Self {
+            topics,
+            groups,
+            timers,
+            timers_saved: parking_lot::Mutex::new(None),
+        }
     }
 
     /// Applies the metadata records among `records` (whole records back to back, as the
@@ -129,11 +149,16 @@ impl JournalApplier {
     pub async fn apply_records(&self, records: &[u8]) {
         let mut topics_changed = None;
         let mut groups_changed = None;
+        let mut timers_changed = false;
         let mut rest = records;
         while let Ok(record) = RecordView::parse(rest) {
             if record.topic == JOURNAL_TOPIC {
                 let body = rest.get(record.body_range.clone()).unwrap_or_default();
                 match serde_json::from_slice::<MetadataChange>(body) {
+                    Ok(MetadataChange::TimerDelivered(offset)) => {
+                        self.timers.mark_delivered(offset);
+                        timers_changed = true;
+                    }
                     Ok(change) => self.apply(change, &mut topics_changed, &mut groups_changed),
                     Err(e) => {
                         tracing::warn!(error = %e, "a metadata record from the master could not be read; ignored")
@@ -141,6 +166,9 @@ impl JournalApplier {
                 }
             }
             rest = rest.get(record.total..).unwrap_or_default();
+        }
+        if timers_changed {
+            self.save_timers_now_and_then();
         }
         if let Some(generation) = topics_changed {
             if !self.topics.persisted(generation).await {
@@ -154,6 +182,19 @@ impl JournalApplier {
                 );
             }
         }
+    }
+
+    /// Saves the replicated timer progress on a blocking thread, at most once a second.
+    fn save_timers_now_and_then(&self) {
+        {
+            let mut saved = self.timers_saved.lock();
+            if saved.is_some_and(|at| at.elapsed() < SAVE_TIMERS_EVERY) {
+                return;
+            }
+            *saved = Some(std::time::Instant::now());
+        }
+        let timers = self.timers.clone();
+        tokio::task::spawn_blocking(move || timers.persist());
     }
 
     fn apply(
@@ -190,6 +231,7 @@ impl JournalApplier {
                     *groups_changed = Some(generation);
                 }
             }
+            MetadataChange::TimerDelivered(offset) => self.timers.mark_delivered(offset),
         }
     }
 }

@@ -410,11 +410,13 @@ fn journal_metadata(
         identity.store_host,
     ));
     tables.topics.set_journal(journal.clone());
-    tables.groups.set_journal(journal);
+    tables.groups.set_journal(journal.clone());
+    tables.timers.set_journal(journal);
     if let Some(slave) = ha_slave {
         slave.set_journal_applier(Arc::new(JournalApplier::new(
             tables.topics.clone(),
             tables.groups.clone(),
+            tables.timers.clone(),
         )));
     }
 }

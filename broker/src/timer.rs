@@ -8,6 +8,12 @@
 //! timer is delivered, plus the delivered offsets above it; a restart reloads the queue from
 //! there, so nothing is lost and a clean restart delivers nothing twice (after a crash,
 //! deliveries since the last save may repeat, which at-least-once delivery allows).
+//!
+//! Progress travels with the data (issue #36): each delivery, once stored, is journaled
+//! ([`MetadataChange::TimerDelivered`]) ahead of the next append, and a slave marks it
+//! delivered as the record arrives ([`TimerService::mark_delivered`]), so a promoted slave
+//! does not deliver again what its old master delivered (at most the deliveries whose record
+//! the master had not yet appended when it died).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -22,6 +28,7 @@ use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessage};
 
 use crate::context::now_ms;
 use crate::deferred::{self, DueDelivery};
+use crate::metadata_journal::{JournalSlot, MetadataChange, MetadataJournal};
 use crate::persist;
 
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
@@ -92,6 +99,23 @@ struct Progress {
     delivered: BTreeSet<i64>,
 }
 
+impl Progress {
+    fn is_delivered(&self, offset: i64) -> bool {
+        offset < self.delivered_below || self.delivered.contains(&offset)
+    }
+
+    /// Moves the "delivered below" mark over delivered offsets and those under `min`.
+    fn compact(&mut self, min: i64) {
+        if self.delivered_below < min {
+            self.delivered_below = min;
+            self.delivered = self.delivered.split_off(&min);
+        }
+        while self.delivered.remove(&self.delivered_below) {
+            self.delivered_below += 1;
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     progress: Progress,
@@ -105,6 +129,8 @@ pub struct TimerService {
     store: Arc<MessageStore>,
     path: PathBuf,
     state: Mutex<State>,
+    /// Where deliveries are written for the slaves.
+    journal: JournalSlot,
 }
 
 impl TimerService {
@@ -119,7 +145,26 @@ impl TimerService {
             store,
             path,
             state: Mutex::new(state),
+            journal: JournalSlot::new(),
         })
+    }
+
+    /// From now on every delivery is journaled for the slaves.
+    pub fn set_journal(&self, journal: Arc<MetadataJournal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    /// A slave: its master delivered the timer at `offset` (a journaled record).
+    pub fn mark_delivered(&self, offset: i64) {
+        let min = self.store.min_offset_in_queue(TIMER_TOPIC, 0);
+        let mut state = self.state.lock();
+        state.progress.delivered.insert(offset);
+        state.progress.compact(min);
+    }
+
+    /// Whether the timer at `offset` is delivered (by this broker or, replicated, its master).
+    pub fn is_delivered(&self, offset: i64) -> bool {
+        self.state.lock().progress.is_delivered(offset)
     }
 
     pub fn persist(&self) {
@@ -143,8 +188,17 @@ impl TimerService {
                     .filter(|(at, _)| *at <= now_ms())
             };
             let Some((at, offset)) = due else { break };
+            // Delivered while this broker was a slave (loaded when it was master before).
+            let already = self.state.lock().progress.is_delivered(offset);
+            if already {
+                self.state.lock().pending.remove(&(at, offset));
+                continue;
+            }
             if !self.deliver(offset).await {
                 break; // retried on the next tick
+            }
+            if let Some(journal) = self.journal.get() {
+                journal.record(&MetadataChange::TimerDelivered(offset));
             }
             let mut state = self.state.lock();
             state.pending.remove(&(at, offset));
@@ -158,7 +212,7 @@ impl TimerService {
     fn load_new(&self) {
         let mut state = self.state.lock();
         let min = self.store.min_offset_in_queue(TIMER_TOPIC, 0);
-        let mut offset = state.loaded_to.max(min);
+        let mut offset = state.loaded_to.max(min).max(state.progress.delivered_below);
         loop {
             let got = self
                 .store
@@ -167,7 +221,7 @@ impl TimerService {
                 break;
             }
             for (raw, queue_offset) in got.messages.iter().zip(&got.queue_offsets) {
-                if state.progress.delivered.contains(queue_offset) {
+                if state.progress.is_delivered(*queue_offset) {
                     continue;
                 }
                 let due = MessageRecord::decode(raw, false)
@@ -183,16 +237,8 @@ impl TimerService {
 
     /// Moves the "delivered below" mark over delivered (or cleaned away) offsets.
     fn advance(&self) {
-        let mut state = self.state.lock();
         let min = self.store.min_offset_in_queue(TIMER_TOPIC, 0);
-        let progress = &mut state.progress;
-        if progress.delivered_below < min {
-            progress.delivered_below = min;
-            progress.delivered = progress.delivered.split_off(&min);
-        }
-        while progress.delivered.remove(&progress.delivered_below) {
-            progress.delivered_below += 1;
-        }
+        self.state.lock().progress.compact(min);
     }
 
     /// Re-puts the timer at `offset` to its real topic and queue.

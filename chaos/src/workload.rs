@@ -45,8 +45,10 @@ pub struct Ack {
     pub kind: Kind,
     pub queue_id: i32,
     pub queue_offset: i64,
-    /// The address of the broker that stored it (from its offsetMsgId).
+    /// The address of the broker that stored it and where in its CommitLog (from its
+    /// offsetMsgId; the brokers of a set share one history of the log).
     pub broker: String,
+    pub physical_offset: i64,
     /// Milliseconds since the run began.
     pub sent_at: u64,
     pub acked_at: u64,
@@ -261,8 +263,9 @@ fn record_send(
         match result {
             Ok(r) if r.status == SendStatus::SendOk => decode_offset_msg_id(&r.offset_msg_id)
                 .ok()
-                .map(|(addr, _)| Ack {
+                .map(|(addr, physical_offset)| Ack {
                     body,
+                    physical_offset,
                     kind,
                     queue_id: r.queue.queue_id,
                     queue_offset: r.queue_offset,

@@ -112,7 +112,7 @@ fn summary(r: &Report) -> String {
     let mut out = format!(
         "mqchaos: {:?} seed {}: {} faults, {} acknowledged ({} not), lost {}, duplicated {}, \
          order violations {}, overlapping {}, skipped by consumers {}/{}, recovery median {:?} \
-         ms worst {:?} ms, final master {}, {} s{}",
+         ms worst {:?} ms, {} elections seen, final master {}, {} s{}",
         r.shape,
         r.seed,
         r.faults.len(),
@@ -126,6 +126,7 @@ fn summary(r: &Report) -> String {
         f.skipped_broadcasting,
         r.recovery_median_ms,
         r.recovery_worst_ms,
+        r.elections_seen,
         r.final_master,
         r.duration_s,
         if r.passed() { "" } else { ": FAILED" }

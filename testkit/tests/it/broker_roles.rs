@@ -520,3 +520,56 @@ async fn a_master_restarted_within_its_term_goes_on() {
     assert_eq!(bodies(a.store()), ["before", "after"]);
     ca.shutdown().await;
 }
+
+/// Timer progress travels with the data: a slave promoted after its master delivered a
+/// timer message does not deliver it again, and delivers the ones still pending once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promoted_slave_delivers_each_timer_message_once() {
+    let ns = NameServer::start().await;
+    let a = broker(&ns, 1, |_| {}).await;
+    let b = broker(&ns, 2, |_| {}).await;
+    let ca = RawClient::new(a.addr());
+    roles(&a)
+        .change_to_master(1, set(&[1], 1))
+        .await
+        .expect("a master");
+    roles(&b)
+        .change_to_slave(a.addr(), a.ha_addr(), 1, 2)
+        .await
+        .expect("b slave");
+    for (body, delay_ms) in [("timer-early", "300"), ("timer-late", "6000")] {
+        let r = ca
+            .send(TOPIC, 0, body, &[("TIMER_DELAY_MS", delay_ms)])
+            .await;
+        assert_eq!(r.code, 0, "{}", r.remark_str());
+    }
+    wait_for("the master delivers the early timer", T, || {
+        bodies(a.store()) == ["timer-early"]
+    })
+    .await;
+    // The delivery's progress record follows the delivery; a later send carries it over.
+    send_ok(&ca, "after").await;
+    caught_up(a.store(), b.store()).await;
+    assert_eq!(bodies(b.store()), ["timer-early", "after"]);
+
+    // b is elected (epoch 2); a follows it.
+    roles(&b)
+        .change_to_master(2, set(&[2], 1))
+        .await
+        .expect("b master");
+    roles(&a)
+        .change_to_slave(b.addr(), b.ha_addr(), 2, 1)
+        .await
+        .expect("a slave");
+    wait_for("the new master delivers the late timer", T, || {
+        bodies(b.store()).contains(&"timer-late".to_owned())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(
+        bodies(b.store()),
+        ["timer-early", "after", "timer-late"],
+        "each timer message delivered once"
+    );
+    ca.shutdown().await;
+}
