@@ -44,8 +44,12 @@ properties_config! {
         is_process_read_event: bool = "isProcessReadEvent" => false,
         /// Raft log entries after which a snapshot is taken (StellMQ key).
         snapshot_every_entries: u64 = "controllerSnapshotEveryEntries" => 1_000,
+        /// A secret every controller of the group shares: Raft RPCs are signed with it and
+        /// only signed ones are answered (StellMQ key; empty: unauthenticated, as RocketMQ).
+        /// Never shown by GET_CONTROLLER_CONFIG.
+        controller_raft_auth_secret: String = "controllerRaftAuthSecret" => String::new(),
         /// Keys UPDATE_CONTROLLER_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;controllerStorePath;controllerDLegerPeers;controllerDLegerSelfId;controllerDLegerGroup;listenPort;bindAddress".to_owned(),
+        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;controllerStorePath;controllerDLegerPeers;controllerDLegerSelfId;controllerDLegerGroup;listenPort;bindAddress;controllerRaftAuthSecret".to_owned(),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod elect;
 pub mod liveness;
 pub mod network;
 pub mod node;
+pub mod peer_auth;
 pub mod processor;
 pub mod raft_types;
 pub mod state;
@@ -137,10 +138,18 @@ pub async fn start_on(
         .map_err(store_error)?;
     let state = machine.shared_state();
     let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let peer_auth = Arc::new(peer_auth::PeerAuth::new(
+        &config.controller_raft_auth_secret,
+    ));
+    if peers.len() > 1 && !peer_auth.enabled() {
+        tracing::warn!(
+            "controllerRaftAuthSecret is not set: any host that reaches this port can take part in the controllers' Raft group"
+        );
+    }
     let raft = openraft::Raft::new(
         self_peer.node_id,
         Arc::new(raft_config(&config)?),
-        network::Network::new(client.clone()),
+        network::Network::new(client.clone(), self_peer.node_id, peer_auth.clone()),
         log,
         machine,
     )
@@ -149,6 +158,7 @@ pub async fn start_on(
     initialize(&raft, &peers).await?;
     let node = Arc::new(ControllerNode {
         raft,
+        peer_auth,
         state,
         config: RwLock::new(config),
         peers,

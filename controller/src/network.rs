@@ -17,8 +17,9 @@ use openraft::BasicNode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use stellmq_remoting::net::{RemotingClient, RemotingError};
-use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
+use crate::peer_auth::PeerAuth;
 use crate::raft_types::{NodeId, TypeConfig};
 
 /// Largest Raft RPC body accepted or sent (a snapshot chunk is far smaller).
@@ -28,11 +29,18 @@ pub const MAX_RAFT_BODY: usize = 8 * 1024 * 1024;
 #[derive(Clone)]
 pub struct Network {
     client: Arc<RemotingClient>,
+    /// This controller's node id (signed into every RPC).
+    self_id: NodeId,
+    auth: Arc<PeerAuth>,
 }
 
 impl Network {
-    pub fn new(client: Arc<RemotingClient>) -> Self {
-        Self { client }
+    pub fn new(client: Arc<RemotingClient>, self_id: NodeId, auth: Arc<PeerAuth>) -> Self {
+        Self {
+            client,
+            self_id,
+            auth,
+        }
     }
 }
 
@@ -44,6 +52,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             client: self.client.clone(),
             target,
             addr: node.addr.clone(),
+            self_id: self.self_id,
+            auth: self.auth.clone(),
         }
     }
 }
@@ -53,6 +63,8 @@ pub struct PeerClient {
     client: Arc<RemotingClient>,
     target: NodeId,
     addr: String,
+    self_id: NodeId,
+    auth: Arc<PeerAuth>,
 }
 
 type RpcResult<T, E> = Result<T, RPCError<NodeId, BasicNode, E>>;
@@ -70,7 +82,10 @@ impl PeerClient {
         E: std::error::Error + DeserializeOwned,
     {
         let body = serde_json::to_vec(rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        let request = RemotingCommand::request(code, ExtFields::new()).with_body(body);
+        let fields = self
+            .auth
+            .sign(code, self.self_id, crate::peer_auth::now_ms(), &body);
+        let request = RemotingCommand::request(code, fields).with_body(body);
         let timeout = option.hard_ttl().max(Duration::from_millis(100));
         let response = self
             .client

@@ -22,6 +22,8 @@ use crate::state_machine::SharedState;
 /// A controller node shared by its processors and background tasks.
 pub struct ControllerNode {
     pub raft: Raft,
+    /// Signs and checks the Raft RPCs (`controllerRaftAuthSecret`).
+    pub peer_auth: Arc<crate::peer_auth::PeerAuth>,
     pub state: SharedState,
     pub config: RwLock<ControllerConfig>,
     pub peers: Vec<Peer>,

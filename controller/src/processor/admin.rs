@@ -45,7 +45,12 @@ pub fn get_config(
         let (node, request) = (node.clone(), request.clone());
         async move {
             let entries = node.config.read().entries();
-            let text = format_properties(entries.iter().map(|(k, v)| (*k, v.clone())));
+            let text = format_properties(
+                entries
+                    .iter()
+                    .filter(|(k, _)| *k != "controllerRaftAuthSecret")
+                    .map(|(k, v)| (*k, v.clone())),
+            );
             Ok(request.success_to().with_body(text.into_bytes()))
         }
     };

@@ -956,3 +956,77 @@ async fn mqadmin_get_broker_epoch_reads_a_brokers_epoch_cache() {
     broker.shutdown().await;
     ns.shutdown().await;
 }
+
+/// With `controllerRaftAuthSecret`, the group elects a leader and keeps working, while Raft
+/// RPCs without the secret (unsigned, or signed with another one) are refused with
+/// NO_PERMISSION; the secret is never shown by GET_CONTROLLER_CONFIG.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_rpcs_without_the_shared_secret_are_refused() {
+    let group = Group::start(3, |c| c.controller_raft_auth_secret = "raft-s3cret".into()).await;
+    let leader = group.leader().await;
+    let remoting = RemotingClient::new(ClientConfig::default());
+    // A vote request for a term far ahead: answered, it would depose the leader.
+    let vote =
+        br#"{"vote":{"leader_id":{"term":1000,"node_id":2},"committed":false},"last_log_id":null}"#;
+    let unsigned =
+        RemotingCommand::request(RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE, ExtFields::new())
+            .with_body(vote.to_vec());
+    let r = remoting
+        .invoke(&group.addrs[leader], unsigned, Duration::from_secs(3))
+        .await
+        .expect("an answer");
+    assert_eq!(
+        r.code,
+        ResponseCode::NO_PERMISSION.as_i32(),
+        "{}",
+        r.remark_str()
+    );
+    assert!(r.remark_str().contains("not signed"), "{}", r.remark_str());
+
+    let forged_fields = stellmq_controller::peer_auth::PeerAuth::new("guess").sign(
+        RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE,
+        2,
+        stellmq_controller::peer_auth::now_ms(),
+        vote,
+    );
+    let forged = RemotingCommand::request(RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE, forged_fields)
+        .with_body(vote.to_vec());
+    let r = remoting
+        .invoke(&group.addrs[leader], forged, Duration::from_secs(3))
+        .await
+        .expect("an answer");
+    assert_eq!(
+        r.code,
+        ResponseCode::NO_PERMISSION.as_i32(),
+        "{}",
+        r.remark_str()
+    );
+    assert_eq!(group.leader().await, leader, "the leader is untouched");
+
+    // The group still replicates writes: a broker id is applied through Raft.
+    let client = group.client();
+    let next = client.get_next_broker_id("c", "b").await.expect("next id");
+    client
+        .apply_broker_id(&ApplyBrokerIdRequestHeader {
+            cluster_name: Some("c".into()),
+            broker_name: "b".into(),
+            applied_broker_id: next,
+            register_check_code: format!("127.0.0.1:1;{next}"),
+        })
+        .await
+        .expect("an id applied through the authenticated group");
+    let config = RemotingCommand::request(RequestCode::GET_CONTROLLER_CONFIG, ExtFields::new());
+    let r = remoting
+        .invoke(&group.addrs[leader], config, Duration::from_secs(3))
+        .await
+        .expect("config");
+    let text = String::from_utf8_lossy(&r.body);
+    assert!(
+        !text.contains("raft-s3cret")
+            && !text
+                .lines()
+                .any(|l| l.starts_with("controllerRaftAuthSecret=")),
+        "{text}"
+    );
+    remoting.shutdown().await;
+}
