@@ -155,11 +155,12 @@ impl JournalApplier {
             if record.topic == JOURNAL_TOPIC {
                 let body = rest.get(record.body_range.clone()).unwrap_or_default();
                 match serde_json::from_slice::<MetadataChange>(body) {
-                    Ok(MetadataChange::TimerDelivered(offset)) => {
-                        self.timers.mark_delivered(offset);
-                        timers_changed = true;
-                    }
-                    Ok(change) => self.apply(change, &mut topics_changed, &mut groups_changed),
+                    Ok(change) => self.apply(
+                        change,
+                        &mut topics_changed,
+                        &mut groups_changed,
+                        &mut timers_changed,
+                    ),
                     Err(e) => {
                         tracing::warn!(error = %e, "a metadata record from the master could not be read; ignored")
                     }
@@ -202,6 +203,7 @@ impl JournalApplier {
         change: MetadataChange,
         topics_changed: &mut Option<u64>,
         groups_changed: &mut Option<u64>,
+        timers_changed: &mut bool,
     ) {
         let refused = |what: &str, e: &dyn std::fmt::Display| {
             tracing::warn!(%what, error = %e, "a replicated metadata change was refused");
@@ -231,7 +233,10 @@ impl JournalApplier {
                     *groups_changed = Some(generation);
                 }
             }
-            MetadataChange::TimerDelivered(offset) => self.timers.mark_delivered(offset),
+            MetadataChange::TimerDelivered(offset) => {
+                self.timers.mark_delivered(offset);
+                *timers_changed = true;
+            }
         }
     }
 }

@@ -162,11 +162,6 @@ impl TimerService {
         state.progress.compact(min);
     }
 
-    /// Whether the timer at `offset` is delivered (by this broker or, replicated, its master).
-    pub fn is_delivered(&self, offset: i64) -> bool {
-        self.state.lock().progress.is_delivered(offset)
-    }
-
     pub fn persist(&self) {
         let state = self.state.lock();
         if let Err(e) = persist::store(&self.path, &state.progress) {
@@ -189,10 +184,12 @@ impl TimerService {
             };
             let Some((at, offset)) = due else { break };
             // Delivered while this broker was a slave (loaded when it was master before).
-            let already = self.state.lock().progress.is_delivered(offset);
-            if already {
-                self.state.lock().pending.remove(&(at, offset));
-                continue;
+            {
+                let mut state = self.state.lock();
+                if state.progress.is_delivered(offset) {
+                    state.pending.remove(&(at, offset));
+                    continue;
+                }
             }
             if !self.deliver(offset).await {
                 break; // retried on the next tick

@@ -278,19 +278,18 @@ impl Cluster {
         match &self.controllers {
             None => Some("b0".to_owned()),
             Some(c) => {
-                let (header, _) = c.get_replica_info(BROKER_NAME).await.ok()?;
-                let addr = header.master_address.filter(|a| !a.is_empty())?;
+                let (addr, _) = named_master(c).await?;
                 self.by_addr(&addr).map(|n| n.host.name.clone())
             }
         }
     }
 
-    /// The master's address and epoch, as the controllers name them.
-    pub async fn master_epoch(&self) -> Option<(String, i32)> {
-        let c = self.controllers.as_ref()?;
-        let (header, _) = c.get_replica_info(BROKER_NAME).await.ok()?;
-        let addr = header.master_address.filter(|a| !a.is_empty())?;
-        Some((addr, header.master_epoch?))
+    /// The address of node `name`.
+    pub fn addr_of(&self, name: &str) -> Option<String> {
+        self.nodes
+            .iter()
+            .find(|n| n.host.name == name)
+            .map(Node::addr)
     }
 
     /// The controller that leads the Raft group now.
@@ -312,6 +311,13 @@ impl Cluster {
             }
         }
     }
+}
+
+/// The master's address and epoch, as the controllers name them.
+pub async fn named_master(controllers: &ControllerClient) -> Option<(String, i32)> {
+    let (header, _) = controllers.get_replica_info(BROKER_NAME).await.ok()?;
+    let addr = header.master_address.filter(|a| !a.is_empty())?;
+    Some((addr, header.master_epoch?))
 }
 
 fn node(host: Host, role: Role, conf: PathBuf) -> Node {

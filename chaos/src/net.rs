@@ -215,11 +215,6 @@ impl Net {
         Ok(())
     }
 
-    /// How many directed cuts are in force.
-    pub fn cuts(&self) -> usize {
-        self.cuts.len()
-    }
-
     fn drop_from(&mut self, receiver: usize, sender: usize) -> Result<(), ChaosError> {
         if self.cuts.contains(&(receiver, sender)) {
             return Ok(());

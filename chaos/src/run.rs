@@ -16,10 +16,10 @@ use stellmq_client::{AdminClient, TopicConfig};
 use stellmq_remoting::net::ControllerClient;
 
 use crate::check::{self, Findings};
-use crate::cluster::{Cluster, Role, Shape, BROKER_NAME};
+use crate::cluster::{named_master, Cluster, Role, Shape, BROKER_NAME};
 use crate::net::Net;
 use crate::schedule::{self, Fault, Step};
-use crate::workload::{Workload, TOPIC};
+use crate::workload::{MasterSample, Workload, TOPIC};
 use crate::ChaosError;
 
 /// Queues of the run's topic.
@@ -159,7 +159,7 @@ async fn faults_and_check(
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     workload.stop_sending().await;
-    net.heal()?;
+    off_worker(|| net.heal())?;
     cluster.revive_all().await?;
     let (final_master, findings) = settle_and_check(cluster, &workload).await?;
     if let Some(w) = watcher {
@@ -243,7 +243,7 @@ async fn ready(cluster: &Cluster) -> Result<String, ChaosError> {
 /// The master the controllers (or the configuration) name, once the name server routes it.
 async fn routed_master(cluster: &Cluster, admin: &AdminClient) -> Option<String> {
     let master = cluster.master().await?;
-    let addr = cluster.nodes.iter().find(|n| n.host.name == master)?.addr();
+    let addr = cluster.addr_of(&master)?;
     let info = admin.cluster_info().await.ok()?;
     let routed = info.broker_addr_table.get(BROKER_NAME)?.master_addr()? == addr;
     routed.then_some(master)
@@ -251,10 +251,7 @@ async fn routed_master(cluster: &Cluster, admin: &AdminClient) -> Option<String>
 
 async fn create_topic(cluster: &Cluster, master: &str) -> Result<(), ChaosError> {
     let addr = cluster
-        .nodes
-        .iter()
-        .find(|n| n.host.name == master)
-        .map(|n| n.addr())
+        .addr_of(master)
         .ok_or_else(|| ChaosError::Setup("no master".into()))?;
     let admin = AdminClient::new(cluster.namesrv_addr())
         .map_err(|e| ChaosError::Setup(format!("admin client: {e}")))?;
@@ -275,21 +272,22 @@ fn watch_masters(cluster: &Cluster, workload: &Workload) -> Option<tokio::task::
     let epoch_start = workload.epoch();
     Some(tokio::spawn(async move {
         loop {
-            if let Ok((header, _)) = client.get_replica_info(BROKER_NAME).await {
-                if let (Some(addr), Some(epoch)) = (header.master_address, header.master_epoch) {
-                    if !addr.is_empty() {
-                        let at = u64::try_from(epoch_start.elapsed().as_millis()).unwrap_or(0);
-                        journal.lock().masters.push(crate::workload::MasterSample {
-                            at,
-                            addr,
-                            epoch,
-                        });
-                    }
-                }
+            if let Some((addr, epoch)) = named_master(&client).await {
+                let at = u64::try_from(epoch_start.elapsed().as_millis()).unwrap_or(0);
+                journal
+                    .lock()
+                    .masters
+                    .push(MasterSample { at, addr, epoch });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }))
+}
+
+/// Runs `f`, which waits on `ip` or `kill` commands, without holding up the workload's tasks
+/// on this worker.
+fn off_worker<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
 }
 
 /// How a fault in force is undone.
@@ -320,18 +318,18 @@ async fn inject(
             let until = Instant::now() + hold;
             while Instant::now() < until {
                 tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1000))).await;
-                net.heal()?;
+                off_worker(|| net.heal())?;
                 tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1000))).await;
-                net.isolate(&m)?;
+                off_worker(|| net.isolate(&m))?;
             }
-            net.heal()?;
+            off_worker(|| net.heal())?;
         }
         undo => {
             tokio::time::sleep(hold).await;
             match undo {
                 Undo::Restart(name) => cluster.restart(&name).await?,
-                Undo::Resume(name) => cluster.resume(&name)?,
-                Undo::Heal => net.heal()?,
+                Undo::Resume(name) => off_worker(|| cluster.resume(&name))?,
+                Undo::Heal => off_worker(|| net.heal())?,
                 Undo::Nothing | Undo::Flap(_) => {}
             }
         }
@@ -377,33 +375,33 @@ async fn apply(
     };
     let undo = match fault {
         Fault::KillMaster { .. } | Fault::KillSlave { .. } | Fault::KillControllerLeader { .. } => {
-            cluster.kill(&name)?;
+            off_worker(|| cluster.kill(&name))?;
             Undo::Restart(name.clone())
         }
         Fault::PauseMaster { .. } => {
-            cluster.pause(&name)?;
+            off_worker(|| cluster.pause(&name))?;
             Undo::Resume(name.clone())
         }
         Fault::IsolateMaster { .. }
         | Fault::IsolateSlave { .. }
         | Fault::IsolateControllerLeader { .. } => {
-            net.isolate(&name)?;
+            off_worker(|| net.isolate(&name))?;
             Undo::Heal
         }
         Fault::PartialMaster { .. } => {
             let mut others = cluster.names(Role::Controller);
             others.extend(brokers.iter().filter(|b| **b != name).cloned());
             let others: Vec<&str> = others.iter().map(String::as_str).collect();
-            net.cut(&[name.as_str()], &others)?;
+            off_worker(|| net.cut(&[name.as_str()], &others))?;
             Undo::Heal
         }
         Fault::CutNameServer { .. } => {
             let b: Vec<&str> = brokers.iter().map(String::as_str).collect();
-            net.cut(&["ns"], &b)?;
+            off_worker(|| net.cut(&["ns"], &b))?;
             Undo::Heal
         }
         Fault::FlapMaster { .. } => {
-            net.isolate(&name)?;
+            off_worker(|| net.isolate(&name))?;
             Undo::Flap(name.clone())
         }
     };
@@ -424,12 +422,7 @@ async fn settle_and_check(
     let mut master = String::new();
     loop {
         if let Some(m) = routed_master(cluster, &admin).await {
-            let addr = cluster
-                .nodes
-                .iter()
-                .find(|n| n.host.name == m)
-                .map(|n| n.addr())
-                .unwrap_or_default();
+            let addr = cluster.addr_of(&m).unwrap_or_default();
             master = m;
             if let Ok(stored) = check::read_all(&cluster.remoting, &addr, QUEUES).await {
                 last = findings(cluster, workload, &stored, &addr);

@@ -262,6 +262,10 @@ fn record_send(
     let ack =
         match result {
             Ok(r) if r.status == SendStatus::SendOk => decode_offset_msg_id(&r.offset_msg_id)
+                .inspect_err(|e| {
+                    // Not checkable: counted as unacknowledged, and said.
+                    tracing::error!(id = %r.offset_msg_id, error = %e, "SEND_OK with an undecodable offsetMsgId");
+                })
                 .ok()
                 .map(|(addr, physical_offset)| Ack {
                     body,

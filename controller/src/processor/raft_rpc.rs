@@ -10,17 +10,12 @@ use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use crate::network::MAX_RAFT_BODY;
 use crate::node::ControllerNode;
 
-/// Refuses a request not signed with `controllerRaftAuthSecret` (when set).
-fn authenticate(node: &ControllerNode, request: &RemotingCommand) -> Result<(), ProcessorError> {
-    node.peer_auth
-        .verify(request, crate::peer_auth::now_ms())
-        .map_err(|e| {
-            tracing::warn!(code = request.code, reason = %e, "Raft RPC refused");
-            ProcessorError::new(ResponseCode::NO_PERMISSION, e.to_string())
-        })
-}
-
-fn decode<T: serde::de::DeserializeOwned>(request: &RemotingCommand) -> Result<T, ProcessorError> {
+/// The request's RPC: its size checked first, then (with `controllerRaftAuthSecret`) its
+/// signature, then its JSON.
+fn accept<T: serde::de::DeserializeOwned>(
+    node: &ControllerNode,
+    request: &RemotingCommand,
+) -> Result<T, ProcessorError> {
     if request.body.len() > MAX_RAFT_BODY {
         return Err(ProcessorError::new(
             ResponseCode::CONTROLLER_INVALID_REQUEST,
@@ -30,6 +25,12 @@ fn decode<T: serde::de::DeserializeOwned>(request: &RemotingCommand) -> Result<T
             ),
         ));
     }
+    node.peer_auth
+        .verify(request, crate::peer_auth::now_ms())
+        .map_err(|e| {
+            tracing::warn!(code = request.code, reason = %e, "Raft RPC refused");
+            ProcessorError::new(ResponseCode::NO_PERMISSION, e.to_string())
+        })?;
     serde_json::from_slice(&request.body).map_err(|e| {
         ProcessorError::new(
             ResponseCode::CONTROLLER_INVALID_REQUEST,
@@ -52,8 +53,7 @@ pub fn append_entries(
     request: RemotingCommand,
 ) -> ProcessFuture {
     Box::pin(async move {
-        authenticate(&node, &request)?;
-        let rpc = decode(&request)?;
+        let rpc = accept(&node, &request)?;
         answer(&request, &node.raft.append_entries(rpc).await)
     })
 }
@@ -64,8 +64,7 @@ pub fn vote(
     request: RemotingCommand,
 ) -> ProcessFuture {
     Box::pin(async move {
-        authenticate(&node, &request)?;
-        let rpc = decode(&request)?;
+        let rpc = accept(&node, &request)?;
         answer(&request, &node.raft.vote(rpc).await)
     })
 }
@@ -76,8 +75,7 @@ pub fn install_snapshot(
     request: RemotingCommand,
 ) -> ProcessFuture {
     Box::pin(async move {
-        authenticate(&node, &request)?;
-        let rpc = decode(&request)?;
+        let rpc = accept(&node, &request)?;
         answer(&request, &node.raft.install_snapshot(rpc).await)
     })
 }

@@ -38,6 +38,18 @@ fn roles(b: &TestBroker) -> &Arc<RoleSwitcher> {
         .expect("a controller-mode broker has a role switcher")
 }
 
+/// The controller (played here) makes a master of epoch 1 and b its slave.
+async fn a_master_b_slave(a: &TestBroker, b: &TestBroker) {
+    roles(a)
+        .change_to_master(1, set(&[1], 1))
+        .await
+        .expect("a master");
+    roles(b)
+        .change_to_slave(a.addr(), a.ha_addr(), 1, 2)
+        .await
+        .expect("b slave");
+}
+
 fn set(ids: &[i64], epoch: i32) -> SyncStateSet {
     SyncStateSet {
         members: ids.iter().copied().collect(),
@@ -261,14 +273,7 @@ async fn rejoin_after_fail_over(restart: bool) {
     let mut a = broker(&ns, 1, |_| {}).await;
     let b = broker(&ns, 2, |_| {}).await;
     let (ca, cb) = (RawClient::new(a.addr()), RawClient::new(b.addr()));
-    roles(&a)
-        .change_to_master(1, set(&[1], 1))
-        .await
-        .expect("a master");
-    roles(&b)
-        .change_to_slave(a.addr(), a.ha_addr(), 1, 2)
-        .await
-        .expect("b slave");
+    a_master_b_slave(&a, &b).await;
     for i in 0..10 {
         send_ok(&ca, &format!("common-{i}")).await;
     }
@@ -529,14 +534,7 @@ async fn a_promoted_slave_delivers_each_timer_message_once() {
     let a = broker(&ns, 1, |_| {}).await;
     let b = broker(&ns, 2, |_| {}).await;
     let ca = RawClient::new(a.addr());
-    roles(&a)
-        .change_to_master(1, set(&[1], 1))
-        .await
-        .expect("a master");
-    roles(&b)
-        .change_to_slave(a.addr(), a.ha_addr(), 1, 2)
-        .await
-        .expect("b slave");
+    a_master_b_slave(&a, &b).await;
     for (body, delay_ms) in [("timer-early", "300"), ("timer-late", "6000")] {
         let r = ca
             .send(TOPIC, 0, body, &[("TIMER_DELAY_MS", delay_ms)])

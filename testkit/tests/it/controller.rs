@@ -968,39 +968,30 @@ async fn raft_rpcs_without_the_shared_secret_are_refused() {
     // A vote request for a term far ahead: answered, it would depose the leader.
     let vote =
         br#"{"vote":{"leader_id":{"term":1000,"node_id":2},"committed":false},"last_log_id":null}"#;
-    let unsigned =
-        RemotingCommand::request(RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE, ExtFields::new())
+    let send_vote = async |fields: ExtFields| {
+        let request = RemotingCommand::request(RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE, fields)
             .with_body(vote.to_vec());
-    let r = remoting
-        .invoke(&group.addrs[leader], unsigned, Duration::from_secs(3))
-        .await
-        .expect("an answer");
-    assert_eq!(
-        r.code,
-        ResponseCode::NO_PERMISSION.as_i32(),
-        "{}",
-        r.remark_str()
-    );
-    assert!(r.remark_str().contains("not signed"), "{}", r.remark_str());
-
+        let r = remoting
+            .invoke(&group.addrs[leader], request, Duration::from_secs(3))
+            .await
+            .expect("an answer");
+        assert_eq!(
+            r.code,
+            ResponseCode::NO_PERMISSION.as_i32(),
+            "{}",
+            r.remark_str()
+        );
+        r.remark_str().to_owned()
+    };
+    let remark = send_vote(ExtFields::new()).await;
+    assert!(remark.contains("not signed"), "{remark}");
     let forged_fields = stellmq_controller::peer_auth::PeerAuth::new("guess").sign(
         RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE,
         2,
         stellmq_controller::peer_auth::now_ms(),
         vote,
     );
-    let forged = RemotingCommand::request(RequestCode::STELLMQ_CONTROLLER_RAFT_VOTE, forged_fields)
-        .with_body(vote.to_vec());
-    let r = remoting
-        .invoke(&group.addrs[leader], forged, Duration::from_secs(3))
-        .await
-        .expect("an answer");
-    assert_eq!(
-        r.code,
-        ResponseCode::NO_PERMISSION.as_i32(),
-        "{}",
-        r.remark_str()
-    );
+    send_vote(forged_fields).await;
     assert_eq!(group.leader().await, leader, "the leader is untouched");
 
     // The group still replicates writes: a broker id is applied through Raft.
