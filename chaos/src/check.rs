@@ -7,7 +7,9 @@
 //! - no two brokers of the set acknowledge sends in overlapping windows: a send begun after
 //!   another was acknowledged is stored after it in the set's one CommitLog history (its
 //!   offsetMsgId's physical offset); classic: only the master acknowledges;
-//! - both consumers (clustering and broadcasting) received every acknowledged message.
+//! - both consumers (clustering and broadcasting) received every acknowledged message;
+//! - a real SDK's acknowledged messages (checked by body, see [`crate::sdk`]) are stored by
+//!   the final master, and its own consumer received each of them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -17,7 +19,8 @@ use stellmq_remoting::net::RemotingClient;
 use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_testkit::Pull;
 
-use crate::workload::{Ack, Journal, Kind, ORDER_KEYS, TOPIC};
+use crate::sdk::{SdkJournal, SdkKind};
+use crate::workload::{Ack, Journal, Kind, ORDER_KEYS};
 
 const CALL: Duration = Duration::from_secs(5);
 const PULL_NOT_FOUND: i32 = 19;
@@ -27,13 +30,18 @@ const PULL_OFFSET_MOVED: i32 = 21;
 /// A queue as the final master stores it: body at each offset.
 pub type Stored = BTreeMap<(i32, i64), String>;
 
-/// Reads every message of `queues` queues of the topic from the broker at `addr`.
-pub async fn read_all(client: &RemotingClient, addr: &str, queues: i32) -> Result<Stored, String> {
+/// Reads every message of `queues` queues of `topic` from the broker at `addr`.
+pub async fn read_all(
+    client: &RemotingClient,
+    addr: &str,
+    topic: &str,
+    queues: i32,
+) -> Result<Stored, String> {
     let mut stored = Stored::new();
     for queue in 0..queues {
         let mut offset = 0;
         loop {
-            let pull = Pull::new("chaos_checker", TOPIC, queue, offset).subscribe("*");
+            let pull = Pull::new("chaos_checker", topic, queue, offset).subscribe("*");
             let r = client
                 .invoke(addr, pull.to_request(), CALL)
                 .await
@@ -101,6 +109,21 @@ pub struct Findings {
     pub skipped_broadcasting: usize,
     /// Some skipped messages, with what the clustering consumer got at their place instead.
     pub skipped_examples: Vec<String>,
+    /// The real SDK's sends and receipts, when one ran.
+    pub sdk: Option<SdkFindings>,
+}
+
+/// What the checker found of a real SDK's messages.
+#[derive(Debug, Clone, Serialize)]
+pub struct SdkFindings {
+    pub client: SdkKind,
+    pub acknowledged: usize,
+    pub unacknowledged: u64,
+    /// Acknowledged bodies the final master does not store.
+    pub lost: Vec<String>,
+    /// Acknowledged bodies the SDK's consumer has not received.
+    pub unreceived: usize,
+    pub unreceived_examples: Vec<String>,
 }
 
 impl Findings {
@@ -110,6 +133,36 @@ impl Findings {
             && self.overlapping.is_empty()
             && self.skipped_clustering == 0
             && self.skipped_broadcasting == 0
+            && self
+                .sdk
+                .as_ref()
+                .is_none_or(|s| s.lost.is_empty() && s.unreceived == 0)
+    }
+}
+
+/// Checks a real SDK's acknowledged messages by body against what the final master stores
+/// of the SDK's topic and what the SDK's consumer received.
+pub fn sdk_findings(client: SdkKind, journal: &SdkJournal, stored: &Stored) -> SdkFindings {
+    let bodies: std::collections::HashSet<&str> = stored.values().map(String::as_str).collect();
+    let lost = journal
+        .acks
+        .iter()
+        .filter(|a| !bodies.contains(a.body.as_str()))
+        .map(|a| format!("{} (acknowledged to the SDK at {} ms)", a.body, a.acked_at))
+        .collect();
+    let unreceived: Vec<&str> = journal
+        .acks
+        .iter()
+        .filter(|a| !journal.received.contains_key(&a.body))
+        .map(|a| a.body.as_str())
+        .collect();
+    SdkFindings {
+        client,
+        acknowledged: journal.acks.len(),
+        unacknowledged: journal.failures,
+        lost,
+        unreceived: unreceived.len(),
+        unreceived_examples: unreceived.iter().take(5).map(|b| (*b).to_owned()).collect(),
     }
 }
 
@@ -276,6 +329,33 @@ mod tests {
         assert!(f.lost[0].contains("holds x"));
         assert!(f.lost[1].contains("empty"));
         assert!(!f.passed());
+    }
+
+    #[test]
+    fn an_sdk_message_missing_from_the_master_or_its_consumer_is_found() {
+        use crate::sdk::SdkAck;
+        let sdk_ack = |body: &str| SdkAck {
+            body: body.into(),
+            sent_at: 0,
+            acked_at: 1,
+        };
+        let mut journal = SdkJournal::default();
+        journal.acks = vec![sdk_ack("g-1"), sdk_ack("g-2"), sdk_ack("g-3")];
+        journal.received = [("g-1".to_owned(), 1), ("g-2".to_owned(), 2)].into();
+        let stored: Stored = [((0, 0), "g-1".into()), ((3, 7), "g-3".into())].into();
+        let f = sdk_findings(SdkKind::Grpc, &journal, &stored);
+        assert_eq!(f.acknowledged, 3);
+        assert_eq!(f.lost.len(), 1, "{:?}", f.lost);
+        assert!(f.lost[0].starts_with("g-2"));
+        assert_eq!(
+            (f.unreceived, f.unreceived_examples.as_slice()),
+            (1, &["g-3".to_owned()][..])
+        );
+        let findings = Findings {
+            sdk: Some(f),
+            ..Findings::default()
+        };
+        assert!(!findings.passed());
     }
 
     #[test]

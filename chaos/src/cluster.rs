@@ -17,6 +17,7 @@ use crate::ChaosError;
 pub const NAMESRV_PORT: u16 = 9876;
 pub const CONTROLLER_PORT: u16 = 9878;
 pub const BROKER_PORT: u16 = 10911;
+pub const PROXY_PORT: u16 = 8081;
 /// The broker set every shape runs.
 pub const BROKER_NAME: &str = "broker-a";
 const CLUSTER: &str = "ChaosCluster";
@@ -30,6 +31,9 @@ pub enum Shape {
     Controller,
     /// A SYNC_MASTER and its SLAVE, no controllers.
     Classic,
+    /// The controller shape with an mqproxy in front of the brokers (RocketMQ 5 clients
+    /// reach the cluster through it).
+    Proxy,
 }
 
 impl Shape {
@@ -38,6 +42,7 @@ impl Shape {
         match self {
             Shape::Controller => vec!["ns", "c0", "c1", "c2", "b0", "b1", "b2"],
             Shape::Classic => vec!["ns", "b0", "b1"],
+            Shape::Proxy => vec!["ns", "c0", "c1", "c2", "b0", "b1", "b2", "px"],
         }
     }
 
@@ -45,6 +50,7 @@ impl Shape {
         match s {
             "controller" => Some(Shape::Controller),
             "classic" => Some(Shape::Classic),
+            "proxy" => Some(Shape::Proxy),
             _ => None,
         }
     }
@@ -56,6 +62,7 @@ pub enum Role {
     NameServer,
     Controller,
     Broker,
+    Proxy,
 }
 
 /// Whether a node runs.
@@ -80,6 +87,7 @@ impl Node {
             Role::NameServer => NAMESRV_PORT,
             Role::Controller => CONTROLLER_PORT,
             Role::Broker => BROKER_PORT,
+            Role::Proxy => PROXY_PORT,
         };
         format!("{}:{port}", self.host.ip)
     }
@@ -134,6 +142,9 @@ impl Cluster {
             let conf = broker_conf(dir, shape, h, &controller_list)?;
             nodes.push(node(h.clone(), Role::Broker, conf));
         }
+        if let Some(px) = hosts.iter().find(|h| h.name == "px") {
+            nodes.push(node(px.clone(), Role::Proxy, proxy_conf(dir, px)?));
+        }
         let remoting = std::sync::Arc::new(RemotingClient::new(ClientConfig::default()));
         let controllers = if controller_hosts.is_empty() {
             None
@@ -166,6 +177,14 @@ impl Cluster {
         (!self.controller_list.is_empty()).then(|| self.controller_list.clone())
     }
 
+    /// The proxy's gRPC endpoint (the proxy shape only).
+    pub fn proxy_endpoint(&self) -> Option<String> {
+        self.nodes
+            .iter()
+            .find(|n| n.role == Role::Proxy)
+            .map(Node::addr)
+    }
+
     pub fn index(&self, name: &str) -> Result<usize, ChaosError> {
         self.nodes
             .iter()
@@ -196,13 +215,20 @@ impl Cluster {
             Role::NameServer => ("mqnamesrv", namesrv_boot_line),
             Role::Controller => ("mqcontroller", namesrv_boot_line),
             Role::Broker => ("mqbroker", broker_boot_line),
+            Role::Proxy => ("mqproxy", proxy_boot_line),
         };
         let mut cmd = Command::new("ip");
+        // The servers log as users run them (their boot lines included), whatever the
+        // harness's own log filter is.
+        cmd.env_remove("RUST_LOG");
         cmd.args(["netns", "exec", &node.host.netns])
-            .arg(bin_path(bin))
-            .arg("-c")
-            .arg(&node.conf);
-        if node.role == Role::Broker {
+            .arg(bin_path(bin));
+        match node.role {
+            Role::Proxy => cmd.arg("--pc"),
+            _ => cmd.arg("-c"),
+        }
+        .arg(&node.conf);
+        if matches!(node.role, Role::Broker | Role::Proxy) {
             cmd.args(["-n", &namesrv_addr]);
         }
         let (process, _) = tokio::task::spawn_blocking(move || Process::spawn_until(cmd, boot))
@@ -313,6 +339,12 @@ impl Cluster {
     }
 }
 
+/// The address in `mqproxy`'s boot line (`... startup successfully, gRPC address <addr>`).
+fn proxy_boot_line(line: &str) -> Option<String> {
+    let rest = line.split("gRPC address ").nth(1)?;
+    rest.split_whitespace().next().map(str::to_owned)
+}
+
 /// The master's address and epoch, as the controllers name them.
 pub async fn named_master(controllers: &ControllerClient) -> Option<(String, i32)> {
     let (header, _) = controllers.get_replica_info(BROKER_NAME).await.ok()?;
@@ -363,6 +395,15 @@ fn controller_conf(dir: &Path, i: usize, host: &Host, all: &[Host]) -> Result<Pa
     write(dir.join(format!("controller-{}.conf", host.name)), text)
 }
 
+fn proxy_conf(dir: &Path, host: &Host) -> Result<PathBuf, ChaosError> {
+    let text = format!(
+        "{{\"rocketMQClusterName\": \"{CLUSTER}\", \"grpcServerPort\": {PROXY_PORT}, \
+         \"bindAddress\": \"{}\"}}\n",
+        host.ip
+    );
+    write(dir.join("rmq-proxy.json"), text)
+}
+
 fn broker_conf(
     dir: &Path,
     shape: Shape,
@@ -377,7 +418,7 @@ fn broker_conf(
         store = dir.join(format!("store-{}", host.name)).display()
     );
     let role = match shape {
-        Shape::Controller => format!(
+        Shape::Controller | Shape::Proxy => format!(
             "enableControllerMode=true\ncontrollerAddr={controllers}\nallAckInSyncStateSet=true\n\
              brokerHeartbeatInterval=300\ncontrollerHeartBeatTimeoutMills=4000\n\
              syncBrokerMetadataPeriod=1000\nhaMaxTimeSlaveNotCatchup=5000\n"

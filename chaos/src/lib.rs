@@ -3,8 +3,9 @@
 //!
 //! A run builds a private network of Linux namespaces ([`net`]), starts a cluster of the
 //! release binaries in it ([`cluster`]: controller mode with three controllers and a broker
-//! set of three, or a classic SYNC_MASTER/SLAVE pair), puts a workload on it ([`workload`]:
-//! sync and orderly sends, consumers in both modes), injects the faults of a seeded schedule
+//! set of three, a classic SYNC_MASTER/SLAVE pair, or the controller shape behind an
+//! mqproxy), puts a workload on it ([`workload`]: sync and orderly sends, consumers in both
+//! modes; [`sdk`]: the official C++ SDK or RocketMQ 5 Python client beside it), injects the faults of a seeded schedule
 //! ([`schedule`]) one after another, undoes them, and checks the acknowledgements against what
 //! the final master stores and what the consumers received ([`check`]). [`run::run`] ties it
 //! together; `mqchaos` is its command line. Runs need root; without it they are refused with
@@ -15,6 +16,7 @@ pub mod cluster;
 pub mod net;
 pub mod run;
 pub mod schedule;
+pub mod sdk;
 pub mod workload;
 
 /// Why a run could not finish (a finding is not an error: it is in the report).

@@ -6,7 +6,7 @@
 //! it. The namespaces are removed when the run ends, however it ends.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -19,13 +19,19 @@ use crate::check::{self, Findings};
 use crate::cluster::{named_master, Cluster, Role, Shape, BROKER_NAME};
 use crate::net::Net;
 use crate::schedule::{self, Fault, Step};
-use crate::workload::{MasterSample, Workload, TOPIC};
+use crate::sdk::{SdkClient, SdkKind};
+use crate::workload::{MasterSample, Workload, SDK_TOPIC, TOPIC};
 use crate::ChaosError;
 
 /// Queues of the run's topic.
 const QUEUES: i32 = 4;
 /// Acknowledgements before the first fault.
 const WARM_UP_ACKS: usize = 100;
+/// Acknowledgements of the real SDK before the first fault.
+const SDK_WARM_UP_ACKS: usize = 20;
+/// How long the workloads get after the last fault to send successfully again (past a 4.x
+/// client's 30 s route poll).
+const RECOVERY_WAIT: Duration = Duration::from_secs(40);
 /// How long the cluster gets, once every fault is undone, to serve every message again.
 const SETTLE: Duration = Duration::from_secs(90);
 
@@ -37,6 +43,25 @@ pub struct RunConfig {
     pub faults: usize,
     /// Where the nodes keep their stores and configuration (removed afterwards).
     pub work_dir: Option<PathBuf>,
+    /// A Python with the C++ SDK installed (`rocketmq-client-python`): runs it beside the
+    /// workload in the controller and classic shapes.
+    pub cpp_python: Option<PathBuf>,
+    /// A Python with RocketMQ 5's client installed (`rocketmq-python-client`): runs it
+    /// through the proxy in the proxy shape.
+    pub grpc_python: Option<PathBuf>,
+    /// Route expiries (the name server cut from the brokers past its 120 s expiry) added to
+    /// the schedule.
+    pub route_expiries: usize,
+}
+
+impl RunConfig {
+    /// The SDK this run adds to the workload, and the Python to run it with.
+    fn sdk(&self) -> Option<(SdkKind, &Path)> {
+        match self.shape {
+            Shape::Proxy => Some((SdkKind::Grpc, self.grpc_python.as_deref()?)),
+            Shape::Controller | Shape::Classic => Some((SdkKind::Cpp, self.cpp_python.as_deref()?)),
+        }
+    }
 }
 
 /// One fault as it happened.
@@ -49,6 +74,14 @@ pub struct FaultRecord {
     pub ended_at: u64,
     /// From the fault's start to the first acknowledgement of a send begun after it.
     pub recovery_ms: Option<u64>,
+    /// The same for the real SDK's sends, when one ran.
+    pub sdk_recovery_ms: Option<u64>,
+    /// Route expiries: whether the name server had dropped the topic's route when the cut
+    /// ended, and how long after the cut healed it routed the topic again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routes_expired: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routes_back_ms: Option<u64>,
 }
 
 /// What a run reports.
@@ -148,7 +181,12 @@ async fn faults_and_check(
         || workload.journal.lock().acks.len() >= WARM_UP_ACKS,
     )
     .await?;
-    let steps = schedule::generate(config.seed, config.shape, config.faults);
+    let mut sdk = start_sdk(config, net, cluster, dir, began).await?;
+    let steps = schedule::with_route_expiries(
+        schedule::generate(config.seed, config.shape, config.faults),
+        config.seed,
+        config.route_expiries,
+    );
     let mut records = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         tokio::time::sleep(Duration::from_millis(step.quiet_before_ms)).await;
@@ -157,11 +195,33 @@ async fn faults_and_check(
         tracing::info!(n = i + 1, fault = step.fault.name(), target = %record.target, "fault undone");
         records.push(record);
     }
+    // Every workload's recovery from the last fault is measured before the senders stop
+    // (a 4.x client follows a moved master on its 30 s route poll).
+    let last_start = records.last().map_or(0, |r: &FaultRecord| r.started_at);
+    let _ = wait_for(RECOVERY_WAIT, "recovery from the last fault", || {
+        let own = workload
+            .journal
+            .lock()
+            .acks
+            .iter()
+            .any(|a| a.sent_at >= last_start);
+        own && sdk.as_ref().is_none_or(|sdk| {
+            sdk.journal
+                .lock()
+                .acks
+                .iter()
+                .any(|a| a.sent_at >= last_start)
+        })
+    })
+    .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     workload.stop_sending().await;
     off_worker(|| net.heal())?;
     cluster.revive_all().await?;
-    let (final_master, findings) = settle_and_check(cluster, &workload).await?;
+    if let Some(sdk) = sdk.as_mut() {
+        sdk.stop_sending().await?;
+    }
+    let (final_master, findings) = settle_and_check(cluster, &workload, sdk.as_ref()).await?;
     if let Some(w) = watcher {
         w.abort();
     }
@@ -178,9 +238,21 @@ async fn faults_and_check(
                 .filter(|a| a.sent_at >= r.started_at)
                 .map(|a| a.acked_at.saturating_sub(r.started_at))
                 .min();
+            r.sdk_recovery_ms = sdk.as_ref().and_then(|sdk| {
+                sdk.journal
+                    .lock()
+                    .acks
+                    .iter()
+                    .filter(|a| a.sent_at >= r.started_at)
+                    .map(|a| a.acked_at.saturating_sub(r.started_at))
+                    .min()
+            });
         }
     }
     workload.shutdown().await;
+    if let Some(sdk) = sdk {
+        off_worker(|| sdk.shutdown());
+    }
     let mut recoveries: Vec<u64> = records.iter().filter_map(|r| r.recovery_ms).collect();
     recoveries.sort_unstable();
     Ok(Report {
@@ -194,6 +266,37 @@ async fn faults_and_check(
         elections_seen,
         duration_s: began.elapsed().as_secs(),
     })
+}
+
+/// Starts the run's real SDK, if it has one, once it has acknowledged its first sends.
+async fn start_sdk(
+    config: &RunConfig,
+    net: &Net,
+    cluster: &Cluster,
+    dir: &Path,
+    began: Instant,
+) -> Result<Option<SdkClient>, ChaosError> {
+    let Some((kind, python)) = config.sdk() else {
+        return Ok(None);
+    };
+    let endpoint = match kind {
+        SdkKind::Cpp => cluster.namesrv_addr().to_owned(),
+        SdkKind::Grpc => cluster
+            .proxy_endpoint()
+            .ok_or_else(|| ChaosError::Setup("no proxy in this shape".into()))?,
+    };
+    let netns = net
+        .host("client")
+        .map(|h| h.netns.clone())
+        .ok_or_else(|| ChaosError::Setup("no client namespace".into()))?;
+    let sdk = SdkClient::start(kind, python, &netns, &endpoint, SDK_TOPIC, dir, began).await?;
+    wait_for(
+        Duration::from_secs(60),
+        "the SDK's first acknowledgements",
+        || sdk.journal.lock().acks.len() >= SDK_WARM_UP_ACKS,
+    )
+    .await?;
+    Ok(Some(sdk))
 }
 
 /// Polls `done` every 100 ms up to `limit`.
@@ -255,10 +358,16 @@ async fn create_topic(cluster: &Cluster, master: &str) -> Result<(), ChaosError>
         .ok_or_else(|| ChaosError::Setup("no master".into()))?;
     let admin = AdminClient::new(cluster.namesrv_addr())
         .map_err(|e| ChaosError::Setup(format!("admin client: {e}")))?;
-    let mut topic = TopicConfig::new(TOPIC);
-    topic.read_queue_nums = QUEUES;
-    topic.write_queue_nums = QUEUES;
-    let created = admin.create_topic(&addr, &topic).await;
+    let mut created = Ok(());
+    for name in [TOPIC, SDK_TOPIC] {
+        let mut topic = TopicConfig::new(name);
+        topic.read_queue_nums = QUEUES;
+        topic.write_queue_nums = QUEUES;
+        created = admin.create_topic(&addr, &topic).await;
+        if created.is_err() {
+            break;
+        }
+    }
     admin.shutdown().await;
     created.map_err(|e| ChaosError::Setup(format!("create topic: {e}")))
 }
@@ -296,6 +405,8 @@ enum Undo {
     Restart(String),
     Resume(String),
     Heal,
+    /// Heal, and see the routes expired and come back.
+    HealRoutes,
     /// The master's links go down and up until the fault's time is over.
     Flap(String),
 }
@@ -313,6 +424,7 @@ async fn inject(
     let hold = Duration::from_millis(step.fault.duration_ms());
     let (target, undo) = apply(&step.fault, &mut rng, net, cluster).await?;
     let started_at = workload.now();
+    let mut routes = (None, None);
     match undo {
         Undo::Flap(m) => {
             let until = Instant::now() + hold;
@@ -330,6 +442,11 @@ async fn inject(
                 Undo::Restart(name) => cluster.restart(&name).await?,
                 Undo::Resume(name) => off_worker(|| cluster.resume(&name))?,
                 Undo::Heal => off_worker(|| net.heal())?,
+                Undo::HealRoutes => {
+                    let expired = route_expired(cluster).await;
+                    off_worker(|| net.heal())?;
+                    routes = (expired, routes_back(cluster).await);
+                }
                 Undo::Nothing | Undo::Flap(_) => {}
             }
         }
@@ -340,7 +457,44 @@ async fn inject(
         started_at,
         ended_at: workload.now(),
         recovery_ms: None,
+        sdk_recovery_ms: None,
+        routes_expired: routes.0,
+        routes_back_ms: routes.1,
     })
+}
+
+/// Whether the name server answers that the workload's topic has no route (None: it did not
+/// answer).
+async fn route_expired(cluster: &Cluster) -> Option<bool> {
+    let admin = AdminClient::new(cluster.namesrv_addr()).ok()?;
+    let route = admin.topic_route(TOPIC).await;
+    admin.shutdown().await;
+    match route {
+        Ok(_) => Some(false),
+        Err(stellmq_client::ClientError::TopicNotExist(_)) => Some(true),
+        Err(_) => None,
+    }
+}
+
+/// Milliseconds until the name server routes the topic's master again (None: not within
+/// 90 s).
+async fn routes_back(cluster: &Cluster) -> Option<u64> {
+    let healed = Instant::now();
+    let admin = AdminClient::new(cluster.namesrv_addr()).ok()?;
+    let mut back = None;
+    while healed.elapsed() < Duration::from_secs(90) {
+        let routed = admin
+            .topic_route(TOPIC)
+            .await
+            .is_ok_and(|r| r.broker_datas.iter().any(|b| b.master_addr().is_some()));
+        if routed {
+            back = u64::try_from(healed.elapsed().as_millis()).ok();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    admin.shutdown().await;
+    back
 }
 
 /// Puts `fault` in force; returns its target (empty when none could be resolved) and how
@@ -368,7 +522,7 @@ async fn apply(
         Fault::IsolateControllerLeader { .. } | Fault::KillControllerLeader { .. } => {
             cluster.controller_leader().await
         }
-        Fault::CutNameServer { .. } => Some("ns".to_owned()),
+        Fault::CutNameServer { .. } | Fault::ExpireRoutes { .. } => Some("ns".to_owned()),
     };
     let Some(name) = target else {
         return Ok((String::new(), Undo::Nothing));
@@ -395,10 +549,14 @@ async fn apply(
             off_worker(|| net.cut(&[name.as_str()], &others))?;
             Undo::Heal
         }
-        Fault::CutNameServer { .. } => {
+        Fault::CutNameServer { .. } | Fault::ExpireRoutes { .. } => {
             let b: Vec<&str> = brokers.iter().map(String::as_str).collect();
             off_worker(|| net.cut(&["ns"], &b))?;
-            Undo::Heal
+            if matches!(fault, Fault::ExpireRoutes { .. }) {
+                Undo::HealRoutes
+            } else {
+                Undo::Heal
+            }
         }
         Fault::FlapMaster { .. } => {
             off_worker(|| net.isolate(&name))?;
@@ -414,6 +572,7 @@ async fn apply(
 async fn settle_and_check(
     cluster: &Cluster,
     workload: &Workload,
+    sdk: Option<&SdkClient>,
 ) -> Result<(String, Findings), ChaosError> {
     let deadline = Instant::now() + SETTLE;
     let admin = AdminClient::new(cluster.namesrv_addr())
@@ -424,8 +583,8 @@ async fn settle_and_check(
         if let Some(m) = routed_master(cluster, &admin).await {
             let addr = cluster.addr_of(&m).unwrap_or_default();
             master = m;
-            if let Ok(stored) = check::read_all(&cluster.remoting, &addr, QUEUES).await {
-                last = findings(cluster, workload, &stored, &addr);
+            if let Ok(stored) = read_both(cluster, &addr, sdk.is_some()).await {
+                last = findings(cluster, workload, sdk, &stored, &addr);
                 if last.passed() {
                     break;
                 }
@@ -445,10 +604,26 @@ async fn settle_and_check(
     Ok((master, last))
 }
 
+/// What the master at `addr` stores of the workload's topic and (with an SDK) the SDK's.
+async fn read_both(
+    cluster: &Cluster,
+    addr: &str,
+    with_sdk: bool,
+) -> Result<(check::Stored, check::Stored), String> {
+    let stored = check::read_all(&cluster.remoting, addr, TOPIC, QUEUES).await?;
+    let of_sdk = if with_sdk {
+        check::read_all(&cluster.remoting, addr, SDK_TOPIC, QUEUES).await?
+    } else {
+        check::Stored::new()
+    };
+    Ok((stored, of_sdk))
+}
+
 fn findings(
     cluster: &Cluster,
     workload: &Workload,
-    stored: &check::Stored,
+    sdk: Option<&SdkClient>,
+    (stored, of_sdk): &(check::Stored, check::Stored),
     master_addr: &str,
 ) -> Findings {
     let journal = workload.journal.lock();
@@ -466,6 +641,7 @@ fn findings(
     f.skipped_clustering = clustering;
     f.skipped_broadcasting = broadcasting;
     f.skipped_examples = check::skipped_examples(&journal, 5);
+    f.sdk = sdk.map(|sdk| check::sdk_findings(sdk.kind, &sdk.journal.lock(), of_sdk));
     f
 }
 

@@ -36,6 +36,10 @@ pub enum Fault {
     /// The master's links go down and up at random every 0.2-1 s (the stand-in for a lossy
     /// link on kernels without netem).
     FlapMaster { ms: u64 },
+    /// The name server cut from every broker for longer than its route expiry
+    /// (`brokerChannelExpiredTime`, 120 s): it drops the brokers' routes, clients keep their
+    /// cached ones, and the brokers' next registrations bring the routes back.
+    ExpireRoutes { ms: u64 },
 }
 
 impl Fault {
@@ -50,7 +54,8 @@ impl Fault {
             | Fault::IsolateControllerLeader { ms }
             | Fault::KillControllerLeader { ms }
             | Fault::CutNameServer { ms }
-            | Fault::FlapMaster { ms } => ms,
+            | Fault::FlapMaster { ms }
+            | Fault::ExpireRoutes { ms } => ms,
         }
     }
 
@@ -67,6 +72,7 @@ impl Fault {
             Fault::KillControllerLeader { .. } => "kill-controller-leader",
             Fault::CutNameServer { .. } => "cut-name-server",
             Fault::FlapMaster { .. } => "flap-master",
+            Fault::ExpireRoutes { .. } => "expire-routes",
         }
     }
 }
@@ -94,6 +100,24 @@ pub fn generate(seed: u64, shape: Shape, count: usize) -> Vec<Step> {
         .collect()
 }
 
+/// Inserts `count` route expiries (each 125-135 s: past the name server's 120 s expiry
+/// wherever the brokers' last registration fell) at seeded places of `steps`; the other
+/// steps keep their order and durations.
+pub fn with_route_expiries(mut steps: Vec<Step>, seed: u64, count: usize) -> Vec<Step> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5EED_0E7E);
+    for _ in 0..count {
+        let at = rng.gen_range(0..=steps.len());
+        let step = Step {
+            quiet_before_ms: rng.gen_range(2_000..=5_000),
+            fault: Fault::ExpireRoutes {
+                ms: rng.gen_range(125_000..=135_000),
+            },
+        };
+        steps.insert(at, step);
+    }
+    steps
+}
+
 /// The faults each shape draws from, in draw order (the order is part of a seed's schedule).
 const CONTROLLER_FAULTS: [fn(u64) -> Fault; 10] = [
     |ms| Fault::KillMaster { ms },
@@ -119,7 +143,7 @@ const CLASSIC_FAULTS: [fn(u64) -> Fault; 7] = [
 
 fn pick(rng: &mut StdRng, shape: Shape, ms: u64) -> Fault {
     let faults: &[fn(u64) -> Fault] = match shape {
-        Shape::Controller => &CONTROLLER_FAULTS,
+        Shape::Controller | Shape::Proxy => &CONTROLLER_FAULTS,
         Shape::Classic => &CLASSIC_FAULTS,
     };
     // Drawn as an i32, as the first schedules were: a seed keeps its schedule.
@@ -153,6 +177,19 @@ mod tests {
                 Fault::PauseMaster { ms: 5145 },
             ]
         );
+    }
+
+    #[test]
+    fn route_expiries_join_a_schedule_without_changing_it() {
+        let plain = generate(5, Shape::Classic, 6);
+        let mixed = with_route_expiries(plain.clone(), 5, 2);
+        assert_eq!(mixed, with_route_expiries(plain.clone(), 5, 2));
+        let (expiries, rest): (Vec<Step>, Vec<Step>) = mixed
+            .into_iter()
+            .partition(|s| matches!(s.fault, Fault::ExpireRoutes { .. }));
+        assert_eq!(rest, plain);
+        assert_eq!(expiries.len(), 2);
+        assert!(expiries.iter().all(|s| s.fault.duration_ms() > 120_000));
     }
 
     #[test]

@@ -23,6 +23,8 @@ use crate::cluster::Cluster;
 use crate::ChaosError;
 
 pub const TOPIC: &str = "ChaosTopic";
+/// The real SDK's topic (its consumer reads its own messages only).
+pub const SDK_TOPIC: &str = "ChaosSdkTopic";
 /// Sharding keys of the orderly senders (one sender each).
 pub const ORDER_KEYS: usize = 4;
 const SYNC_SENDERS: usize = 2;

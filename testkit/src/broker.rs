@@ -132,10 +132,22 @@ impl TestBroker {
     /// Stops the broker and starts it again on the same store with its configuration changed
     /// by `tweak` (listening on a new port unless `tweak` sets one).
     pub async fn restart(&mut self, tweak: impl FnOnce(&mut BrokerStartConfig)) {
+        self.stop().await;
+        tweak(&mut self.config);
+        self.start_again().await;
+    }
+
+    /// Stops serving (unregistering from the name servers), keeping its store for
+    /// [`TestBroker::start_again`].
+    pub async fn stop(&mut self) {
         if let Some(handle) = self.handle.take() {
             handle.shutdown().await;
         }
-        tweak(&mut self.config);
+    }
+
+    /// Starts a stopped broker again on its store (listening on a new port unless its
+    /// configuration sets one).
+    pub async fn start_again(&mut self) {
         let handle = stellmq_broker::start(self.config.clone())
             .await
             .expect("the broker restarts");

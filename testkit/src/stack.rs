@@ -114,6 +114,17 @@ impl Stack {
         self.raw.set_addr(self.broker.addr());
     }
 
+    /// Stops the broker, keeping its store (see [`TestBroker::stop`]).
+    pub async fn stop_broker(&mut self) {
+        self.broker.stop().await;
+    }
+
+    /// Starts the stopped broker again on its store; the raw client follows it.
+    pub async fn start_broker_again(&mut self) {
+        self.broker.start_again().await;
+        self.raw.set_addr(self.broker.addr());
+    }
+
     /// Stops the broker, then the name server, and removes their files.
     pub async fn stop(self) {
         self.raw.shutdown().await;

@@ -19,8 +19,9 @@ const SKIPPED: u8 = 77;
 #[derive(Parser)]
 #[command(about = "Seeded partitions, pauses, kills and restarts against a StellMQ cluster")]
 struct Args {
-    /// `controller` (3 controllers, a broker set of 3) or `classic` (SYNC_MASTER and SLAVE);
-    /// several, comma separated, run one after another with seeds seed, seed+1, ...
+    /// `controller` (3 controllers, a broker set of 3), `classic` (SYNC_MASTER and SLAVE) or
+    /// `proxy` (the controller shape behind an mqproxy); several, comma separated, run one
+    /// after another with seeds seed, seed+1, ...
     #[arg(long, default_value = "controller")]
     shape: String,
     #[arg(long, default_value_t = 1)]
@@ -38,6 +39,18 @@ struct Args {
     /// temporary directory by default).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// A Python with Apache RocketMQ's C++ SDK (`pip install rocketmq-client-python`):
+    /// its producer and push consumer join the workload of the controller and classic shapes.
+    #[arg(long)]
+    cpp_python: Option<PathBuf>,
+    /// A Python with RocketMQ 5's client (`pip install rocketmq-python-client`): its
+    /// producer and simple consumer join the workload of the proxy shape, through the proxy.
+    #[arg(long)]
+    grpc_python: Option<PathBuf>,
+    /// Route expiries added to each run's schedule: the name server cut from every broker
+    /// for 125-135 s, past its 120 s expiry.
+    #[arg(long, default_value_t = 0)]
+    expire_routes: usize,
 }
 
 fn main() -> ExitCode {
@@ -54,7 +67,7 @@ fn main() -> ExitCode {
         match Shape::parse(name.trim()) {
             Some(s) => shapes.push(s),
             None => {
-                eprintln!("mqchaos: unknown shape {name:?} (controller or classic)");
+                eprintln!("mqchaos: unknown shape {name:?} (controller, classic or proxy)");
                 return ExitCode::from(2);
             }
         }
@@ -68,6 +81,9 @@ fn main() -> ExitCode {
                 shape: *shape,
                 faults: args.faults,
                 work_dir: args.work_dir.clone(),
+                cpp_python: args.cpp_python.clone(),
+                grpc_python: args.grpc_python.clone(),
+                route_expiries: args.expire_routes,
             };
             seed += 1;
             match run(&config) {
@@ -131,6 +147,16 @@ fn summary(r: &Report) -> String {
         r.duration_s,
         if r.passed() { "" } else { ": FAILED" }
     );
+    if let Some(s) = &f.sdk {
+        out.push_str(&format!(
+            "\n  {:?} SDK: {} acknowledged ({} not), lost {}, not received {}",
+            s.client,
+            s.acknowledged,
+            s.unacknowledged,
+            s.lost.len(),
+            s.unreceived
+        ));
+    }
     for fault in &r.faults {
         out.push_str(&format!(
             "\n  {:>26} {:<6} {:>6} ms, recovery {:?} ms",
@@ -139,13 +165,24 @@ fn summary(r: &Report) -> String {
             fault.fault.duration_ms(),
             fault.recovery_ms
         ));
+        if f.sdk.is_some() {
+            out.push_str(&format!(", SDK {:?} ms", fault.sdk_recovery_ms));
+        }
+        if let Some(expired) = fault.routes_expired {
+            out.push_str(&format!(
+                ", routes expired {expired}, back {:?} ms after the heal",
+                fault.routes_back_ms
+            ));
+        }
     }
+    let sdk_findings = f.sdk.iter().flat_map(|s| s.lost.iter());
     for line in f
         .lost
         .iter()
         .chain(&f.order_violations)
         .chain(&f.overlapping)
         .chain(&f.skipped_examples)
+        .chain(sdk_findings)
         .take(20)
     {
         out.push_str(&format!("\n  finding: {line}"));

@@ -81,17 +81,19 @@ impl Cluster {
             attempt_id: request.attempt_id.clone(),
         };
         let command = RemotingCommand::request(RequestCode::POP_MESSAGE, header.to_ext_fields());
+        let stale = |e| self.noting_stale_route(&request.topic, e);
         let response = self
             .remoting
             .invoke(&addr, command, request.timeout)
-            .await?;
+            .await
+            .map_err(|e| stale(e.into()))?;
         match ResponseCode::from_i32(response.code) {
             Some(ResponseCode::SUCCESS) => {}
             Some(ResponseCode::POLLING_FULL) => return Ok(PopOutcome::PollingFull),
             Some(ResponseCode::POLLING_TIMEOUT | ResponseCode::PULL_NOT_FOUND) => {
                 return Ok(PopOutcome::NoNewMessage)
             }
-            _ => return Err(remote(&addr, &response)),
+            _ => return Err(stale(remote(&addr, &response))),
         }
         let header = PopMessageResponseHeader::from_ext_fields(&response.ext_fields)
             .map_err(|e| ClusterError::BadAnswer(format!("POP response header: {e}")))?;
@@ -139,9 +141,13 @@ impl Cluster {
             offset: handle.queue_offset.unwrap_or(handle.ck_queue_offset),
         };
         let command = RemotingCommand::request(RequestCode::ACK_MESSAGE, header.to_ext_fields());
-        let response = self.remoting.invoke(&addr, command, self.timeout).await?;
+        let response = self
+            .remoting
+            .invoke(&addr, command, self.timeout)
+            .await
+            .map_err(|e| self.noting_stale_route(topic, e.into()))?;
         if response.code != ResponseCode::SUCCESS.as_i32() {
-            return Err(remote(&addr, &response));
+            return Err(self.noting_stale_route(topic, remote(&addr, &response)));
         }
         Ok(())
     }
@@ -169,9 +175,13 @@ impl Cluster {
             RequestCode::CHANGE_MESSAGE_INVISIBLETIME,
             header.to_ext_fields(),
         );
-        let response = self.remoting.invoke(&addr, command, self.timeout).await?;
+        let response = self
+            .remoting
+            .invoke(&addr, command, self.timeout)
+            .await
+            .map_err(|e| self.noting_stale_route(topic, e.into()))?;
         if response.code != ResponseCode::SUCCESS.as_i32() {
-            return Err(remote(&addr, &response));
+            return Err(self.noting_stale_route(topic, remote(&addr, &response)));
         }
         let answer = ChangeInvisibleTimeResponseHeader::from_ext_fields(&response.ext_fields)
             .map_err(|e| ClusterError::BadAnswer(format!("change invisible time answer: {e}")))?;
@@ -208,9 +218,13 @@ impl Cluster {
         };
         let command =
             RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK, header.to_ext_fields());
-        let response = self.remoting.invoke(&addr, command, self.timeout).await?;
+        let response = self
+            .remoting
+            .invoke(&addr, command, self.timeout)
+            .await
+            .map_err(|e| self.noting_stale_route(topic, e.into()))?;
         if response.code != ResponseCode::SUCCESS.as_i32() {
-            return Err(remote(&addr, &response));
+            return Err(self.noting_stale_route(topic, remote(&addr, &response)));
         }
         Ok(())
     }

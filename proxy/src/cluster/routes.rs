@@ -17,10 +17,19 @@ use super::Cluster;
 /// many made-up topics must not grow it without bound).
 const MAX_CACHED: usize = 10_000;
 
-/// Entries younger than their time to live, by key.
+/// A route cached after it was found stale is kept at least this long: a broker that fails
+/// every request must not turn each one into a name server query.
+const MIN_REFETCH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How long a route is trusted that names no master for some broker of the topic (a fail-over
+/// under way: the new master registers within seconds).
+const INCOMPLETE_ROUTE_TTL: Duration = Duration::from_secs(1);
+
+/// Entries until they expire, by key.
 pub(crate) struct TtlCache<V> {
     ttl: Duration,
-    entries: Mutex<HashMap<String, (Instant, V)>>,
+    /// Value, when it was stored, when it expires.
+    entries: Mutex<HashMap<String, (V, Instant, Instant)>>,
 }
 
 impl<V: Clone> TtlCache<V> {
@@ -33,20 +42,34 @@ impl<V: Clone> TtlCache<V> {
 
     pub fn get(&self, key: &str) -> Option<V> {
         let entries = self.entries.lock();
-        let (at, value) = entries.get(key)?;
-        (at.elapsed() < self.ttl).then(|| value.clone())
+        let (value, _, expires) = entries.get(key)?;
+        (Instant::now() < *expires).then(|| value.clone())
     }
 
+    /// Stores `value` for the cache's time to live.
     pub fn put(&self, key: &str, value: V) {
+        self.put_for(key, value, self.ttl);
+    }
+
+    /// Stores `value` for `ttl` (at most the cache's time to live).
+    pub fn put_for(&self, key: &str, value: V, ttl: Duration) {
         let mut entries = self.entries.lock();
         if entries.len() >= MAX_CACHED && !entries.contains_key(key) {
             entries.clear();
         }
-        entries.insert(key.to_owned(), (Instant::now(), value));
+        let now = Instant::now();
+        entries.insert(key.to_owned(), (value, now, now + ttl.min(self.ttl)));
     }
 
+    /// Drops `key`'s entry unless it was stored less than [`MIN_REFETCH_INTERVAL`] ago.
     pub fn forget(&self, key: &str) {
-        self.entries.lock().remove(key);
+        let mut entries = self.entries.lock();
+        if entries
+            .get(key)
+            .is_some_and(|(_, stored, _)| stored.elapsed() >= MIN_REFETCH_INTERVAL)
+        {
+            entries.remove(key);
+        }
     }
 }
 
@@ -74,7 +97,12 @@ impl Cluster {
                         return Err(ClusterError::TopicNotFound(topic.to_owned()));
                     }
                     let route = Arc::new(route);
-                    self.routes.put(topic, route.clone());
+                    if names_every_master(&route) {
+                        self.routes.put(topic, route.clone());
+                    } else {
+                        self.routes
+                            .put_for(topic, route.clone(), INCOMPLETE_ROUTE_TTL);
+                    }
                     return Ok(route);
                 }
                 Ok(response) if response.code == ResponseCode::TOPIC_NOT_EXIST.as_i32() => {
@@ -95,8 +123,127 @@ impl Cluster {
         Err(last_error.unwrap_or_else(|| ClusterError::TopicNotFound(topic.to_owned())))
     }
 
-    /// Drops the cached route of `topic` (after a send found it stale).
+    /// Drops the cached route of `topic` (a request found it stale: its broker did not
+    /// answer, or answered that it is not the master).
     pub fn forget_route(&self, topic: &str) {
         self.routes.forget(topic);
+    }
+
+    /// Forgets `topic`'s route when `error` says its broker is gone or no longer the master
+    /// (a fail-over): the next request reads the route anew instead of trusting it for the
+    /// rest of its time to live.
+    /// Returns `error`.
+    pub(crate) fn noting_stale_route(&self, topic: &str, error: ClusterError) -> ClusterError {
+        if means_stale_route(&error) {
+            self.forget_route(topic);
+        }
+        error
+    }
+}
+
+/// Whether every broker that holds queues of the route has a master in it.
+fn names_every_master(route: &TopicRouteData) -> bool {
+    route.queue_datas.iter().all(|q| {
+        route
+            .broker_datas
+            .iter()
+            .any(|b| b.broker_name == q.broker_name && b.master_addr().is_some())
+    })
+}
+
+/// Errors after which a cached route is not to be trusted: the broker did not answer, said
+/// it is not the master (a slave refuses writes with SERVICE_NOT_AVAILABLE and POP with
+/// NO_PERMISSION), or the route named no master to ask.
+fn means_stale_route(error: &ClusterError) -> bool {
+    use stellmq_remoting::net::RemotingError;
+    match error {
+        ClusterError::Remoting(RemotingError::Remote { code, .. }) => [
+            ResponseCode::SERVICE_NOT_AVAILABLE,
+            ResponseCode::NO_PERMISSION,
+            ResponseCode::SYSTEM_ERROR,
+        ]
+        .iter()
+        .any(|c| c.as_i32() == *code),
+        ClusterError::Remoting(_)
+        | ClusterError::NoWritableQueue(_)
+        | ClusterError::NoReadableQueue(_)
+        | ClusterError::UnknownBroker(_) => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stellmq_remoting::protocol::body::fastjson::IntKeyMap;
+    use stellmq_remoting::protocol::body::{BrokerData, QueueData};
+
+    #[test]
+    fn a_route_found_stale_is_read_again_but_not_more_than_every_quarter_second() {
+        let cache = TtlCache::new(Duration::from_secs(20));
+        cache.put("t", 1);
+        cache.forget("t");
+        assert_eq!(cache.get("t"), Some(1), "just stored: kept");
+        std::thread::sleep(MIN_REFETCH_INTERVAL);
+        cache.forget("t");
+        assert_eq!(cache.get("t"), None);
+    }
+
+    #[test]
+    fn an_entry_lives_no_longer_than_asked_nor_than_the_cache_allows() {
+        let cache = TtlCache::new(Duration::from_millis(50));
+        cache.put_for("short", 1, Duration::from_millis(10));
+        cache.put_for("long", 2, Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(cache.get("short"), None);
+        assert_eq!(cache.get("long"), Some(2));
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(cache.get("long"), None);
+    }
+
+    #[test]
+    fn a_route_of_a_broker_set_without_a_master_is_incomplete() {
+        let mut route = TopicRouteData {
+            queue_datas: vec![QueueData {
+                broker_name: "b".into(),
+                read_queue_nums: 4,
+                write_queue_nums: 4,
+                perm: 6,
+                topic_sys_flag: 0,
+            }],
+            broker_datas: vec![BrokerData {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                broker_addrs: IntKeyMap([(1, "slave:1".to_owned())].into()),
+                enable_acting_master: None,
+            }],
+            ..Default::default()
+        };
+        assert!(!names_every_master(&route));
+        route.broker_datas[0]
+            .broker_addrs
+            .0
+            .insert(0, "master:1".to_owned());
+        assert!(names_every_master(&route));
+    }
+
+    #[test]
+    fn refusals_of_a_slave_and_silence_mean_a_stale_route() {
+        use stellmq_remoting::net::RemotingError;
+        let remote = |code: ResponseCode| {
+            ClusterError::Remoting(RemotingError::Remote {
+                addr: "a".into(),
+                code: code.as_i32(),
+                remark: String::new(),
+            })
+        };
+        assert!(means_stale_route(&remote(
+            ResponseCode::SERVICE_NOT_AVAILABLE
+        )));
+        assert!(means_stale_route(&ClusterError::NoWritableQueue(
+            "t".into()
+        )));
+        assert!(!means_stale_route(&remote(ResponseCode::MESSAGE_ILLEGAL)));
+        assert!(!means_stale_route(&ClusterError::TopicNotFound("t".into())));
     }
 }

@@ -84,14 +84,10 @@ impl Cluster {
             .remoting
             .invoke(&target.addr, request, self.timeout)
             .await;
-        let response = match response {
-            Ok(response) => response,
-            Err(e) => {
-                self.forget_route(topic);
-                return Err(e.into());
-            }
-        };
-        read_answer(target, &response)
+        let answer = response
+            .map_err(ClusterError::from)
+            .and_then(|response| read_answer(target, &response));
+        answer.map_err(|e| self.noting_stale_route(topic, e))
     }
 }
 
