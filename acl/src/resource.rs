@@ -3,11 +3,11 @@
 //! the group and the topic, and administrative requests need an admin account. Groups are
 //! named in requests as themselves or as their `%RETRY%` topic; both mean the group.
 
-use stellmq_remoting::protocol::body::pop::BatchAckMessageRequestBody;
-use stellmq_remoting::protocol::body::{fastjson, HeartbeatData};
-use stellmq_remoting::protocol::names::RETRY_PREFIX;
-use stellmq_remoting::protocol::pop::parse_normal_topic;
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
+use stellmq_protocol::body::pop::BatchAckMessageRequestBody;
+use stellmq_protocol::body::{fastjson, HeartbeatData};
+use stellmq_protocol::names::RETRY_PREFIX;
+use stellmq_protocol::pop::parse_normal_topic;
+use stellmq_protocol::{RemotingCommand, RequestCode};
 
 use crate::error::AccessDenied;
 use crate::perm::Perm;
@@ -187,7 +187,7 @@ fn need_heartbeat(needs: &mut Requirement, request: &RemotingCommand) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stellmq_remoting::protocol::ExtFields;
+    use stellmq_protocol::ExtFields;
 
     fn request(code: RequestCode, fields: &[(&str, &str)]) -> RemotingCommand {
         RemotingCommand::request(code, fields.iter().copied().collect::<ExtFields>())

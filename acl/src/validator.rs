@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use stellmq_remoting::protocol::signature::{self, Coverage, ACCESS_KEY, SIGNATURE};
-use stellmq_remoting::protocol::RemotingCommand;
+use stellmq_protocol::signature::{self, Coverage, ACCESS_KEY, SIGNATURE};
+use stellmq_protocol::RemotingCommand;
 
 use crate::error::{AccessDenied, AclError};
 use crate::perm::Perm;

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use stellmq_acl::{AccessValidator, AccountEdit, AclSource};
-use stellmq_remoting::protocol::signature::{sign, SessionCredentials, SIGNATURE};
-use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
+use stellmq_protocol::signature::{sign, SessionCredentials, SIGNATURE};
+use stellmq_protocol::{ExtFields, RemotingCommand, RequestCode};
 
 const ACL: &str = r#"
 globalWhiteRemoteAddresses:

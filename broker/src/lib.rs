@@ -3,8 +3,7 @@
 //! [`stellmq_store`].
 //!
 //! [`start`] runs one (port 0 works) and returns a handle that shuts it down cleanly;
-//! `mqbroker` is a thin binary around it; [`with_namesrv`] runs a name server beside it
-//! (`mqbroker --with-namesrv`).
+//! `mqbroker` (package `stellmq-servers`, which composes servers) is a thin binary around it.
 // Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
@@ -34,7 +33,7 @@ pub mod stats;
 pub mod timer;
 pub mod topic;
 pub mod transaction;
-pub mod with_namesrv;
+
 pub mod writer;
 
 pub use config::{BrokerConfig, BrokerStartConfig};

@@ -3,10 +3,10 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 use clap::Parser;
+use stellmq_cli::credentials::from_flags_or_tools_yml;
+use stellmq_cli::tls_args::TlsArgs;
 use stellmq_client::AdminClient;
 use stellmq_dashboard::{serve, Console};
-use stellmq_tools::credentials::from_flags_or_tools_yml;
-use stellmq_tools::tls_args::TlsArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -50,7 +50,7 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let namesrv = stellmq_tools::namesrv_addr(&cli.namesrv);
+    let namesrv = stellmq_cli::namesrv_addr(&cli.namesrv);
     let credentials =
         from_flags_or_tools_yml(cli.access_key.as_deref(), cli.secret_key.as_deref())?;
     let admin = AdminClient::connect(&namesrv, &cli.tls.client_tls(), credentials)?;

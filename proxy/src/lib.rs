@@ -18,8 +18,5 @@ mod listener;
 mod metrics;
 pub mod server;
 
-/// The generated apache.rocketmq.v2 messages and services.
-pub mod pb {
-    #![allow(clippy::all, clippy::pedantic, missing_docs)]
-    tonic::include_proto!("apache.rocketmq.v2");
-}
+/// The generated apache.rocketmq.v2 messages and services (crate `stellmq-grpc-api`).
+pub use stellmq_grpc_api::pb;

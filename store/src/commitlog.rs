@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use stellmq_remoting::protocol::message::record::{self, encode_record, RecordHead, BLANK_MAGIC};
-use stellmq_remoting::protocol::message::{body_crc, sys_flag, MessageVersion};
-use stellmq_remoting::protocol::names;
+use stellmq_protocol::message::record::{self, encode_record, RecordHead, BLANK_MAGIC};
+use stellmq_protocol::message::{body_crc, sys_flag, MessageVersion};
+use stellmq_protocol::names;
 
 use crate::consume_queue::ConsumeQueueStore;
 use crate::error::StoreError;
@@ -510,4 +510,4 @@ impl CommitLog {
     }
 }
 
-pub use stellmq_remoting::protocol::message::now_ms;
+pub use stellmq_protocol::message::now_ms;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use stellmq_remoting::protocol::names;
+use stellmq_protocol::names;
 
 use crate::error::{IoContext, StoreError};
 use crate::segments::SegmentQueue;

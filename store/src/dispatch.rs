@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use stellmq_remoting::protocol::message::{
+use stellmq_protocol::message::{
     delay_level_of, property, split_keys, sys_flag, tags_code, RecordView,
 };
 

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use stellmq_remoting::protocol::message::{java_string_hash_continued, UtcTime};
+use stellmq_protocol::message::{java_string_hash_continued, UtcTime};
 
 use crate::error::{IoContext, StoreError};
 use crate::mapped_file::MappedFile;

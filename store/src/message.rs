@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use stellmq_remoting::protocol::message::{sys_flag, MessageRecord, Properties};
+use stellmq_protocol::message::{sys_flag, MessageRecord, Properties};
 
 /// One message to append. The store assigns physical offset, queue offset and store time.
 #[derive(Debug, Clone)]

@@ -4,9 +4,9 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use stellmq_remoting::protocol::message::record::{self, store_timestamp_pos, SYS_FLAG_POS};
-use stellmq_remoting::protocol::message::{property, MessageRecord};
-use stellmq_remoting::protocol::{i32_at, i64_at};
+use stellmq_protocol::message::record::{self, store_timestamp_pos, SYS_FLAG_POS};
+use stellmq_protocol::message::{property, MessageRecord};
+use stellmq_protocol::{i32_at, i64_at};
 
 use crate::consume_queue::{CqEntry, ENTRY_SIZE};
 use crate::get::{GetMessageResult, GetMessageStatus, MessageFilter};

@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bytes::Bytes;
-use stellmq_remoting::protocol::error::RecordError;
-use stellmq_remoting::protocol::message::record::{
+use stellmq_protocol::error::RecordError;
+use stellmq_protocol::message::record::{
     self, BLANK_MAGIC, MAGIC_V1, MAGIC_V2, PHYSICAL_OFFSET_POS,
 };
-use stellmq_remoting::protocol::message::MessageRecord;
+use stellmq_protocol::message::MessageRecord;
 
 use crate::commitlog::{now_ms, CommitLog};
 use crate::error::{IoContext, StoreError};

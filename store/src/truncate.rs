@@ -9,7 +9,7 @@
 //! from before the cut. Readers are never blocked: a pull that read a queue's max offset
 //! before the cut finds no entry past the new end and answers as for any missing offset.
 
-use stellmq_remoting::protocol::message::MessageRecord;
+use stellmq_protocol::message::MessageRecord;
 
 use crate::error::StoreError;
 use crate::MessageStore;

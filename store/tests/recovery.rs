@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{decode, message, small_config};
-use stellmq_remoting::protocol::message::record::MAGIC_V1;
+use stellmq_protocol::message::record::MAGIC_V1;
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessageStatus};
 
 const T: Duration = Duration::from_secs(10);

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{decode, message, small_config};
 use parking_lot::Mutex;
-use stellmq_remoting::protocol::message::java_string_hash;
+use stellmq_protocol::message::java_string_hash;
 use stellmq_store::{
     AcceptAll, GetMessageStatus, MessageArrivingListener, MessageStore, PutMessageStatus,
     StoreOptions,

@@ -298,14 +298,14 @@ mod tests {
     use super::*;
 
     const HEADER_SOURCES: &[&str] = &[
-        include_str!("../../../remoting/src/protocol/headers/acl.rs"),
-        include_str!("../../../remoting/src/protocol/headers/admin.rs"),
-        include_str!("../../../remoting/src/protocol/headers/consumer.rs"),
-        include_str!("../../../remoting/src/protocol/headers/controller.rs"),
-        include_str!("../../../remoting/src/protocol/headers/namesrv.rs"),
-        include_str!("../../../remoting/src/protocol/headers/pop.rs"),
-        include_str!("../../../remoting/src/protocol/headers/producer.rs"),
-        include_str!("../../../remoting/src/protocol/headers/query.rs"),
+        include_str!("../../../protocol/src/headers/acl.rs"),
+        include_str!("../../../protocol/src/headers/admin.rs"),
+        include_str!("../../../protocol/src/headers/consumer.rs"),
+        include_str!("../../../protocol/src/headers/controller.rs"),
+        include_str!("../../../protocol/src/headers/namesrv.rs"),
+        include_str!("../../../protocol/src/headers/pop.rs"),
+        include_str!("../../../protocol/src/headers/producer.rs"),
+        include_str!("../../../protocol/src/headers/query.rs"),
     ];
 
     /// Every `required x: T = "key"` / `optional x: T = "key"` of the header definitions is

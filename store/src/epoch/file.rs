@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 use stellmq_config::write_atomically;
-use stellmq_remoting::protocol::message::body_crc;
+use stellmq_protocol::message::body_crc;
 
 use super::entries::{EpochList, EpochListError};
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use stellmq_remoting::protocol::message::{MessageRecord, Properties};
+use stellmq_protocol::message::{MessageRecord, Properties};
 use stellmq_store::{MessageStoreConfig, PutMessage};
 
 /// A small-file configuration so tests roll segments quickly.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stellmq_client::admin::now_ms;
-use stellmq_proxy::pb::receive_message_response::Content;
-use stellmq_proxy::pb::{
+use stellmq_grpc_api::pb::receive_message_response::Content;
+use stellmq_grpc_api::pb::{
     settings, telemetry_command, AckMessageEntry, AckMessageRequest, ClientType, Code,
     FilterExpression, FilterType, Message, MessageQueue, ReceiveMessageRequest, Settings,
     Subscription, SubscriptionEntry, TelemetryCommand,

@@ -11,8 +11,8 @@ mod producer;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use stellmq_proxy::pb::messaging_service_client::MessagingServiceClient;
-use stellmq_proxy::pb::{Address, AddressScheme, Code, Endpoints, Resource, Status};
+use stellmq_grpc_api::pb::messaging_service_client::MessagingServiceClient;
+use stellmq_grpc_api::pb::{Address, AddressScheme, Code, Endpoints, Resource, Status};
 use tonic::transport::{Channel, Endpoint};
 
 pub use consumer::{run as run_consumer, GrpcConsumerArgs};

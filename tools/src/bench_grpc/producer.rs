@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stellmq_proxy::pb::{
+use stellmq_grpc_api::pb::{
     Message, MessageType, QueryRouteRequest, SendMessageRequest, SystemProperties,
 };
 use tokio::task::JoinSet;

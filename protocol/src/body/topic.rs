@@ -1,0 +1,342 @@
+//! Topic configuration bodies (protocol.md 3.4, 3.5) and small list bodies (3.14).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::fastjson::IntKeyMap;
+use super::DataVersion;
+
+/// Permission bits (protocol.md 7.8).
+pub mod perm {
+    pub const INHERIT: i32 = 1;
+    pub const WRITE: i32 = 2;
+    pub const READ: i32 = 4;
+    pub const PRIORITY: i32 = 8;
+
+    pub const fn is_readable(perm: i32) -> bool {
+        perm & READ != 0
+    }
+
+    pub const fn is_writeable(perm: i32) -> bool {
+        perm & WRITE != 0
+    }
+
+    pub const fn is_inherited(perm: i32) -> bool {
+        perm & INHERIT != 0
+    }
+
+    /// Java's `PermName.perm2String`, e.g. `RW-`.
+    pub fn to_display(perm: i32) -> String {
+        let mut s = String::with_capacity(3);
+        s.push(if is_readable(perm) { 'R' } else { '-' });
+        s.push(if is_writeable(perm) { 'W' } else { '-' });
+        s.push(if is_inherited(perm) { 'X' } else { '-' });
+        s
+    }
+}
+
+fn default_queue_nums() -> i32 {
+    16
+}
+
+fn default_perm() -> i32 {
+    perm::READ | perm::WRITE
+}
+
+fn default_filter_type() -> String {
+    "SINGLE_TAG".to_owned()
+}
+
+/// `TopicConfig`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicConfig {
+    pub topic_name: String,
+    #[serde(default = "default_queue_nums")]
+    pub read_queue_nums: i32,
+    #[serde(default = "default_queue_nums")]
+    pub write_queue_nums: i32,
+    #[serde(default = "default_perm")]
+    pub perm: i32,
+    #[serde(default = "default_filter_type")]
+    pub topic_filter_type: String,
+    #[serde(default)]
+    pub topic_sys_flag: i32,
+    #[serde(default)]
+    pub order: bool,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, String>,
+}
+
+impl TopicConfig {
+    /// A topic with Java's class defaults (16/16 queues, RW, SINGLE_TAG).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self::with_queues(name, 16, 16, default_perm())
+    }
+
+    pub fn with_queues(name: impl Into<String>, read: i32, write: i32, perm: i32) -> Self {
+        Self {
+            topic_name: name.into(),
+            read_queue_nums: read,
+            write_queue_nums: write,
+            perm,
+            topic_filter_type: default_filter_type(),
+            topic_sys_flag: 0,
+            order: false,
+            attributes: BTreeMap::new(),
+        }
+    }
+
+    /// Java's `TopicConfig.encode()`: `name read write perm filterType` (compressed registration).
+    pub fn encode_compact(&self) -> String {
+        format!(
+            "{} {} {} {} {}",
+            self.topic_name,
+            self.read_queue_nums,
+            self.write_queue_nums,
+            self.perm,
+            self.topic_filter_type
+        )
+    }
+
+    /// Parses [`TopicConfig::encode_compact`] text (5.x may append attributes as a sixth token).
+    pub fn decode_compact(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(6, ' ');
+        let name = parts.next()?;
+        let read = parts.next()?.parse().ok()?;
+        let write = parts.next()?.parse().ok()?;
+        let perm = parts.next()?.parse().ok()?;
+        let filter = parts.next()?.to_owned();
+        let attributes = parts
+            .next()
+            .and_then(|json| serde_json::from_str(json).ok())
+            .unwrap_or_default();
+        Some(Self {
+            topic_name: name.to_owned(),
+            read_queue_nums: read,
+            write_queue_nums: write,
+            perm,
+            topic_filter_type: filter,
+            topic_sys_flag: 0,
+            order: false,
+            attributes,
+        })
+    }
+}
+
+/// The topic attribute RocketMQ 5 keeps a topic's message type in.
+pub const MESSAGE_TYPE_ATTRIBUTE: &str = "message.type";
+
+/// The topic attributes RocketMQ 5 knows and their allowed values.
+const KNOWN_ATTRIBUTES: &[(&str, &[&str])] = &[
+    (
+        MESSAGE_TYPE_ATTRIBUTE,
+        &[
+            "UNSPECIFIED",
+            "NORMAL",
+            "FIFO",
+            "DELAY",
+            "TRANSACTION",
+            "MIXED",
+        ],
+    ),
+    ("queue.type", &["BatchCQ", "SimpleCQ"]),
+    ("cleanup.policy", &["DELETE", "COMPACTION"]),
+];
+
+/// Applies RocketMQ's attribute changes (`+key=value` sets, `-key` removes, comma separated,
+/// as `mqadmin updateTopic -a` writes them) to `current`; unknown keys, values out of a
+/// key's set and malformed entries are refused with the reason.
+pub fn apply_attribute_changes(
+    current: &BTreeMap<String, String>,
+    changes: &str,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut result = current.clone();
+    for entry in changes.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let set = entry
+            .strip_prefix('+')
+            .and_then(|rest| rest.split_once('='));
+        let remove = entry.strip_prefix('-').filter(|rest| !rest.contains('='));
+        let (key, value) = match (set, remove) {
+            (Some((key, value)), _) => (key, Some(value)),
+            (None, Some(key)) => (key, None),
+            (None, None) => {
+                return Err(format!(
+                    "attribute '{entry}' must be +key=value (set) or -key (remove)"
+                ))
+            }
+        };
+        let Some((_, allowed)) = KNOWN_ATTRIBUTES.iter().find(|(k, _)| *k == key) else {
+            return Err(format!("unsupported attribute key: {key}"));
+        };
+        match value {
+            Some(value) if allowed.contains(&value) => {
+                result.insert(key.to_owned(), value.to_owned());
+            }
+            Some(value) => {
+                return Err(format!(
+                    "value {value} of attribute {key} is not one of {}",
+                    allowed.join(", ")
+                ))
+            }
+            None => {
+                result.remove(key);
+            }
+        }
+    }
+    Ok(result)
+}
+
+/// `attributes` as the changes that set each of them (`+k=v,+k2=v2`).
+pub fn attributes_as_changes(attributes: &BTreeMap<String, String>) -> Option<String> {
+    (!attributes.is_empty()).then(|| {
+        attributes
+            .iter()
+            .map(|(k, v)| format!("+{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
+/// `TopicConfigSerializeWrapper`: topics.json and the registration body's topic table.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicConfigSerializeWrapper {
+    #[serde(default)]
+    pub data_version: DataVersion,
+    #[serde(default)]
+    pub topic_config_table: BTreeMap<String, TopicConfig>,
+}
+
+/// `TopicList`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicList {
+    #[serde(default)]
+    pub topic_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_addr: Option<String>,
+}
+
+/// `GroupList`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupList {
+    #[serde(default)]
+    pub group_list: Vec<String>,
+}
+
+/// Body of GET_CONSUMER_LIST_BY_GROUP.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerIdList {
+    #[serde(default)]
+    pub consumer_id_list: Vec<String>,
+}
+
+/// consumerOffset.json and GET_ALL_CONSUMER_OFFSET: `topic@group` to queue id to offset.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerOffsetSerializeWrapper {
+    #[serde(default)]
+    pub offset_table: BTreeMap<String, IntKeyMap<i64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_version: Option<DataVersion>,
+}
+
+/// delayOffset.json and GET_ALL_DELAY_OFFSET: delay level to consumed offset.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelayOffsetSerializeWrapper {
+    #[serde(default)]
+    pub offset_table: IntKeyMap<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_version: Option<DataVersion>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribute_changes_follow_rocketmq() {
+        let set = apply_attribute_changes(&BTreeMap::new(), "+message.type=FIFO").unwrap();
+        assert_eq!(set[MESSAGE_TYPE_ATTRIBUTE], "FIFO");
+        assert_eq!(attributes_as_changes(&set).unwrap(), "+message.type=FIFO");
+        let removed = apply_attribute_changes(&set, "-message.type").unwrap();
+        assert!(removed.is_empty());
+        for bad in [
+            "+message.type=ODD",
+            "+color=red",
+            "message.type=FIFO",
+            "-",
+            "+x",
+            "-a=b",
+        ] {
+            assert!(apply_attribute_changes(&set, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn attribute_changes_starting_with_multibyte_text_are_refused_not_a_panic() {
+        for bad in [
+            "\u{e9}",
+            "\u{e9}+message.type=FIFO",
+            "+\u{e9}=x",
+            "-\u{1f600}",
+            "\u{1f600}",
+        ] {
+            let refused = apply_attribute_changes(&BTreeMap::new(), bad);
+            assert!(refused.is_err(), "{bad}");
+        }
+    }
+    use crate::body::fastjson;
+
+    #[test]
+    fn topics_json_golden() {
+        let mut w = TopicConfigSerializeWrapper {
+            data_version: DataVersion {
+                counter: 5,
+                state_version: 0,
+                timestamp: 1_700_000_000_000,
+            },
+            ..Default::default()
+        };
+        w.topic_config_table
+            .insert("TopicA".into(), TopicConfig::with_queues("TopicA", 4, 4, 6));
+        assert_eq!(
+            String::from_utf8(fastjson::encode(&w)).expect("utf8"),
+            r#"{"dataVersion":{"counter":5,"stateVersion":0,"timestamp":1700000000000},"topicConfigTable":{"TopicA":{"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"TopicA","topicSysFlag":0,"writeQueueNums":4}}}"#
+        );
+    }
+
+    #[test]
+    fn consumer_offsets_read_java_file() {
+        let java =
+            r#"{"offsetTable":{"TopicA@group1":{0:120,1:118},"%RETRY%group1@group1":{0:0}}}"#;
+        let w: ConsumerOffsetSerializeWrapper = fastjson::decode(java.as_bytes()).expect("decodes");
+        assert_eq!(w.offset_table["TopicA@group1"].0[&1], 118);
+        assert_eq!(
+            String::from_utf8(fastjson::encode(&w)).expect("utf8"),
+            java.replace(
+                r#"{"TopicA@group1":{0:120,1:118},"%RETRY%group1@group1":{0:0}}"#,
+                r#"{"%RETRY%group1@group1":{0:0},"TopicA@group1":{0:120,1:118}}"#
+            )
+        );
+    }
+
+    #[test]
+    fn compact_topic_config() {
+        let t = TopicConfig::with_queues("T", 4, 8, 6);
+        assert_eq!(t.encode_compact(), "T 4 8 6 SINGLE_TAG");
+        assert_eq!(TopicConfig::decode_compact("T 4 8 6 SINGLE_TAG"), Some(t));
+        assert_eq!(TopicConfig::decode_compact("T 4 x 6 SINGLE_TAG"), None);
+    }
+
+    #[test]
+    fn perm_display() {
+        assert_eq!(perm::to_display(7), "RWX");
+        assert_eq!(perm::to_display(4), "R--");
+    }
+}

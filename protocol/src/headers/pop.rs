@@ -1,0 +1,190 @@
+//! RocketMQ 5 POP consumption headers (POP_MESSAGE, ACK_MESSAGE, PEEK_MESSAGE,
+//! CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION, POLLING_INFO), with the Java classes' field
+//! names. The receipt handle they carry (`extraInfo`) is read and written by
+//! [`crate::pop`].
+
+use super::command_header;
+
+command_header! {
+    /// POP_MESSAGE (200050).
+    pub struct PopMessageRequestHeader {
+        required consumer_group: String = "consumerGroup",
+        required topic: String = "topic",
+        /// -1 = any queue of the topic.
+        required queue_id: i32 = "queueId",
+        required max_msg_nums: i32 = "maxMsgNums",
+        /// How long (ms) popped messages stay invisible to other POPs.
+        required invisible_time: i64 = "invisibleTime",
+        /// How long (ms) the broker may hold the request when nothing is there.
+        required poll_time: i64 = "pollTime",
+        /// When the client sent it (ms); the broker fills it in when absent or 0.
+        optional born_time: i64 = "bornTime",
+        /// Where a group without an offset starts: 0 = MIN (first), 1 = MAX (last).
+        optional init_mode: i32 = "initMode",
+        /// `TAG` (default) or `SQL92`.
+        optional exp_type: String = "expType",
+        optional exp: String = "exp",
+        /// Orderly (FIFO) POP: one batch per queue in flight.
+        optional order: bool = "order",
+        /// An orderly POP retried with the same id is not blocked by its own batch.
+        optional attempt_id: String = "attemptId",
+    }
+}
+
+impl PopMessageRequestHeader {
+    pub fn is_order(&self) -> bool {
+        self.order.unwrap_or(false)
+    }
+}
+
+command_header! {
+    /// Response to POP_MESSAGE.
+    pub struct PopMessageResponseHeader {
+        required pop_time: i64 = "popTime",
+        required invisible_time: i64 = "invisibleTime",
+        required revive_qid: i32 = "reviveQid",
+        /// Messages left in the queues read.
+        required rest_num: i64 = "restNum",
+        /// `retry queueId startOffset` per queue read, `;`-separated.
+        optional start_offset_info: String = "startOffsetInfo",
+        /// `retry queueId offset,offset...` per queue read, `;`-separated.
+        optional msg_offset_info: String = "msgOffsetInfo",
+        /// Orderly POP: `retry qo<queueId>%<offset> count` per message and `retry queueId
+        /// count` per queue, `;`-separated.
+        optional order_count_info: String = "orderCountInfo",
+    }
+}
+
+command_header! {
+    /// ACK_MESSAGE (200051).
+    pub struct AckMessageRequestHeader {
+        required consumer_group: String = "consumerGroup",
+        /// The topic the message was read from (the POP retry topic for retried ones).
+        required topic: String = "topic",
+        required queue_id: i32 = "queueId",
+        /// The receipt handle (the message's `POP_CK`).
+        required extra_info: String = "extraInfo",
+        /// The message's queue offset.
+        required offset: i64 = "offset",
+    }
+}
+
+command_header! {
+    /// CHANGE_MESSAGE_INVISIBLETIME (200053).
+    pub struct ChangeInvisibleTimeRequestHeader {
+        required consumer_group: String = "consumerGroup",
+        required topic: String = "topic",
+        required queue_id: i32 = "queueId",
+        required extra_info: String = "extraInfo",
+        required offset: i64 = "offset",
+        /// The new invisible time (ms), counted from now.
+        required invisible_time: i64 = "invisibleTime",
+    }
+}
+
+command_header! {
+    /// Response to CHANGE_MESSAGE_INVISIBLETIME: the new handle's pop time and invisible time.
+    pub struct ChangeInvisibleTimeResponseHeader {
+        required pop_time: i64 = "popTime",
+        required invisible_time: i64 = "invisibleTime",
+        required revive_qid: i32 = "reviveQid",
+    }
+}
+
+command_header! {
+    /// PEEK_MESSAGE (200052): read without popping.
+    pub struct PeekMessageRequestHeader {
+        required topic: String = "topic",
+        required queue_id: i32 = "queueId",
+        required max_msg_nums: i32 = "maxMsgNums",
+        required consumer_group: String = "consumerGroup",
+    }
+}
+
+command_header! {
+    /// NOTIFICATION (200054): wait until the queue (or any, -1) has a message to pop.
+    pub struct NotificationRequestHeader {
+        required consumer_group: String = "consumerGroup",
+        required topic: String = "topic",
+        required queue_id: i32 = "queueId",
+        required poll_time: i64 = "pollTime",
+        optional born_time: i64 = "bornTime",
+        optional order: bool = "order",
+        optional attempt_id: String = "attemptId",
+    }
+}
+
+command_header! {
+    /// Response to NOTIFICATION.
+    pub struct NotificationResponseHeader {
+        required has_msg: bool = "hasMsg",
+    }
+}
+
+command_header! {
+    /// POLLING_INFO (200055): how many POPs wait on a queue.
+    pub struct PollingInfoRequestHeader {
+        required consumer_group: String = "consumerGroup",
+        required topic: String = "topic",
+        required queue_id: i32 = "queueId",
+    }
+}
+
+command_header! {
+    /// Response to POLLING_INFO.
+    pub struct PollingInfoResponseHeader {
+        required polling_num: i32 = "pollingNum",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::CommandHeader;
+    use super::*;
+    use crate::ExtFields;
+
+    #[test]
+    fn pop_header_reads_java_fields() {
+        let fields: ExtFields = [
+            ("consumerGroup", "g"),
+            ("topic", "T"),
+            ("queueId", "-1"),
+            ("maxMsgNums", "32"),
+            ("invisibleTime", "60000"),
+            ("pollTime", "15000"),
+            ("bornTime", "1700000000000"),
+            ("initMode", "0"),
+            ("expType", "TAG"),
+            ("exp", "a || b"),
+            ("order", "false"),
+        ]
+        .into_iter()
+        .collect();
+        let h = PopMessageRequestHeader::from_ext_fields(&fields).expect("decodes");
+        assert_eq!(h.queue_id, -1);
+        assert_eq!(h.exp.as_deref(), Some("a || b"));
+        assert!(!h.is_order());
+        assert_eq!(
+            PopMessageRequestHeader::from_ext_fields(&h.to_ext_fields()),
+            Ok(h)
+        );
+    }
+
+    #[test]
+    fn response_headers_round_trip() {
+        let h = PopMessageResponseHeader {
+            pop_time: 1,
+            invisible_time: 2,
+            revive_qid: 3,
+            rest_num: 4,
+            start_offset_info: Some("0 1 5".into()),
+            msg_offset_info: Some("0 1 5,6".into()),
+            order_count_info: None,
+        };
+        let fields = h.to_ext_fields();
+        assert_eq!(fields.get("startOffsetInfo"), Some("0 1 5"));
+        assert_eq!(PopMessageResponseHeader::from_ext_fields(&fields), Ok(h));
+        let n = NotificationResponseHeader { has_msg: true };
+        assert_eq!(n.to_ext_fields().get("hasMsg"), Some("true"));
+    }
+}
