@@ -231,7 +231,7 @@ async fn serve_peer(
     .await
     .unwrap_or(Err(HaError::Timeout("no complete handshake within 5 s")));
     drop(permit);
-    let (identity, term) = match handshake {
+    let (identity, term, confirmed) = match handshake {
         Ok(admitted) => admitted,
         Err(reason) => {
             master.refuse(peer, &reason);
@@ -250,13 +250,13 @@ async fn serve_peer(
         (Some(c), Some(term)) => {
             c.sync.connected(slave_id);
             let served = tokio::select! {
-                r = serve_slave(master, reader, writer, peer, slave_id) => r,
+                r = serve_slave(master, reader, writer, peer, slave_id, confirmed) => r,
                 _ = term.connections.cancelled() => Err(HaError::Closed("the master's term ended")),
             };
             c.sync.disconnected(slave_id);
             served
         }
-        _ => serve_slave(master, reader, writer, peer, slave_id).await,
+        _ => serve_slave(master, reader, writer, peer, slave_id, false).await,
     };
     if let Err(reason) = served {
         tracing::warn!(%peer, broker_id = slave_id, %reason, "slave connection closed");
@@ -299,15 +299,21 @@ async fn publish_confirm_offset(master: Arc<HaMaster>) {
     }
 }
 
-/// The master's half of the handshake (see the module docs); the admitted slave's identity
-/// and, in controller mode, the term it was admitted to.
+/// The master's half of the handshake (see the module docs); the admitted slave's identity,
+/// in controller mode the term it was admitted to, and whether its frames carry the confirm
+/// offset (version 3).
 async fn handshake(
     master: &HaMaster,
     reader: &mut OwnedReadHalf,
     writer: &mut OwnedWriteHalf,
-) -> Result<(SlaveIdentity, Option<Term>), HaError> {
+) -> Result<(SlaveIdentity, Option<Term>, bool), HaError> {
     let group = &master.group;
-    let version = if master.controlled.is_some() { 2 } else { 1 };
+    // Controller mode speaks version 3 (frames carry the confirm offset) and still version 2.
+    let versions: &[u16] = if master.controlled.is_some() {
+        &[2, 3]
+    } else {
+        &[1]
+    };
     // The magic alone first, so a classic peer (8-byte report, then silence) is refused at
     // once rather than at the timeout.
     let mut magic = [0u8; 8];
@@ -317,7 +323,7 @@ async fn handshake(
         "the peer closed the connection before its handshake",
     )
     .await?;
-    protocol::check_magic_version(&magic, version)?;
+    let version = protocol::check_magic_versions(&magic, versions)?;
     let mut len = [0u8; 2];
     read_exact(
         reader,
@@ -334,7 +340,7 @@ async fn handshake(
     )
     .await?;
     let identity = SlaveIdentity::decode(&identity_bytes)?;
-    let followed = if version == 2 {
+    let followed = if version >= 2 {
         Some(read_slave_term(reader).await?)
     } else {
         None
@@ -358,7 +364,7 @@ async fn handshake(
     }
     let (Some(controlled), Some(followed)) = (&master.controlled, followed) else {
         send(writer, &[protocol::ACCEPTED]).await?;
-        return Ok((identity, None));
+        return Ok((identity, None, false));
     };
     match controlled.term() {
         Some(term) if term.epoch == followed => {
@@ -368,7 +374,7 @@ async fn handshake(
             let mut answer = vec![protocol::ACCEPTED];
             answer.extend_from_slice(&v2::encode_master_entries(entries.entries())?);
             send(writer, &answer).await?;
-            Ok((identity, Some(term)))
+            Ok((identity, Some(term), version >= 3))
         }
         term => {
             let master_epoch = term.map_or(-1, |t| t.epoch);
@@ -419,6 +425,7 @@ async fn serve_slave(
     mut writer: OwnedWriteHalf,
     peer: SocketAddr,
     slave_id: i64,
+    confirmed: bool,
 ) -> Result<(), HaError> {
     let first = read_report(&mut reader).await?;
     check_report(master, first)?;
@@ -431,14 +438,19 @@ async fn serve_slave(
             }
         }
     });
-    let result = stream_log(master, &mut writer, &mut report_rx, (peer, slave_id), first).await;
+    let mut frames = FrameWriter {
+        writer: &mut writer,
+        confirmed,
+        sent_confirm: None,
+    };
+    let result = stream_log(master, &mut frames, &mut report_rx, (peer, slave_id), first).await;
     reports.abort();
     result
 }
 
 async fn stream_log(
     master: &Arc<HaMaster>,
-    writer: &mut OwnedWriteHalf,
+    writer: &mut FrameWriter<'_>,
     reports: &mut watch::Receiver<i64>,
     (peer, slave_id): (SocketAddr, i64),
     first: i64,
@@ -464,13 +476,14 @@ async fn stream_log(
                 c.sync
                     .sample(slave_id, master.store.commit_log_max_offset());
             }
-            write_frame(writer, next, &chunk).await?;
+            writer.write(master, next, &chunk).await?;
             next += chunk.len() as i64;
             last_sent = tokio::time::Instant::now();
             continue;
         }
-        if last_sent.elapsed() >= HEARTBEAT_INTERVAL {
-            write_frame(writer, next, &[]).await?;
+        // A heartbeat also when the confirm offset moved: a slave serves reads up to it.
+        if last_sent.elapsed() >= HEARTBEAT_INTERVAL || writer.confirm_moved(master) {
+            writer.write(master, next, &[]).await?;
             last_sent = tokio::time::Instant::now();
         }
         tokio::select! {
@@ -505,8 +518,33 @@ async fn read_report(reader: &mut OwnedReadHalf) -> Result<i64, HaError> {
     Ok(i64::from_be_bytes(buf))
 }
 
-async fn write_frame(writer: &mut OwnedWriteHalf, offset: i64, body: &[u8]) -> Result<(), HaError> {
-    let header = protocol::encode_frame_header(offset, body.len());
-    send(writer, &header).await?;
-    send(writer, body).await
+/// Writes frames to one slave: version 1 and 2 headers, or version 3 ones that carry the
+/// store's confirm offset.
+struct FrameWriter<'a> {
+    writer: &'a mut OwnedWriteHalf,
+    confirmed: bool,
+    sent_confirm: Option<i64>,
+}
+
+impl FrameWriter<'_> {
+    async fn write(&mut self, master: &HaMaster, offset: i64, body: &[u8]) -> Result<(), HaError> {
+        if self.confirmed {
+            let confirm = master.store.confirm_offset();
+            let header = v2::encode_confirmed_frame_header(offset, body.len(), confirm);
+            send(self.writer, &header).await?;
+            self.sent_confirm = Some(confirm);
+        } else {
+            send(
+                self.writer,
+                &protocol::encode_frame_header(offset, body.len()),
+            )
+            .await?;
+        }
+        send(self.writer, body).await
+    }
+
+    /// Whether the slave has yet to hear the store's confirm offset as it is now.
+    fn confirm_moved(&self, master: &HaMaster) -> bool {
+        self.confirmed && self.sent_confirm != Some(master.store.confirm_offset())
+    }
 }

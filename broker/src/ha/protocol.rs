@@ -136,8 +136,14 @@ pub fn check_magic(magic: &[u8; 8]) -> Result<(), HandshakeError> {
 
 /// [`check_magic`] for a master that speaks `version` (1 classic, 2 controller mode).
 pub fn check_magic_version(magic: &[u8; 8], version: u16) -> Result<(), HandshakeError> {
-    if magic[..6] == HANDSHAKE_MAGIC[..6] && u16::from_be_bytes([magic[6], magic[7]]) == version {
-        return Ok(());
+    check_magic_versions(magic, &[version]).map(|_| ())
+}
+
+/// [`check_magic`] for a master that speaks any of `versions`; the slave's version.
+pub fn check_magic_versions(magic: &[u8; 8], versions: &[u16]) -> Result<u16, HandshakeError> {
+    let version = u16::from_be_bytes([magic[6], magic[7]]);
+    if magic[..6] == HANDSHAKE_MAGIC[..6] && versions.contains(&version) {
+        return Ok(version);
     }
     if magic[..6] == HANDSHAKE_MAGIC[..6] {
         return Err(HandshakeError::UnsupportedVersion(u16::from_be_bytes([

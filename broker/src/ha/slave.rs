@@ -1,7 +1,7 @@
 //! The slave side: keeps a connection to the master's HA port, identifies itself, and
 //! appends what the master streams once [`ReplicaVerifier`] has checked it.
 
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -36,7 +36,8 @@ pub struct HaSlave {
     /// Held while connected to a master (and by a truncation running for that
     /// connection), so [`HaSlave::stop_following`] can wait until no master's bytes arrive.
     following: Arc<AsyncMutex<()>>,
-    /// Controller mode (handshake version 2); `None` for a classic slave.
+    /// Controller mode (handshake version 3, or 2 with an older master); `None` for a
+    /// classic slave.
     controlled: Option<SlaveTerm>,
     /// Applies the master's metadata records before their bytes are appended.
     journal: OnceLock<Arc<JournalApplier>>,
@@ -46,6 +47,10 @@ pub struct HaSlave {
 struct SlaveTerm {
     epochs: Arc<EpochFile>,
     followed: AtomicI32,
+    /// Dial with handshake version 3 (frames carry the master's confirm offset); a master
+    /// that closes the connection before its challenge may speak only version 2, so the next
+    /// attempt alternates.
+    speak_v3: AtomicBool,
 }
 
 impl HaSlave {
@@ -81,7 +86,8 @@ impl HaSlave {
         Self::start_inner(store, group, broker_id, retry, stop, lost_master, None)
     }
 
-    /// A slave in controller mode: handshake version 2 with the epoch it follows
+    /// A slave in controller mode: handshake version 3 (frames carry the master's confirm
+    /// offset; version 2 with an older master) with the epoch it follows
     /// ([`Self::follow`]) and its epoch history; before replicating it cuts its log back to
     /// the last point it shares with the master, and it records the master's terms as their
     /// bytes arrive. It dials no master until told one.
@@ -96,6 +102,7 @@ impl HaSlave {
         let term = SlaveTerm {
             epochs,
             followed: AtomicI32::new(-1),
+            speak_v3: AtomicBool::new(true),
         };
         let lost_master = Arc::new(Notify::new());
         Self::start_inner(
@@ -247,7 +254,7 @@ async fn follow_master(
         .map_err(HaError::io("connect"))?;
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
-    let master_epochs = tokio::time::timeout(
+    let (master_epochs, confirmed) = tokio::time::timeout(
         HANDSHAKE_TIMEOUT,
         handshake(slave, &mut reader, &mut writer),
     )
@@ -257,7 +264,10 @@ async fn follow_master(
         (Some(term), Some(master)) => {
             let (store, epochs) = (store.clone(), term.epochs.clone());
             tokio::task::spawn_blocking(move || {
-                (join_master_history(&store, &epochs, &master), guard)
+                (
+                    join_master_history(&store, &epochs, &master, confirmed),
+                    guard,
+                )
             })
             .await
             .map_err(|e| HaError::Truncate(e.to_string()))
@@ -275,15 +285,13 @@ async fn follow_master(
     );
     report(&mut writer, reported).await?;
     let mut last_report = tokio::time::Instant::now();
-    let mut header = [0u8; FRAME_HEADER_LEN];
     loop {
-        tokio::time::timeout(
+        let (frame, confirm) = tokio::time::timeout(
             HOUSEKEEPING_INTERVAL,
-            read_exact(&mut reader, &mut header, "the master closed the connection"),
+            read_frame_header(&mut reader, confirmed),
         )
         .await
         .map_err(|_| HaError::Timeout("nothing from the master for 20 s"))??;
-        let frame = protocol::decode_frame_header(&header)?;
         let mut body = BytesMut::zeroed(frame.size);
         read_exact(
             &mut reader,
@@ -304,6 +312,9 @@ async fn follow_master(
         if let Some(refused) = pushed.error {
             return Err(refused.into());
         }
+        if let Some(confirm) = confirm {
+            store.set_confirm_offset(confirm);
+        }
         slave
             .master_offset
             .send_replace(frame.offset + frame.size as i64);
@@ -316,18 +327,40 @@ async fn follow_master(
     }
 }
 
+/// A frame header, and with version 3 the master's confirm offset.
+async fn read_frame_header(
+    reader: &mut OwnedReadHalf,
+    confirmed: bool,
+) -> Result<(protocol::FrameHeader, Option<i64>), HaError> {
+    if confirmed {
+        let mut header = [0u8; v2::CONFIRMED_FRAME_HEADER_LEN];
+        read_exact(reader, &mut header, "the master closed the connection").await?;
+        let (frame, confirm) = v2::decode_confirmed_frame_header(&header)?;
+        return Ok((frame, Some(confirm)));
+    }
+    let mut header = [0u8; FRAME_HEADER_LEN];
+    read_exact(reader, &mut header, "the master closed the connection").await?;
+    Ok((protocol::decode_frame_header(&header)?, None))
+}
+
 /// The slave's half of the handshake (see the module docs); in controller mode the master's
-/// epoch entries.
+/// epoch entries, and whether frames carry its confirm offset (version 3).
 async fn handshake(
     slave: &HaSlave,
     reader: &mut OwnedReadHalf,
     writer: &mut OwnedWriteHalf,
-) -> Result<Option<Vec<EpochEntry>>, HaError> {
+) -> Result<(Option<Vec<EpochEntry>>, bool), HaError> {
     let identity_bytes = slave.identity().encode()?;
     let mut hello = protocol::encode_hello(&identity_bytes)?;
+    let mut confirmed = false;
     if let Some(term) = &slave.controlled {
+        confirmed = term.speak_v3.load(Ordering::Acquire);
         if let Some((magic, _)) = hello.split_first_chunk_mut::<8>() {
-            *magic = v2::HANDSHAKE_MAGIC_V2;
+            *magic = if confirmed {
+                v2::HANDSHAKE_MAGIC_V3
+            } else {
+                v2::HANDSHAKE_MAGIC_V2
+            };
         }
         let local = term.epochs.list();
         hello.extend_from_slice(&v2::encode_term(
@@ -337,13 +370,18 @@ async fn handshake(
     }
     send(writer, &hello).await?;
     let mut len = [0u8; 1];
-    read_exact(
+    let challenge = read_exact(
         reader,
         &mut len,
         "the master closed the connection during the handshake: it refused this slave's clusterName, brokerName or brokerId, \
-         or is no StellMQ master",
+         its handshake version, or is no StellMQ master",
     )
-    .await?;
+    .await;
+    if let (Err(_), Some(term)) = (&challenge, &slave.controlled) {
+        // An older master speaks version 2 only: the next attempt tries the other version.
+        term.speak_v3.store(!confirmed, Ordering::Release);
+    }
+    challenge?;
     let nonce_len = protocol::decode_challenge_len(len[0])?;
     match (nonce_len, slave.group.secret()) {
         (0, None) => {}
@@ -391,7 +429,7 @@ async fn handshake(
         ));
     }
     if slave.controlled.is_none() {
-        return Ok(None);
+        return Ok((None, false));
     }
     let mut count = [0u8; 2];
     read_exact(
@@ -408,7 +446,7 @@ async fn handshake(
         "the master closed the connection during the handshake",
     )
     .await?;
-    Ok(Some(v2::decode_master_entries(&entries, count)?))
+    Ok((Some(v2::decode_master_entries(&entries, count)?), confirmed))
 }
 
 /// Blocking: cuts the log back to the last point it shares with the master (RocketMQ's
@@ -419,6 +457,7 @@ fn join_master_history(
     store: &MessageStore,
     epochs: &EpochFile,
     master: &[EpochEntry],
+    confirmed: bool,
 ) -> Result<Vec<(i32, i64)>, HaError> {
     let local_max = store.commit_log_max_offset();
     let local = epochs.list_ending_at(local_max);
@@ -449,9 +488,16 @@ fn join_master_history(
                 .map_err(|e| HaError::Truncate(e.to_string()))?;
         }
     }
-    // What is left is the master's history: it may be consumed (a demoted master held its
-    // unconfirmed tail back until now).
-    store.set_confirm_offset(i64::MAX);
+    if confirmed {
+        // What is left is the master's history, but not all of it is confirmed in its term:
+        // what was consumable stays so (up to the cut), the rest waits for the confirm
+        // offset the master's frames carry.
+        store.set_confirm_offset(store.confirm_offset().min(store.commit_log_max_offset()));
+    } else {
+        // A version 2 master sends no confirm offset: what is left is the master's history
+        // and may be consumed (a demoted master held its unconfirmed tail back until now).
+        store.set_confirm_offset(i64::MAX);
+    }
     let end = store.commit_log_max_offset();
     let (have, later): (Vec<EpochEntry>, Vec<EpochEntry>) =
         master.entries().iter().partition(|e| e.start_offset <= end);

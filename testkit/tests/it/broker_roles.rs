@@ -571,3 +571,59 @@ async fn a_promoted_slave_delivers_each_timer_message_once() {
     );
     ca.shutdown().await;
 }
+
+/// A slave serves consumers (a client pulls from one while the master is out of its route)
+/// only what every SyncStateSet member has: the master's frames carry its confirm offset.
+/// Found by the fault harness: a consumer read bytes from a slave that a later master did not
+/// have, and so skipped acknowledged messages stored in their place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_serves_only_what_every_member_has() {
+    let ns = NameServer::start().await;
+    let a = broker(&ns, 1, |c| {
+        // Keep c in the set while it is down: only the test changes the set.
+        c.store.ha_max_time_slave_not_catchup = 600_000;
+    })
+    .await;
+    let b = broker(&ns, 2, |_| {}).await;
+    let c = broker(&ns, 3, |_| {}).await;
+    let ca = RawClient::new(a.addr());
+    let ra = roles(&a).clone();
+    ra.change_to_master(1, set(&[1], 1))
+        .await
+        .expect("a master");
+    for (s, id) in [(&b, 2), (&c, 3)] {
+        roles(s)
+            .change_to_slave(a.addr(), a.ha_addr(), 1, id)
+            .await
+            .expect("slave");
+    }
+    assert!(ra.apply_sync_state_set(set(&[1, 2, 3], 2)));
+    send_ok(&ca, "everyone has it").await;
+    caught_up(a.store(), c.store()).await;
+    wait_for("b serving what all three have", T, || {
+        bodies(b.store()) == ["everyone has it"]
+    })
+    .await;
+
+    // c stops replicating: what a writes now reaches b, but not every member.
+    c.shutdown().await;
+    send_ok(&ca, "c lacks it").await;
+    wait_for("b holding the bytes", T, || {
+        b.store().commit_log_max_offset() == a.store().commit_log_max_offset()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        bodies(b.store()),
+        ["everyone has it"],
+        "b must not serve what c, which could be elected, lacks"
+    );
+
+    // Once the controller drops c from the set, everyone in it has the message.
+    assert!(ra.apply_sync_state_set(set(&[1, 2], 3)));
+    wait_for("b serving it once every member has it", T, || {
+        bodies(b.store()) == ["everyone has it", "c lacks it"]
+    })
+    .await;
+    ca.shutdown().await;
+}

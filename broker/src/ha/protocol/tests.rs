@@ -133,3 +133,50 @@ fn decoders_survive_arbitrary_bytes() {
         }
     }
 }
+
+#[test]
+fn version_3_frames_carry_the_confirm_offset() {
+    let h = v2::encode_confirmed_frame_header(4096, 10, 2048);
+    assert_eq!(
+        v2::decode_confirmed_frame_header(&h),
+        Ok((
+            FrameHeader {
+                offset: 4096,
+                size: 10
+            },
+            2048
+        ))
+    );
+    let max = v2::encode_confirmed_frame_header(0, 0, i64::MAX);
+    assert_eq!(
+        v2::decode_confirmed_frame_header(&max).map(|(_, c)| c),
+        Ok(i64::MAX)
+    );
+    let mut neg = h;
+    neg[FRAME_HEADER_LEN..].copy_from_slice(&(-1i64).to_be_bytes());
+    assert_eq!(
+        v2::decode_confirmed_frame_header(&neg),
+        Err(FrameError::NegativeOffset(-1))
+    );
+}
+
+#[test]
+fn a_controller_mode_master_takes_versions_2_and_3_only() {
+    assert_eq!(
+        check_magic_versions(&v2::HANDSHAKE_MAGIC_V3, &[2, 3]),
+        Ok(3)
+    );
+    assert_eq!(
+        check_magic_versions(&v2::HANDSHAKE_MAGIC_V2, &[2, 3]),
+        Ok(2)
+    );
+    assert_eq!(
+        check_magic_versions(&HANDSHAKE_MAGIC, &[2, 3]),
+        Err(HandshakeError::UnsupportedVersion(1))
+    );
+    assert_eq!(
+        check_magic_version(&v2::HANDSHAKE_MAGIC_V3, 2),
+        Err(HandshakeError::UnsupportedVersion(3)),
+        "a version 2 master refuses a version 3 slave, which then dials with version 2"
+    );
+}

@@ -11,12 +11,24 @@
 //!   closes the connection.
 //!
 //! All integers big-endian. The identity (and so the proof) is version 1's.
+//!
+//! Version 3 is version 2 whose master → slave frames also carry the master's confirm offset
+//! (what every SyncStateSet member has): a header of [`CONFIRMED_FRAME_HEADER_LEN`] bytes,
+//! version 1's offset (i64) and size (i32) followed by the confirm offset (i64). The slave
+//! makes no byte past it consumable, so a consumer reading from a slave never reads what a
+//! later master may cut (RocketMQ's AutoSwitch HA sends it in its transfer header too). A
+//! version 3 master also serves version 2 slaves; a version 3 slave refused by a master
+//! that speaks only version 2 tries version 2 next.
 
 use stellmq_remoting::protocol::{i32_at, i64_at};
 use stellmq_store::epoch::EpochEntry;
 
 /// `0xFF "SMQHA"` then version 2.
 pub const HANDSHAKE_MAGIC_V2: [u8; 8] = [0xFF, b'S', b'M', b'Q', b'H', b'A', 0x00, 0x02];
+/// `0xFF "SMQHA"` then version 3.
+pub const HANDSHAKE_MAGIC_V3: [u8; 8] = [0xFF, b'S', b'M', b'Q', b'H', b'A', 0x00, 0x03];
+/// A version 3 frame header: offset (i64), size (i32), the master's confirm offset (i64).
+pub const CONFIRMED_FRAME_HEADER_LEN: usize = super::FRAME_HEADER_LEN + 8;
 /// The most epoch entries either side sends (one per master term).
 pub const MAX_EPOCH_ENTRIES: usize = 4096;
 /// The slave's term head: followed epoch (i32) + entry count (u16).
@@ -37,6 +49,38 @@ pub enum EpochWireError {
     Length { expected: usize, got: usize },
     #[error("negative epoch or offset in an epoch entry")]
     Negative,
+}
+
+/// A version 3 frame header.
+pub fn encode_confirmed_frame_header(
+    offset: i64,
+    size: usize,
+    confirm_offset: i64,
+) -> [u8; CONFIRMED_FRAME_HEADER_LEN] {
+    let mut header = [0u8; CONFIRMED_FRAME_HEADER_LEN];
+    let frame = super::encode_frame_header(offset, size);
+    for (to, from) in header
+        .iter_mut()
+        .zip(frame.iter().chain(&confirm_offset.to_be_bytes()))
+    {
+        *to = *from;
+    }
+    header
+}
+
+/// Decodes a version 3 frame header: the frame and the master's confirm offset.
+pub fn decode_confirmed_frame_header(
+    header: &[u8; CONFIRMED_FRAME_HEADER_LEN],
+) -> Result<(super::FrameHeader, i64), super::FrameError> {
+    let (frame, confirm) = header
+        .split_first_chunk::<{ super::FRAME_HEADER_LEN }>()
+        .ok_or(super::FrameError::BadSize(-1))?;
+    let frame = super::decode_frame_header(frame)?;
+    let confirm = i64_at(confirm, 0).unwrap_or_default();
+    if confirm < 0 {
+        return Err(super::FrameError::NegativeOffset(confirm));
+    }
+    Ok((frame, confirm))
 }
 
 /// What the slave sends after its identity.
