@@ -20,7 +20,7 @@ use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_testkit::Pull;
 
 use crate::sdk::{SdkJournal, SdkKind};
-use crate::workload::{Ack, Journal, Kind, ORDER_KEYS};
+use crate::workload::{Ack, Journal, Kind, MasterSample, RouteSample, ORDER_KEYS};
 
 const CALL: Duration = Duration::from_secs(5);
 const PULL_NOT_FOUND: i32 = 19;
@@ -109,6 +109,9 @@ pub struct Findings {
     pub skipped_broadcasting: usize,
     /// Some skipped messages, with what the clustering consumer got at their place instead.
     pub skipped_examples: Vec<String>,
+    /// Times the name server routed, for longer than the grace, a master other than the one
+    /// the controllers named (or none while they named one).
+    pub stale_routes: Vec<String>,
     /// The real SDK's sends and receipts, when one ran.
     pub sdk: Option<SdkFindings>,
 }
@@ -133,6 +136,7 @@ impl Findings {
             && self.overlapping.is_empty()
             && self.skipped_clustering == 0
             && self.skipped_broadcasting == 0
+            && self.stale_routes.is_empty()
             && self
                 .sdk
                 .as_ref()
@@ -255,6 +259,54 @@ pub fn log_follows_real_time(acks: &[Ack], findings: &mut Findings) {
     }
 }
 
+/// Controller shapes: the name server routes the master the controllers name, give or take
+/// `grace_ms` after each change. Each stretch longer than that (the routed master differs
+/// from the named one, or none is routed) is a finding, except inside `excused` windows
+/// (the name server cut from the brokers, and a route expiry until the next registrations).
+pub fn stale_routes(
+    masters: &[MasterSample],
+    routes: &[RouteSample],
+    excused: &[(u64, u64)],
+    grace_ms: u64,
+) -> Vec<String> {
+    let named_at = |t: u64| {
+        let i = masters.partition_point(|m| m.at <= t);
+        i.checked_sub(1)
+            .and_then(|i| masters.get(i))
+            .map(|m| &m.addr)
+    };
+    let mut found = Vec::new();
+    // The start of the current mismatch: when, what was routed, what was named.
+    let mut open: Option<(u64, Option<&String>, Option<&String>)> = None;
+    let mut close = |open: &mut Option<(u64, Option<&String>, Option<&String>)>, end: u64| {
+        if let Some((start, routed, named)) = open.take() {
+            if end.saturating_sub(start) > grace_ms {
+                found.push(format!(
+                    "from {start} to {end} ms the name server routed {} as master while the \
+                     controllers named {}",
+                    routed.map_or("no broker", String::as_str),
+                    named.map_or("none", String::as_str)
+                ));
+            }
+        }
+    };
+    for r in routes {
+        let named = named_at(r.at);
+        let is_excused = excused
+            .iter()
+            .any(|(from, to)| (*from..=*to).contains(&r.at));
+        if named.is_none() || r.master.as_ref() == named || is_excused {
+            close(&mut open, r.at);
+        } else if open.is_none() {
+            open = Some((r.at, r.master.as_ref(), named));
+        }
+    }
+    if let Some(last) = routes.last() {
+        close(&mut open, last.at);
+    }
+    found
+}
+
 /// Classic mode: only the master (`master_addr`) acknowledges.
 pub fn only_master_acks(acks: &[Ack], master_addr: &str, findings: &mut Findings) {
     for ack in acks.iter().filter(|a| a.broker != master_addr) {
@@ -356,6 +408,37 @@ mod tests {
             ..Findings::default()
         };
         assert!(!findings.passed());
+    }
+
+    #[test]
+    fn a_route_that_lags_the_controllers_past_the_grace_is_found() {
+        let m = |at, addr: &str| MasterSample {
+            at,
+            addr: addr.into(),
+            epoch: 1,
+        };
+        let r = |at, master: Option<&str>| RouteSample {
+            at,
+            master: master.map(str::to_owned),
+        };
+        let masters = [m(0, "a"), m(1_000, "b")];
+        let brief = [r(500, Some("a")), r(1_200, Some("a")), r(2_000, Some("b"))];
+        assert!(stale_routes(&masters, &brief, &[], 3_000).is_empty());
+        let long = [
+            r(500, Some("a")),
+            r(1_200, Some("a")),
+            r(3_000, None),
+            r(5_000, Some("a")),
+            r(5_200, Some("b")),
+        ];
+        let found = stale_routes(&masters, &long, &[], 3_000);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("from 1200 to 5200 ms"), "{found:?}");
+        let cut = [(1_000, 4_000)];
+        assert!(
+            stale_routes(&masters, &long, &cut, 3_000).is_empty(),
+            "a name server cut from the brokers cannot follow them"
+        );
     }
 
     #[test]

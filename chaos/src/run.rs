@@ -20,7 +20,7 @@ use crate::cluster::{named_master, Cluster, Role, Shape, BROKER_NAME};
 use crate::net::Net;
 use crate::schedule::{self, Fault, Step};
 use crate::sdk::{SdkClient, SdkKind};
-use crate::workload::{MasterSample, Workload, SDK_TOPIC, TOPIC};
+use crate::workload::{MasterSample, RouteSample, Workload, SDK_TOPIC, TOPIC};
 use crate::ChaosError;
 
 /// Queues of the run's topic.
@@ -29,6 +29,9 @@ const QUEUES: i32 = 4;
 const WARM_UP_ACKS: usize = 100;
 /// Acknowledgements of the real SDK before the first fault.
 const SDK_WARM_UP_ACKS: usize = 20;
+/// How long the name server may route a master other than the one the controllers name
+/// (the new master registers at once; the grace leaves room for a loaded machine).
+const STALE_ROUTE_GRACE_MS: u64 = 5_000;
 /// How long the workloads get after the last fault to send successfully again (past a 4.x
 /// client's 30 s route poll).
 const RECOVERY_WAIT: Duration = Duration::from_secs(40);
@@ -175,6 +178,7 @@ async fn faults_and_check(
     create_topic(cluster, &master).await?;
     let mut workload = Workload::start(cluster, began, &dir.join("offsets")).await?;
     let watcher = watch_masters(cluster, &workload);
+    let route_watcher = watch_routes(cluster, &workload);
     wait_for(
         Duration::from_secs(60),
         "the first acknowledgements",
@@ -221,8 +225,10 @@ async fn faults_and_check(
     if let Some(sdk) = sdk.as_mut() {
         sdk.stop_sending().await?;
     }
-    let (final_master, findings) = settle_and_check(cluster, &workload, sdk.as_ref()).await?;
-    if let Some(w) = watcher {
+    let excused = name_server_cuts(&records);
+    let (final_master, findings) =
+        settle_and_check(cluster, &workload, sdk.as_ref(), &excused).await?;
+    for w in [watcher, route_watcher].into_iter().flatten() {
         w.abort();
     }
     let elections_seen;
@@ -389,6 +395,28 @@ fn watch_masters(cluster: &Cluster, workload: &Workload) -> Option<tokio::task::
                     .push(MasterSample { at, addr, epoch });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }))
+}
+
+/// Controller shapes: samples which broker the name server routes as master every 200 ms,
+/// to check that routes follow the controllers' choice.
+fn watch_routes(cluster: &Cluster, workload: &Workload) -> Option<tokio::task::JoinHandle<()>> {
+    cluster.controller_list()?;
+    let admin = AdminClient::new(cluster.namesrv_addr()).ok()?;
+    let journal = workload.journal.clone();
+    let epoch_start = workload.epoch();
+    Some(tokio::spawn(async move {
+        loop {
+            if let Ok(route) = admin.topic_route(TOPIC).await {
+                let master = route
+                    .broker_datas
+                    .iter()
+                    .find_map(|b| b.master_addr().map(str::to_owned));
+                let at = u64::try_from(epoch_start.elapsed().as_millis()).unwrap_or(0);
+                journal.lock().routes.push(RouteSample { at, master });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }))
 }
@@ -573,6 +601,7 @@ async fn settle_and_check(
     cluster: &Cluster,
     workload: &Workload,
     sdk: Option<&SdkClient>,
+    excused: &[(u64, u64)],
 ) -> Result<(String, Findings), ChaosError> {
     let deadline = Instant::now() + SETTLE;
     let admin = AdminClient::new(cluster.namesrv_addr())
@@ -584,7 +613,7 @@ async fn settle_and_check(
             let addr = cluster.addr_of(&m).unwrap_or_default();
             master = m;
             if let Ok(stored) = read_both(cluster, &addr, sdk.is_some()).await {
-                last = findings(cluster, workload, sdk, &stored, &addr);
+                last = findings(cluster, workload, sdk, &stored, &addr, excused);
                 if last.passed() {
                     break;
                 }
@@ -602,6 +631,22 @@ async fn settle_and_check(
         ));
     }
     Ok((master, last))
+}
+
+/// When the name server could not follow the brokers: while cut from them, and after a route
+/// expiry until the routes were back.
+fn name_server_cuts(records: &[FaultRecord]) -> Vec<(u64, u64)> {
+    records
+        .iter()
+        // A route expiry's record ends once the routes were back (or 90 s after the heal).
+        .filter(|r| {
+            matches!(
+                r.fault,
+                Fault::CutNameServer { .. } | Fault::ExpireRoutes { .. }
+            )
+        })
+        .map(|r| (r.started_at, r.ended_at))
+        .collect()
 }
 
 /// What the master at `addr` stores of the workload's topic and (with an SDK) the SDK's.
@@ -625,6 +670,7 @@ fn findings(
     sdk: Option<&SdkClient>,
     (stored, of_sdk): &(check::Stored, check::Stored),
     master_addr: &str,
+    excused: &[(u64, u64)],
 ) -> Findings {
     let journal = workload.journal.lock();
     let mut f = Findings {
@@ -634,6 +680,12 @@ fn findings(
     check::stored_matches(&journal.acks, stored, &mut f);
     check::order_holds(&journal.acks, &mut f);
     check::log_follows_real_time(&journal.acks, &mut f);
+    f.stale_routes = check::stale_routes(
+        &journal.masters,
+        &journal.routes,
+        excused,
+        STALE_ROUTE_GRACE_MS,
+    );
     if cluster.shape == Shape::Classic {
         check::only_master_acks(&journal.acks, master_addr, &mut f);
     }

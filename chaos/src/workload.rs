@@ -64,6 +64,13 @@ pub struct MasterSample {
     pub epoch: i32,
 }
 
+/// Which broker the name server routed as master (brokerId 0) at one moment.
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteSample {
+    pub at: u64,
+    pub master: Option<String>,
+}
+
 /// Everything the workload saw.
 #[derive(Default)]
 pub struct Journal {
@@ -71,6 +78,8 @@ pub struct Journal {
     /// Sends that failed or were answered with a status other than SEND_OK.
     pub unacknowledged: u64,
     pub masters: Vec<MasterSample>,
+    /// What the name server routed, sampled every 200 ms (controller shapes).
+    pub routes: Vec<RouteSample>,
     /// Bodies each consumer received, with how many times.
     pub clustering: HashMap<String, u32>,
     pub broadcasting: HashMap<String, u32>,

@@ -39,7 +39,7 @@ fn run_schedule(shape: &str, seed: u64, faults: usize) {
         f["acknowledged"].as_u64().unwrap_or(0) > 100,
         "a workload ran: {text}"
     );
-    for empty in ["lost", "order_violations", "overlapping"] {
+    for empty in ["lost", "order_violations", "overlapping", "stale_routes"] {
         assert_eq!(
             f[empty].as_array().map(Vec::len),
             Some(0),

@@ -127,7 +127,7 @@ fn summary(r: &Report) -> String {
     let f = &r.findings;
     let mut out = format!(
         "mqchaos: {:?} seed {}: {} faults, {} acknowledged ({} not), lost {}, duplicated {}, \
-         order violations {}, overlapping {}, skipped by consumers {}/{}, recovery median {:?} \
+         order violations {}, overlapping {}, skipped by consumers {}/{}, stale routes {}, recovery median {:?} \
          ms worst {:?} ms, {} elections seen, final master {}, {} s{}",
         r.shape,
         r.seed,
@@ -140,6 +140,7 @@ fn summary(r: &Report) -> String {
         f.overlapping.len(),
         f.skipped_clustering,
         f.skipped_broadcasting,
+        f.stale_routes.len(),
         r.recovery_median_ms,
         r.recovery_worst_ms,
         r.elections_seen,
@@ -182,6 +183,7 @@ fn summary(r: &Report) -> String {
         .chain(&f.order_violations)
         .chain(&f.overlapping)
         .chain(&f.skipped_examples)
+        .chain(&f.stale_routes)
         .chain(sdk_findings)
         .take(20)
     {
