@@ -10,7 +10,6 @@ Writes one JSON line per event to stdout, which mqchaos reads and time-stamps:
   {"recv": BODY}                 a message the consumer received
 Commands on stdin: "stop-sending" stops the sender; end of input shuts the client down.
 """
-import json
 import sys
 import threading
 import time
@@ -18,13 +17,7 @@ import uuid
 
 from rocketmq.client import ConsumeStatus, Message, Producer, PushConsumer, SendStatus
 
-OUT = threading.Lock()
-
-
-def emit(**record):
-    with OUT:
-        sys.stdout.write(json.dumps(record) + "\n")
-        sys.stdout.flush()
+from events import emit
 
 
 def send_loop(producer, topic, stop):

@@ -202,19 +202,19 @@ async fn faults_and_check(
     // Every workload's recovery from the last fault is measured before the senders stop
     // (a 4.x client follows a moved master on its 30 s route poll).
     let last_start = records.last().map_or(0, |r: &FaultRecord| r.started_at);
+    // Acks are journaled in the order they end: only those since the fault are looked at.
+    let sent_since = |ends: &mut dyn DoubleEndedIterator<Item = (u64, u64)>| {
+        ends.rev()
+            .take_while(|(_, acked)| *acked >= last_start)
+            .any(|(sent, _)| sent >= last_start)
+    };
     let _ = wait_for(RECOVERY_WAIT, "recovery from the last fault", || {
-        let own = workload
-            .journal
-            .lock()
-            .acks
-            .iter()
-            .any(|a| a.sent_at >= last_start);
+        let journal = workload.journal.lock();
+        let own = sent_since(&mut journal.acks.iter().map(|a| (a.sent_at, a.acked_at)));
+        drop(journal);
         own && sdk.as_ref().is_none_or(|sdk| {
-            sdk.journal
-                .lock()
-                .acks
-                .iter()
-                .any(|a| a.sent_at >= last_start)
+            let journal = sdk.journal.lock();
+            sent_since(&mut journal.acks.iter().map(|a| (a.sent_at, a.acked_at)))
         })
     })
     .await;

@@ -612,7 +612,11 @@ async fn a_slave_serves_only_what_every_member_has() {
         b.store().commit_log_max_offset() == a.store().commit_log_max_offset()
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // b has heard a's confirm offset, which stops short of what c lacks.
+    wait_for("b holding to a's confirm offset", T, || {
+        b.store().confirm_offset() == a.store().confirm_offset()
+    })
+    .await;
     assert_eq!(
         bodies(b.store()),
         ["everyone has it"],
