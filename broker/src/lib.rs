@@ -30,6 +30,8 @@ mod server;
 pub mod slave_sync;
 mod state;
 pub mod stats;
+#[cfg(test)]
+mod testing;
 pub mod timer;
 pub mod topic;
 pub mod transaction;

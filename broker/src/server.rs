@@ -58,10 +58,10 @@ pub enum BrokerError {
 }
 
 /// Forgets clients whose connection closed, and tells their groups.
-struct ClientChannelWatcher {
-    consumers: Arc<ConsumerManager>,
-    producers: Arc<ProducerManager>,
-    notify: bool,
+pub(crate) struct ClientChannelWatcher {
+    pub consumers: Arc<ConsumerManager>,
+    pub producers: Arc<ProducerManager>,
+    pub notify: bool,
 }
 
 impl ConnectionListener for ClientChannelWatcher {
@@ -231,14 +231,14 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
     };
     let mut listeners = Listeners::bind(&config.broker).await?;
     // GET_BROKER_CONFIG shows the HA port bound (a new master's slaves look it up there).
-    config.broker.ha_listen_port = listeners.ha_port;
-    let state = BrokerState::open(config, &mut listeners).await?;
+    config.broker.ha_listen_port = listeners.endpoints.ha_port;
+    let state = BrokerState::open(config, &mut listeners.endpoints).await?;
     if state.is_master() && !state.identity.role.controller_mode() {
         restore_pop(&state).await?;
     }
     let bc = state.config.read().clone();
     let mut server = RemotingServer::new(ServerConfig {
-        listen_addr: listeners.main_addr,
+        listen_addr: listeners.endpoints.main_addr,
         idle_timeout: Duration::from_secs(bc.server_channel_max_idle_time_seconds.max(1)),
         max_in_flight_per_connection: bc.server_max_in_flight_requests_per_connection,
         max_write_buffer_bytes: bc.server_max_write_buffer_bytes,
@@ -257,7 +257,7 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         producers: state.producers.clone(),
         notify: bc.notify_consumer_ids_changed_enable,
     }));
-    let addr = listeners.main_addr.to_string();
+    let addr = listeners.endpoints.main_addr.to_string();
     let server = server
         .start_on(listeners.main)
         .map_err(|source| BrokerError::Bind { addr, source })?;
@@ -422,7 +422,7 @@ fn role_switcher(
 
 /// Creates the revive log topic and rebuilds the POP checkpoints from it (a master's, before
 /// it serves).
-async fn restore_pop(state: &BrokerState) -> Result<(), BrokerError> {
+pub(crate) async fn restore_pop(state: &BrokerState) -> Result<(), BrokerError> {
     let pop = state.pop.clone();
     pop.ensure_revive_topic();
     let replayed =

@@ -35,8 +35,9 @@ use crate::writer::AckRule;
 use crate::writer::MessageWriter;
 use stellmq_store::epoch::EpochFile;
 
-/// How often a slave retries its connection to the master.
-const HA_RECONNECT: Duration = Duration::from_secs(5);
+/// How often a slave retries its connection to the master (RocketMQ waits 5 s): a healed
+/// partition or a restarted master is followed within about a second.
+const HA_RECONNECT: Duration = Duration::from_secs(1);
 
 /// Everything the processors and services share.
 pub struct BrokerState {
@@ -78,10 +79,26 @@ pub struct BrokerState {
 /// The sockets a broker serves on, bound before anything else so that port 0 works.
 pub struct Listeners {
     pub main: TcpListener,
+    pub endpoints: Endpoints,
+}
+
+/// Where a broker says it serves (its identity), and a master's HA listener.
+pub struct Endpoints {
     pub main_addr: SocketAddr,
     /// A master's HA port.
     pub ha: Option<TcpListener>,
     pub ha_port: u16,
+}
+
+impl Endpoints {
+    /// A broker served only in memory (tests): it claims `main_addr` and replicates to no one.
+    pub fn detached(main_addr: SocketAddr) -> Self {
+        Self {
+            main_addr,
+            ha: None,
+            ha_port: main_addr.port().wrapping_add(1),
+        }
+    }
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> BrokerError + '_ {
@@ -135,20 +152,22 @@ impl Listeners {
             None => bc.ha_listen_port,
         };
         Ok(Self {
-            main_addr: SocketAddr::new(main_addr.ip(), port),
             main,
-            ha,
-            ha_port,
+            endpoints: Endpoints {
+                main_addr: SocketAddr::new(main_addr.ip(), port),
+                ha,
+                ha_port,
+            },
         })
     }
 }
 
 impl BrokerState {
     /// Opens the store and the config files and builds every shared part; takes the HA
-    /// listener out of `listeners` (the master's replication serves it from now on).
+    /// listener out of `endpoints` (the master's replication serves it from now on).
     pub async fn open(
         config: BrokerStartConfig,
-        listeners: &mut Listeners,
+        endpoints: &mut Endpoints,
     ) -> Result<Self, BrokerError> {
         let bc = config.broker.clone();
         let acl = open_acl(&bc).await?;
@@ -157,7 +176,7 @@ impl BrokerState {
         } else {
             RuntimeRole::fixed(bc.broker_id)
         });
-        let identity = Arc::new(identity(&bc, listeners, role)?);
+        let identity = Arc::new(identity(&bc, endpoints, role)?);
         let store_config = config.store.clone();
         let delay_levels = store_config.delay_levels()?.len();
         let options = StoreOptions {
@@ -197,9 +216,9 @@ impl BrokerState {
         let stop = CancellationToken::new();
         let (ha_master, ha_slave) = match &epochs {
             Some(epochs) => {
-                start_controlled_replication(&bc, &config.store, &store, epochs, listeners, &stop)
+                start_controlled_replication(&bc, &config.store, &store, epochs, endpoints, &stop)
             }
-            None => start_replication(&bc, &store, &tables.topics, listeners, &stop),
+            None => start_replication(&bc, &store, &tables.topics, endpoints, &stop),
         };
         let writer = MessageWriter::new(store.clone());
         let rule = if bc.enable_controller_mode {
@@ -311,10 +330,10 @@ async fn open_acl(bc: &BrokerConfig) -> Result<Option<Arc<AccessValidator>>, Bro
 
 fn identity(
     bc: &BrokerConfig,
-    listeners: &Listeners,
+    endpoints: &Endpoints,
     role: Arc<RuntimeRole>,
 ) -> Result<BrokerIdentity, BrokerError> {
-    let broker_addr = format!("{}:{}", bc.broker_ip1, listeners.main_addr.port());
+    let broker_addr = format!("{}:{}", bc.broker_ip1, endpoints.main_addr.port());
     let store_host: SocketAddr = broker_addr
         .parse()
         .map_err(|_| BrokerError::BadAddress(broker_addr.clone()))?;
@@ -324,7 +343,7 @@ fn identity(
         role,
         store_host,
         broker_addr,
-        ha_server_addr: format!("{}:{}", bc.broker_ip2, listeners.ha_port),
+        ha_server_addr: format!("{}:{}", bc.broker_ip2, endpoints.ha_port),
         region_id: bc.region_id.clone(),
         trace_on: bc.trace_on,
     })
@@ -335,12 +354,12 @@ fn start_replication(
     bc: &BrokerConfig,
     store: &Arc<MessageStore>,
     topics: &Arc<TopicConfigManager>,
-    listeners: &mut Listeners,
+    endpoints: &mut Endpoints,
     stop: &CancellationToken,
 ) -> (Option<Arc<HaMaster>>, Option<Arc<HaSlave>>) {
     let group = HaGroup::new(&bc.broker_cluster_name, &bc.broker_name)
         .with_secret(&bc.replication_secret());
-    let master = listeners
+    let master = endpoints
         .ha
         .take()
         .map(|l| HaMaster::start(store.clone(), l, group.clone(), stop.clone()));
@@ -368,12 +387,12 @@ fn start_controlled_replication(
     store_config: &stellmq_store::MessageStoreConfig,
     store: &Arc<MessageStore>,
     epochs: &Arc<EpochFile>,
-    listeners: &mut Listeners,
+    endpoints: &mut Endpoints,
     stop: &CancellationToken,
 ) -> (Option<Arc<HaMaster>>, Option<Arc<HaSlave>>) {
     let group = HaGroup::new(&bc.broker_cluster_name, &bc.broker_name)
         .with_secret(&bc.replication_secret());
-    let master = listeners.ha.take().map(|l| {
+    let master = endpoints.ha.take().map(|l| {
         HaMaster::start_controlled(
             store.clone(),
             l,

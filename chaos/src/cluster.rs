@@ -3,6 +3,7 @@
 //! configuration a user of that shape writes. Nodes are killed, restarted, paused and resumed
 //! by name.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -108,12 +109,19 @@ pub struct Cluster {
     pub controllers: Option<ControllerClient>,
     namesrv_addr: String,
     controller_list: String,
+    log_dir: Option<PathBuf>,
 }
 
 impl Cluster {
     /// Writes every node's configuration under `dir` and starts them all (the name server
     /// and controllers first); returns once each has printed its boot line.
-    pub async fn start(shape: Shape, hosts: &[Host], dir: &Path) -> Result<Cluster, ChaosError> {
+    /// With `log_dir`, every line a node prints is also appended to `<log_dir>/<node>.log`.
+    pub async fn start(
+        shape: Shape,
+        hosts: &[Host],
+        dir: &Path,
+        log_dir: Option<&Path>,
+    ) -> Result<Cluster, ChaosError> {
         let find = |name: &str| {
             hosts
                 .iter()
@@ -161,6 +169,7 @@ impl Cluster {
             controllers,
             namesrv_addr,
             controller_list,
+            log_dir: log_dir.map(Path::to_path_buf),
         };
         for i in 0..cluster.nodes.len() {
             cluster.spawn(i).await?;
@@ -231,9 +240,28 @@ impl Cluster {
         if matches!(node.role, Role::Broker | Role::Proxy) {
             cmd.args(["-n", &namesrv_addr]);
         }
-        let (process, _) = tokio::task::spawn_blocking(move || Process::spawn_until(cmd, boot))
-            .await
-            .map_err(|e| ChaosError::Setup(format!("{bin} did not start: {e}")))?;
+        let log = self
+            .log_dir
+            .as_ref()
+            .map(|d| d.join(format!("{}.log", node.host.name)));
+        let (process, _) = tokio::task::spawn_blocking(move || {
+            let log = log.and_then(|path| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .ok()
+            });
+            let log = parking_lot::Mutex::new(log.map(std::io::LineWriter::new));
+            Process::spawn_until(cmd, move |line| {
+                if let Some(file) = log.lock().as_mut() {
+                    let _ = writeln!(file, "{line}");
+                }
+                boot(line)
+            })
+        })
+        .await
+        .map_err(|e| ChaosError::Setup(format!("{bin} did not start: {e}")))?;
         node.process = Some(process);
         node.state = State::Running;
         Ok(())

@@ -10,6 +10,10 @@
 //! have policy routing. Neighbours are static, so a healed link answers at once (ARP would
 //! otherwise stay failed for seconds after a cut).
 //!
+//! A congested link is a token-bucket qdisc (`tc ... tbf`) on both ends of a node's veth: it
+//! delays what queues and drops what would queue too long (netem's delay and loss are not
+//! built into every kernel; tbf is).
+//!
 //! Everything is removed when the [`Net`] is dropped, also on panic; [`Net::sweep`] removes
 //! what a killed run left behind.
 
@@ -41,6 +45,8 @@ pub struct Net {
     hosts: Vec<Host>,
     /// Cuts in force: (receiver, sender) pairs whose packets the receiver drops.
     cuts: BTreeSet<(usize, usize)>,
+    /// Hosts whose link is congested.
+    congested: BTreeSet<usize>,
 }
 
 /// Runs `ip` with `args`; an error names the command and what it printed.
@@ -55,6 +61,24 @@ pub fn ip(args: &[&str]) -> Result<(), ChaosError> {
     } else {
         Err(ChaosError::Setup(format!(
             "ip {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// Runs `tc` with `args`; an error names the command and what it printed.
+fn tc(args: &[&str]) -> Result<(), ChaosError> {
+    let out = Command::new("tc")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| ChaosError::Setup(format!("cannot run tc: {e}")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(ChaosError::Setup(format!(
+            "tc {} failed: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         )))
@@ -90,6 +114,7 @@ impl Net {
             hub: hub.clone(),
             hosts: Vec::new(),
             cuts: BTreeSet::new(),
+            congested: BTreeSet::new(),
         };
         ip(&["netns", "add", &hub])?;
         ip(&["-n", &hub, "link", "add", "br0", "type", "bridge"])?;
@@ -202,8 +227,41 @@ impl Net {
         self.cut(&[name], &others)
     }
 
-    /// Removes every cut.
+    /// Shapes `name`'s link, both ways, to `kbit` kilobits per second, dropping what would
+    /// queue longer than `latency_ms`.
+    pub fn congest(&mut self, name: &str, kbit: u32, latency_ms: u32) -> Result<(), ChaosError> {
+        let i = self.index(name)?;
+        if self.congested.contains(&i) {
+            return Ok(());
+        }
+        let rate = format!("{kbit}kbit");
+        let latency = format!("{latency_ms}ms");
+        // A bucket of a few full frames: a burst never outruns the rate for long.
+        let shape = [
+            "root", "tbf", "rate", &rate, "burst", "6kb", "latency", &latency,
+        ];
+        let ns = self.hosts[i].netns.clone();
+        let port = format!("p{i}");
+        let mut out = vec!["-n", &ns, "qdisc", "add", "dev", "eth0"];
+        out.extend(shape);
+        tc(&out)?;
+        self.congested.insert(i);
+        let mut back = vec!["-n", &self.hub, "qdisc", "add", "dev", &port];
+        back.extend(shape);
+        tc(&back)
+    }
+
+    /// Removes every cut and every congestion.
     pub fn heal(&mut self) -> Result<(), ChaosError> {
+        let congested: Vec<usize> = self.congested.iter().copied().collect();
+        for i in congested {
+            let ns = self.hosts[i].netns.clone();
+            let port = format!("p{i}");
+            tc(&["-n", &ns, "qdisc", "del", "dev", "eth0", "root"])?;
+            // Absent when the first half of `congest` failed.
+            let _ = tc(&["-n", &self.hub, "qdisc", "del", "dev", &port, "root"]);
+            self.congested.remove(&i);
+        }
         let cuts: Vec<(usize, usize)> = self.cuts.iter().copied().collect();
         for (receiver, sender) in cuts {
             let (ns, from) = self.rule_parts(receiver, sender)?;

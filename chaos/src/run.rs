@@ -55,6 +55,10 @@ pub struct RunConfig {
     /// Route expiries (the name server cut from the brokers past its 120 s expiry) added to
     /// the schedule.
     pub route_expiries: usize,
+    /// Congested links of the master added to the schedule.
+    pub congestion: usize,
+    /// Where each node's output is kept (`<node>.log`, appended across restarts).
+    pub log_dir: Option<std::path::PathBuf>,
 }
 
 impl RunConfig {
@@ -156,7 +160,7 @@ fn join_netns(name: &str) -> Result<(), ChaosError> {
 async fn scenario(config: &RunConfig, net: &mut Net, dir: PathBuf) -> Result<Report, ChaosError> {
     let began = Instant::now();
     let hosts = net.hosts().to_vec();
-    let mut cluster = Cluster::start(config.shape, &hosts, &dir).await?;
+    let mut cluster = Cluster::start(config.shape, &hosts, &dir, config.log_dir.as_deref()).await?;
     let outcome = faults_and_check(config, net, &mut cluster, &dir, began).await;
     if outcome.is_err() {
         for node in &cluster.nodes {
@@ -186,10 +190,14 @@ async fn faults_and_check(
     )
     .await?;
     let mut sdk = start_sdk(config, net, cluster, dir, began).await?;
-    let steps = schedule::with_route_expiries(
-        schedule::generate(config.seed, config.shape, config.faults),
+    let steps = schedule::with_congestion(
+        schedule::with_route_expiries(
+            schedule::generate(config.seed, config.shape, config.faults),
+            config.seed,
+            config.route_expiries,
+        ),
         config.seed,
-        config.route_expiries,
+        config.congestion,
     );
     let mut records = Vec::new();
     for (i, step) in steps.iter().enumerate() {
@@ -545,7 +553,9 @@ async fn apply(
         Fault::KillMaster { .. } | Fault::PauseMaster { .. } | Fault::IsolateMaster { .. } => {
             master.clone()
         }
-        Fault::PartialMaster { .. } | Fault::FlapMaster { .. } => master.clone(),
+        Fault::PartialMaster { .. } | Fault::FlapMaster { .. } | Fault::CongestMaster { .. } => {
+            master.clone()
+        }
         Fault::KillSlave { .. } | Fault::IsolateSlave { .. } => slave,
         Fault::IsolateControllerLeader { .. } | Fault::KillControllerLeader { .. } => {
             cluster.controller_leader().await
@@ -589,6 +599,12 @@ async fn apply(
         Fault::FlapMaster { .. } => {
             off_worker(|| net.isolate(&name))?;
             Undo::Flap(name.clone())
+        }
+        Fault::CongestMaster {
+            kbit, latency_ms, ..
+        } => {
+            off_worker(|| net.congest(&name, *kbit, *latency_ms))?;
+            Undo::Heal
         }
     };
     Ok((name, undo))

@@ -40,6 +40,10 @@ pub enum Fault {
     /// (`brokerChannelExpiredTime`, 120 s): it drops the brokers' routes, clients keep their
     /// cached ones, and the brokers' next registrations bring the routes back.
     ExpireRoutes { ms: u64 },
+    /// The master's link, both ways, shaped to `kbit` kilobits per second by a token bucket
+    /// that drops what would queue longer than `latency_ms`: queueing delay and packet loss
+    /// at once, as on a congested link (the stand-in for netem on kernels without it).
+    CongestMaster { ms: u64, kbit: u32, latency_ms: u32 },
 }
 
 impl Fault {
@@ -55,7 +59,8 @@ impl Fault {
             | Fault::KillControllerLeader { ms }
             | Fault::CutNameServer { ms }
             | Fault::FlapMaster { ms }
-            | Fault::ExpireRoutes { ms } => ms,
+            | Fault::ExpireRoutes { ms }
+            | Fault::CongestMaster { ms, .. } => ms,
         }
     }
 
@@ -73,6 +78,7 @@ impl Fault {
             Fault::CutNameServer { .. } => "cut-name-server",
             Fault::FlapMaster { .. } => "flap-master",
             Fault::ExpireRoutes { .. } => "expire-routes",
+            Fault::CongestMaster { .. } => "congest-master",
         }
     }
 }
@@ -103,17 +109,45 @@ pub fn generate(seed: u64, shape: Shape, count: usize) -> Vec<Step> {
 /// Inserts `count` route expiries (each 125-135 s: past the name server's 120 s expiry
 /// wherever the brokers' last registration fell) at seeded places of `steps`; the other
 /// steps keep their order and durations.
-pub fn with_route_expiries(mut steps: Vec<Step>, seed: u64, count: usize) -> Vec<Step> {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x5EED_0E7E);
+pub fn with_route_expiries(steps: Vec<Step>, seed: u64, count: usize) -> Vec<Step> {
+    insert_seeded(steps, seed ^ 0x5EED_0E7E, count, |rng| {
+        Fault::ExpireRoutes {
+            ms: rng.gen_range(125_000..=135_000),
+        }
+    })
+}
+
+/// Inserts `count` congested links of the master (each 5-20 s at 128-2048 kbit/s, dropping
+/// what would queue longer than 50-400 ms) at seeded places of `steps`; the other steps keep
+/// their order and durations.
+pub fn with_congestion(steps: Vec<Step>, seed: u64, count: usize) -> Vec<Step> {
+    insert_seeded(steps, seed ^ 0xC0_4E57, count, |rng| Fault::CongestMaster {
+        ms: rng.gen_range(5_000..=20_000),
+        kbit: rng.gen_range(128..=2048),
+        latency_ms: rng.gen_range(50..=400),
+    })
+}
+
+/// Inserts `count` faults made by `make` at places drawn from `seed`, each after 2-5 s of
+/// quiet.
+fn insert_seeded(
+    mut steps: Vec<Step>,
+    seed: u64,
+    count: usize,
+    make: impl Fn(&mut StdRng) -> Fault,
+) -> Vec<Step> {
+    let mut rng = StdRng::seed_from_u64(seed);
     for _ in 0..count {
         let at = rng.gen_range(0..=steps.len());
-        let step = Step {
-            quiet_before_ms: rng.gen_range(2_000..=5_000),
-            fault: Fault::ExpireRoutes {
-                ms: rng.gen_range(125_000..=135_000),
+        let quiet_before_ms = rng.gen_range(2_000..=5_000);
+        let fault = make(&mut rng);
+        steps.insert(
+            at,
+            Step {
+                quiet_before_ms,
+                fault,
             },
-        };
-        steps.insert(at, step);
+        );
     }
     steps
 }
@@ -190,6 +224,27 @@ mod tests {
         assert_eq!(rest, plain);
         assert_eq!(expiries.len(), 2);
         assert!(expiries.iter().all(|s| s.fault.duration_ms() > 120_000));
+    }
+
+    #[test]
+    fn congestion_joins_a_schedule_without_changing_it() {
+        let plain = generate(6, Shape::Controller, 5);
+        let mixed = with_congestion(plain.clone(), 6, 3);
+        assert_eq!(mixed, with_congestion(plain.clone(), 6, 3));
+        let (congested, rest): (Vec<Step>, Vec<Step>) = mixed
+            .into_iter()
+            .partition(|s| matches!(s.fault, Fault::CongestMaster { .. }));
+        assert_eq!(rest, plain);
+        assert_eq!(congested.len(), 3);
+        for step in congested {
+            let Fault::CongestMaster {
+                kbit, latency_ms, ..
+            } = step.fault
+            else {
+                unreachable!("partitioned on CongestMaster");
+            };
+            assert!((128..=2048).contains(&kbit) && (50..=400).contains(&latency_ms));
+        }
     }
 
     #[test]

@@ -198,7 +198,7 @@ async fn accept_slaves(master: Arc<HaMaster>, listener: TcpListener) {
                     master.refuse(peer, &"too many connections in their handshake");
                     continue;
                 };
-                let _ = stream.set_nodelay(true);
+                super::tune_connection(&stream);
                 let master = master.clone();
                 tokio::spawn(async move {
                     let stop = master.stop.clone();

@@ -73,6 +73,26 @@ pub const TRANSFER_BATCH: usize = 32 * 1024;
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 /// `haHousekeepingInterval`: a silent peer is dropped after this long.
 pub const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(20);
+/// Data sent on an HA connection that stays unacknowledged this long ends the connection
+/// (`TCP_USER_TIMEOUT`). Both ends send at least every [`HEARTBEAT_INTERVAL`], so behind a
+/// partition the connection breaks within seconds and the slave's next attempt finds the
+/// master as soon as the link heals; without it a healed connection waits out TCP's
+/// retransmission backoff or the 20 s housekeeping timeout (RocketMQ's behaviour).
+pub const UNACKED_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Small frames go out at once, and a connection behind a partition fails fast (see
+/// [`UNACKED_TIMEOUT`]). Either option failing leaves the connection usable as it is.
+fn tune_connection(stream: &tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_user_timeout(Some(UNACKED_TIMEOUT)) {
+        tracing::debug!(error = %e, "TCP_USER_TIMEOUT not set on an HA connection");
+    }
+}
+
+/// A slave's connection attempt to its master gives up after this long (a SYN dropped by a
+/// partition is otherwise resent for minutes).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// The whole handshake must be done within this time after the connection is accepted.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -1,7 +1,7 @@
 //! The slave side: keeps a connection to the master's HA port, identifies itself, and
 //! appends what the master streams once [`ReplicaVerifier`] has checked it.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -41,6 +41,8 @@ pub struct HaSlave {
     controlled: Option<SlaveTerm>,
     /// Applies the master's metadata records before their bytes are appended.
     journal: OnceLock<Arc<JournalApplier>>,
+    /// Connection attempts that failed since the last one that got through.
+    failures_in_a_row: AtomicU64,
 }
 
 /// A controller-mode slave's epoch history and the master epoch it follows.
@@ -56,7 +58,7 @@ struct SlaveTerm {
 impl HaSlave {
     /// Replicates, as `broker_id` of `group`, from the master at the address set with
     /// [`HaSlave::set_master`] (it may be learnt later from the name server), reconnecting
-    /// every `retry` after a break.
+    /// after a break (attempts begin at most every `retry`).
     pub fn start(
         store: Arc<MessageStore>,
         group: HaGroup,
@@ -132,6 +134,7 @@ impl HaSlave {
             lost_master,
             master_offset: watch::Sender::new(0),
             following: Arc::new(AsyncMutex::new(())),
+            failures_in_a_row: AtomicU64::new(0),
             controlled,
             journal: OnceLock::new(),
         });
@@ -196,6 +199,17 @@ impl HaSlave {
         *self.master_offset.borrow()
     }
 
+    /// The first failure in a row is a warning, its repeats are not (attempts run every
+    /// second while the master is away).
+    fn note_failure(&self, addr: &str, reason: &HaError) {
+        let n = self.failures_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == 1 || n.is_multiple_of(60) {
+            tracing::warn!(master = %addr, %reason, failures = n, "HA connection to the master closed");
+        } else {
+            tracing::debug!(master = %addr, %reason, failures = n, "HA connection attempt failed");
+        }
+    }
+
     fn identity(&self) -> SlaveIdentity {
         SlaveIdentity {
             cluster_name: self.group.cluster_name.clone(),
@@ -218,6 +232,7 @@ async fn replicate(
             // Registered before the master did: ask the name servers again.
             slave.lost_master.notify_one();
         }
+        let attempt_began = tokio::time::Instant::now();
         if let Some(addr) = addr {
             tokio::select! {
                 _ = stop.cancelled() => return,
@@ -228,15 +243,17 @@ async fn replicate(
                     follow_master(&slave, &store, &addr, guard).await
                 } => {
                     if let Err(reason) = r {
-                        tracing::warn!(master = %addr, %reason, "HA connection to the master closed");
+                        slave.note_failure(&addr, &reason);
                     }
                     slave.lost_master.notify_one();
                 }
             }
         }
+        // Attempts begin every `retry` at most: one that waited out its connect timeout
+        // (behind a partition) is not followed by a full `retry` of waiting too.
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(retry) => {}
+            _ = tokio::time::sleep_until(attempt_began + retry) => {}
             _ = addrs.changed() => {}
         }
     }
@@ -248,11 +265,11 @@ async fn follow_master(
     addr: &str,
     guard: OwnedMutexGuard<()>,
 ) -> Result<(), HaError> {
-    let stream = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr))
+    let stream = tokio::time::timeout(super::CONNECT_TIMEOUT, TcpStream::connect(addr))
         .await
         .map_err(|_| HaError::Timeout("connect timed out"))?
         .map_err(HaError::io("connect"))?;
-    let _ = stream.set_nodelay(true);
+    super::tune_connection(&stream);
     let (mut reader, mut writer) = stream.into_split();
     let (master_epochs, confirmed) = tokio::time::timeout(
         HANDSHAKE_TIMEOUT,
@@ -275,7 +292,8 @@ async fn follow_master(
         }
         _ => (Vec::new(), guard),
     };
-    tracing::info!(event = "HA_MASTER_CONNECTED", master = %addr, "replicating from the master");
+    let failed = slave.failures_in_a_row.swap(0, Ordering::Relaxed);
+    tracing::info!(event = "HA_MASTER_CONNECTED", master = %addr, failed_attempts = failed, "replicating from the master");
     let config = store.config();
     let mut reported = store.commit_log_max_offset();
     let mut verifier = ReplicaVerifier::new(

@@ -150,3 +150,6 @@ impl ClientManageProcessor {
         Ok(Some(request.success_to()))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -51,6 +51,13 @@ struct Args {
     /// for 125-135 s, past its 120 s expiry.
     #[arg(long, default_value_t = 0)]
     expire_routes: usize,
+    /// Congested links added to each run's schedule: the master's link shaped to 128-2048
+    /// kbit/s for 5-20 s, delaying what queues and dropping what would queue over 50-400 ms.
+    #[arg(long, default_value_t = 0)]
+    congest: usize,
+    /// Keeps every node's output in `<dir>/<node>.log` (appended across restarts and runs).
+    #[arg(long)]
+    log_dir: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -84,6 +91,8 @@ fn main() -> ExitCode {
                 cpp_python: args.cpp_python.clone(),
                 grpc_python: args.grpc_python.clone(),
                 route_expiries: args.expire_routes,
+                congestion: args.congest,
+                log_dir: args.log_dir.clone(),
             };
             seed += 1;
             match run(&config) {

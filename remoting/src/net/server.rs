@@ -76,6 +76,16 @@ struct Registry {
     channels: Mutex<HashMap<u64, Channel>>,
 }
 
+impl Registry {
+    /// Counts a new connection in and tells the connection listeners.
+    fn admit(&self, channel: &Channel) {
+        self.channels.lock().insert(channel.id(), channel.clone());
+        for listener in &self.listeners {
+            listener.on_connect(channel);
+        }
+    }
+}
+
 impl InboundHandler for Registry {
     fn on_request(&self, channel: Channel, request: RemotingCommand, received_at: Instant) {
         let route = self
@@ -189,6 +199,29 @@ impl RemotingServer {
 
     /// Starts accepting on an already bound listener (so callers can learn the port first).
     pub fn start_on(self, listener: TcpListener) -> std::io::Result<ServerHandle> {
+        let local_addr = listener.local_addr()?;
+        let mut starting = self.prepare()?;
+        starting.tasks.push(tokio::spawn(accept_loop(
+            listener,
+            starting.registry.clone(),
+            starting.config.clone(),
+            starting.stop_accepting.clone(),
+            starting.stop_reading.clone(),
+        )));
+        tracing::info!(addr = %local_addr, tls = ?starting.config.tls.as_ref().map(ServerTls::mode), "remoting server listening");
+        Ok(starting.into_handle(local_addr))
+    }
+
+    /// Starts without a listener: connections come only from
+    /// [`ServerHandle::connect_in_memory`]. For tests that drive the real processors without
+    /// sockets, and for servers embedded in one process.
+    pub fn start_detached(self) -> std::io::Result<ServerHandle> {
+        let local_addr = self.config.listen_addr;
+        Ok(self.prepare()?.into_handle(local_addr))
+    }
+
+    /// The checked request table, the stop tokens and the TLS reloader.
+    fn prepare(self) -> std::io::Result<Starting> {
         if !self.duplicates.is_empty() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -198,7 +231,6 @@ impl RemotingServer {
                 ),
             ));
         }
-        let local_addr = listener.local_addr()?;
         let registry = Arc::new(Registry {
             routes: self.routes,
             default_route: self.default_route,
@@ -208,26 +240,52 @@ impl RemotingServer {
             channels: Mutex::new(HashMap::new()),
         });
         let stop_accepting = CancellationToken::new();
-        let stop_reading = CancellationToken::new();
-        let mut tasks = vec![tokio::spawn(accept_loop(
-            listener,
-            registry.clone(),
-            self.config.clone(),
-            stop_accepting.clone(),
-            stop_reading.clone(),
-        ))];
+        let mut tasks = Vec::new();
         if let Some(tls) = &self.config.tls {
             tasks.push(tls.spawn_reloader(stop_accepting.clone()));
         }
-        tracing::info!(addr = %local_addr, tls = ?self.config.tls.as_ref().map(ServerTls::mode), "remoting server listening");
-        Ok(ServerHandle {
-            local_addr,
+        Ok(Starting {
             registry,
             config: self.config,
             stop_accepting,
-            stop_reading,
-            accept: Mutex::new(tasks),
+            stop_reading: CancellationToken::new(),
+            tasks,
         })
+    }
+}
+
+/// A server between its checked request table and its first connection.
+struct Starting {
+    registry: Arc<Registry>,
+    config: ServerConfig,
+    stop_accepting: CancellationToken,
+    stop_reading: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Starting {
+    fn into_handle(self, local_addr: SocketAddr) -> ServerHandle {
+        ServerHandle {
+            local_addr,
+            registry: self.registry,
+            config: self.config,
+            stop_accepting: self.stop_accepting,
+            stop_reading: self.stop_reading,
+            accept: Mutex::new(self.tasks),
+        }
+    }
+}
+
+/// How the server's connections read and write.
+fn channel_config(config: &ServerConfig) -> ChannelConfig {
+    ChannelConfig {
+        idle_timeout: config.idle_timeout,
+        max_frame_size: config.max_frame_size,
+        max_in_flight_requests: config.max_in_flight_per_connection,
+        max_write_buffer_bytes: config.max_write_buffer_bytes,
+        write_stall_timeout: config.write_stall_timeout,
+        // Responses are queued by shared lane workers: they must never wait on one peer.
+        slow_reader: SlowReader::Disconnect,
     }
 }
 
@@ -239,15 +297,7 @@ async fn accept_loop(
     stop_reading: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(config.max_connections));
-    let channel_config = ChannelConfig {
-        idle_timeout: config.idle_timeout,
-        max_frame_size: config.max_frame_size,
-        max_in_flight_requests: config.max_in_flight_per_connection,
-        max_write_buffer_bytes: config.max_write_buffer_bytes,
-        write_stall_timeout: config.write_stall_timeout,
-        // Responses are queued by shared lane workers: they must never wait on one peer.
-        slow_reader: SlowReader::Disconnect,
-    };
+    let channel_config = channel_config(&config);
     loop {
         let accepted = tokio::select! {
             _ = stop_accepting.cancelled() => break,
@@ -351,13 +401,7 @@ impl Connection {
                 return;
             }
         };
-        self.registry
-            .channels
-            .lock()
-            .insert(channel.id(), channel.clone());
-        for listener in &self.registry.listeners {
-            listener.on_connect(&channel);
-        }
+        self.registry.admit(&channel);
         let slot = self.slot;
         tokio::spawn(async move {
             channel.closed().await;
@@ -365,6 +409,9 @@ impl Connection {
         });
     }
 }
+
+/// What an in-memory connection buffers each way (a socket's buffer, roughly).
+const IN_MEMORY_PIPE_BYTES: usize = 256 * 1024;
 
 /// A running server.
 pub struct ServerHandle {
@@ -395,6 +442,31 @@ impl ServerHandle {
             self.stop_reading.clone(),
         ));
         self.accept.lock().push(accept);
+    }
+
+    /// A connection to this server over an in-memory pipe, served exactly as an accepted
+    /// TCP connection is (lanes, limits, connection listeners) with `peer` as the client's
+    /// address. Requests the server sends the client go to `handler`; the client's end is
+    /// returned (use [`Channel::invoke`] on it).
+    pub fn connect_in_memory(&self, peer: SocketAddr, handler: Arc<dyn InboundHandler>) -> Channel {
+        let (client, server) = tokio::io::duplex(IN_MEMORY_PIPE_BYTES);
+        let served = Channel::spawn_stream(
+            server,
+            peer,
+            self.local_addr,
+            self.registry.clone(),
+            channel_config(&self.config),
+            self.stop_reading.clone(),
+        );
+        self.registry.admit(&served);
+        Channel::spawn_stream(
+            client,
+            self.local_addr,
+            peer,
+            handler,
+            ChannelConfig::default(),
+            CancellationToken::new(),
+        )
     }
 
     /// Open connections.

@@ -193,3 +193,6 @@ pub(crate) fn slave_refuses(what: &str) -> ProcessorError {
         format!("this broker is a slave; change {what} on its master"),
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -312,3 +312,6 @@ impl PullProcessor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

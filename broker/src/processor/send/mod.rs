@@ -632,3 +632,6 @@ impl SendProcessor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

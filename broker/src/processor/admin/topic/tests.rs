@@ -1,0 +1,133 @@
+//! Topic administration as mqadmin sees it, over an in-memory connection to a real broker.
+
+use stellmq_remoting::protocol::body::{fastjson, TopicConfig, TopicConfigSerializeWrapper};
+use stellmq_remoting::protocol::headers::{
+    CommandHeader, CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicConfigRequestHeader,
+};
+use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+
+use crate::testing::{send_request, Fixture};
+
+fn create(topic: &str, queues: i32) -> RemotingCommand {
+    let header = CreateTopicRequestHeader {
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        read_queue_nums: queues,
+        write_queue_nums: queues,
+        perm: 6,
+        topic_filter_type: "SINGLE_TAG".into(),
+        ..Default::default()
+    };
+    RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+}
+
+fn delete(topic: &str) -> RemotingCommand {
+    let header = DeleteTopicRequestHeader {
+        topic: topic.into(),
+    };
+    RemotingCommand::request(RequestCode::DELETE_TOPIC_IN_BROKER, header.to_ext_fields())
+}
+
+fn get(topic: &str) -> RemotingCommand {
+    let header = GetTopicConfigRequestHeader {
+        topic: topic.into(),
+        lo: None,
+    };
+    RemotingCommand::request(RequestCode::GET_TOPIC_CONFIG, header.to_ext_fields())
+}
+
+fn ok(response: &RemotingCommand) {
+    assert_eq!(
+        response.code,
+        ResponseCode::SUCCESS.as_i32(),
+        "{:?}",
+        response.remark
+    );
+}
+
+#[tokio::test]
+async fn a_created_topic_is_served_and_written_to_topics_json() {
+    let broker = Fixture::start().await;
+    ok(&broker.call(create("Created", 6)).await);
+    let response = broker.call(get("Created")).await;
+    ok(&response);
+    let config: TopicConfig = fastjson::decode(&response.body).expect("a topic config");
+    assert_eq!((config.read_queue_nums, config.write_queue_nums), (6, 6));
+    // The answer came after the file was written: a restart would find the topic.
+    let file = broker
+        .state
+        .store
+        .config()
+        .store_path_root_dir
+        .join("config/topics.json");
+    let on_disk: TopicConfigSerializeWrapper =
+        fastjson::decode(&std::fs::read(&file).expect("topics.json")).expect("its JSON");
+    assert!(on_disk.topic_config_table.contains_key("Created"));
+}
+
+#[tokio::test]
+async fn a_deleted_topic_is_gone_with_its_messages() {
+    let broker = Fixture::start().await;
+    ok(&broker.call(create("Doomed", 1)).await);
+    ok(&broker.call(send_request("Doomed", 0, b"x", "")).await);
+    broker.dispatched().await;
+    ok(&broker.call(delete("Doomed")).await);
+    let response = broker.call(get("Doomed")).await;
+    assert_eq!(response.code, ResponseCode::TOPIC_NOT_EXIST.as_i32());
+    assert_eq!(broker.state.store.max_offset_in_queue("Doomed", 0), 0);
+}
+
+#[tokio::test]
+async fn bad_queue_counts_names_and_system_topics_are_refused_without_a_change() {
+    let broker = Fixture::start().await;
+    for (request, expected) in [
+        (create("Zero", 0), "within 1..1024"),
+        (create("TooMany", 1025), "within 1..1024"),
+        (
+            create("SCHEDULE_TOPIC_XXXX", 4),
+            "conflict with system topic",
+        ),
+    ] {
+        let response = broker.call(request).await;
+        assert_eq!(response.code, ResponseCode::SYSTEM_ERROR.as_i32());
+        let remark = response.remark.unwrap_or_default();
+        assert!(remark.contains(expected), "{remark}");
+    }
+    let response = broker.call(create("no/slashes", 4)).await;
+    assert_ne!(response.code, ResponseCode::SUCCESS.as_i32());
+    for topic in ["Zero", "TooMany", "no/slashes"] {
+        assert!(
+            broker.state.topics.get(topic).is_none(),
+            "{topic} was created"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_request_without_its_required_fields_is_refused_clearly() {
+    let broker = Fixture::start().await;
+    let response = broker
+        .call(RemotingCommand::request(
+            RequestCode::UPDATE_AND_CREATE_TOPIC,
+            ExtFields::default(),
+        ))
+        .await;
+    assert_ne!(response.code, ResponseCode::SUCCESS.as_i32());
+    let remark = response.remark.unwrap_or_default();
+    assert!(
+        remark.contains("topic"),
+        "the remark names the missing field: {remark}"
+    );
+}
+
+#[tokio::test]
+async fn a_slave_refuses_topic_changes() {
+    let broker = Fixture::start_with(|c| {
+        c.broker.broker_id = 1;
+        c.broker.broker_role = crate::config::BrokerRole::Slave;
+    })
+    .await;
+    let response = broker.call(create("OnSlave", 4)).await;
+    assert_eq!(response.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    assert!(response.remark.unwrap_or_default().contains("slave"));
+}

@@ -1,0 +1,109 @@
+//! PULL_MESSAGE as a consumer sees it, over an in-memory connection to a real broker.
+
+use std::time::Duration;
+
+use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageResponseHeader};
+use stellmq_remoting::protocol::message::MessageRecord;
+use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
+
+use crate::testing::{pull_request, send_request, Fixture};
+
+const GROUP: &str = "pull_tests";
+
+fn offsets(response: &RemotingCommand) -> PullMessageResponseHeader {
+    PullMessageResponseHeader::from_ext_fields(&response.ext_fields).expect("a pull header")
+}
+
+fn bodies(response: &RemotingCommand) -> Vec<Vec<u8>> {
+    assert_eq!(
+        response.code,
+        ResponseCode::SUCCESS.as_i32(),
+        "{:?}",
+        response.remark
+    );
+    MessageRecord::decode_all(response.body.clone(), true)
+        .expect("records")
+        .into_iter()
+        .map(|r| r.body.to_vec())
+        .collect()
+}
+
+async fn send(broker: &Fixture, body: &[u8]) {
+    let response = broker.call(send_request("Feed", 0, body, "")).await;
+    assert_eq!(response.code, ResponseCode::SUCCESS.as_i32());
+}
+
+#[tokio::test]
+async fn a_pull_returns_what_was_sent_in_order_and_where_to_go_on() {
+    let broker = Fixture::start().await;
+    for body in [b"one", b"two"] {
+        send(&broker, body).await;
+    }
+    broker.dispatched().await;
+    let response = broker.call(pull_request(GROUP, "Feed", 0, 0, 0)).await;
+    assert_eq!(bodies(&response), [b"one".to_vec(), b"two".to_vec()]);
+    let h = offsets(&response);
+    assert_eq!((h.next_begin_offset, h.min_offset, h.max_offset), (2, 0, 2));
+}
+
+#[tokio::test]
+async fn a_pull_at_the_end_without_suspension_answers_not_found_at_once() {
+    let broker = Fixture::start().await;
+    send(&broker, b"one").await;
+    broker.dispatched().await;
+    let response = broker.call(pull_request(GROUP, "Feed", 0, 1, 0)).await;
+    assert_eq!(response.code, ResponseCode::PULL_NOT_FOUND.as_i32());
+    assert_eq!(offsets(&response).next_begin_offset, 1);
+}
+
+#[tokio::test]
+async fn a_pull_far_past_the_end_is_moved() {
+    let broker = Fixture::start().await;
+    send(&broker, b"one").await;
+    broker.dispatched().await;
+    let response = broker.call(pull_request(GROUP, "Feed", 0, 500, 0)).await;
+    assert_eq!(response.code, ResponseCode::PULL_OFFSET_MOVED.as_i32());
+    // RocketMQ's correction: to the queue's start while nothing of it was deleted (minOffset
+    // 0), else to its end.
+    let h = offsets(&response);
+    assert_eq!((h.next_begin_offset, h.min_offset, h.max_offset), (0, 0, 1));
+}
+
+#[tokio::test]
+async fn a_long_poll_waits_for_the_next_message_and_gets_it() {
+    let broker = Fixture::start().await;
+    send(&broker, b"first").await;
+    broker.dispatched().await;
+    let consumer = broker.connect(2);
+    let poll = tokio::spawn(async move {
+        consumer
+            .channel
+            .invoke(
+                pull_request(GROUP, "Feed", 0, 1, 20_000),
+                Duration::from_secs(30),
+            )
+            .await
+    });
+    crate::testing::eventually("the pull is parked", || {
+        broker.state.hold.parked_count() == 1
+    })
+    .await;
+    assert!(!poll.is_finished(), "nothing to read yet: the pull waits");
+    send(&broker, b"second").await;
+    let response = poll.await.expect("the poll ran").expect("answered");
+    assert_eq!(bodies(&response), [b"second".to_vec()]);
+    assert_eq!(broker.state.hold.parked_count(), 0);
+}
+
+#[tokio::test]
+async fn a_queue_the_topic_does_not_have_is_refused() {
+    let broker = Fixture::start().await;
+    send(&broker, b"one").await;
+    broker.dispatched().await;
+    let response = broker.call(pull_request(GROUP, "Feed", 0, 0, 0)).await;
+    assert_eq!(response.code, ResponseCode::SUCCESS.as_i32());
+    let response = broker.call(pull_request(GROUP, "Feed", 64, 0, 0)).await;
+    assert_eq!(response.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    let remark = response.remark.unwrap_or_default();
+    assert!(remark.contains("queueId[64] is illegal"), "{remark}");
+}
