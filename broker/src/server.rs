@@ -132,6 +132,11 @@ impl BrokerHandle {
         self.state.hold.parked_count()
     }
 
+    /// POPs and notifications currently held (long polling).
+    pub fn parked_pops(&self) -> usize {
+        self.state.pop_hold.parked_count()
+    }
+
     /// Registers with the name servers now (also done periodically).
     pub async fn register_now(&self) -> usize {
         self.registrar.register_all().await

@@ -132,6 +132,22 @@ impl Fixture {
         connect(&self.server, port)
     }
 
+    /// Moves the broker's POP clock forward (invisible times, revive, POP long polls).
+    pub fn advance(&self, by: Duration) {
+        self.state.pop.clock.advance(by);
+    }
+
+    /// One pass of the revive service; the messages it put back, once they are consumable.
+    pub async fn revive(&self) -> usize {
+        let service = crate::processor::pop::revive::ReviveService {
+            core: self.state.pop.clone(),
+            interval: Duration::from_secs(1),
+        };
+        let revived = service.revive_once().await;
+        self.dispatched().await;
+        revived
+    }
+
     /// Waits until every message in the CommitLog is in its ConsumeQueue and index.
     pub async fn dispatched(&self) {
         let store = self.state.store.clone();

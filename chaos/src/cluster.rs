@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use stellmq_remoting::net::{ClientConfig, ControllerClient, RemotingClient};
+use stellmq_controller_client::ControllerClient;
+use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_testkit::process::{bin_path, broker_boot_line, namesrv_boot_line};
 use stellmq_testkit::Process;
 

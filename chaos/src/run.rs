@@ -13,7 +13,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use stellmq_client::{AdminClient, TopicConfig};
-use stellmq_remoting::net::ControllerClient;
+use stellmq_controller_client::ControllerClient;
 
 use crate::check::{self, Findings};
 use crate::cluster::{named_master, Cluster, Role, Shape, BROKER_NAME};

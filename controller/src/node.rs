@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use openraft::ServerState;
 use parking_lot::RwLock;
-use stellmq_remoting::net::controller_client::LEADER_ADDRESS_FIELD;
+use stellmq_controller_client::LEADER_ADDRESS_FIELD;
 use stellmq_remoting::net::{ProcessorError, RemotingClient};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 

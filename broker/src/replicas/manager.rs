@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use stellmq_remoting::net::controller_client::ControllerClient;
+use stellmq_controller_client::ControllerClient;
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::fastjson;
 use stellmq_remoting::protocol::body::ElectMasterResponseBody;
@@ -108,7 +108,7 @@ pub enum LoopError {
     #[error(transparent)]
     Register(#[from] RegisterError),
     #[error("controller: {0}")]
-    Controller(#[from] stellmq_remoting::net::controller_client::ControllerClientError),
+    Controller(#[from] stellmq_controller_client::ControllerClientError),
     #[error("the broker set has no master and none could be elected: {0}")]
     NoMaster(String),
     #[error("cannot find the HA address of master {master}: {reason}")]

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use stellmq_remoting::net::controller_client::{ControllerClient, ControllerClientError};
+use stellmq_controller_client::{ControllerClient, ControllerClientError};
 use stellmq_remoting::protocol::body::SyncStateSet;
 use stellmq_remoting::protocol::headers::{
     ApplyBrokerIdRequestHeader, RegisterBrokerToControllerRequestHeader,

@@ -10,7 +10,6 @@
 
 mod channel;
 mod client;
-pub mod controller_client;
 mod deadline;
 mod error;
 #[cfg(feature = "process")]
@@ -24,7 +23,6 @@ pub mod tls;
 
 pub use channel::{Channel, ChannelConfig, InFlight, InboundHandler, PendingResponse, SlowReader};
 pub use client::{ClientConfig, RemotingClient};
-pub use controller_client::{ControllerClient, ControllerClientError, ControllerResponse};
 pub use error::RemotingError;
 pub use processor::{
     answer, handler, AnswerFn, HandlerFn, Lane, ProcessFuture, ProcessResult, ProcessorError,

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use stellmq_controller::{ControllerConfig, ControllerHandle};
-use stellmq_remoting::net::controller_client::LEADER_ADDRESS_FIELD;
+use stellmq_controller_client::{ControllerClient, LEADER_ADDRESS_FIELD};
 use stellmq_remoting::net::{
-    answer, ClientConfig, ControllerClient, Lane, ProcessResult, RemotingClient, RemotingServer,
-    RequestContext, ServerConfig, ServerHandle,
+    answer, ClientConfig, Lane, ProcessResult, RemotingClient, RemotingServer, RequestContext,
+    ServerConfig, ServerHandle,
 };
 use stellmq_remoting::protocol::body::SyncStateSet;
 use stellmq_remoting::protocol::headers::*;

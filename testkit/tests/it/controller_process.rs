@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use stellmq_remoting::net::{ClientConfig, ControllerClient, RemotingClient};
+use stellmq_controller_client::ControllerClient;
+use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 use stellmq_testkit::process::{command, namesrv_boot_line, spawn_mqbroker};

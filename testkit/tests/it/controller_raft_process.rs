@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stellmq_remoting::net::{ClientConfig, ControllerClient, RemotingClient};
+use stellmq_controller_client::ControllerClient;
+use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::headers::ApplyBrokerIdRequestHeader;
 use stellmq_testkit::eventually_some;
 use stellmq_testkit::process::{command, namesrv_boot_line, Process};

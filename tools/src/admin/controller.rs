@@ -8,10 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stellmq_client::{AdminClient, ClientError};
-use stellmq_remoting::net::controller_client::parse_controller_addrs;
-use stellmq_remoting::net::{
-    ClientConfig, ControllerClient, ControllerClientError, RemotingClient,
-};
+use stellmq_controller_client::{parse_controller_addrs, ControllerClient, ControllerClientError};
+use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::{
     fastjson, ElectMasterResponseBody, EpochEntryCache, ReplicaIdentity,
 };

@@ -23,7 +23,6 @@ use super::handle::{resolve_handle, HandleRequest};
 use super::hold::PopHoldService;
 use super::order::{OrderAck, OrderKey};
 use super::{expired, unknown_handle, PopCore, QueueLocks, ACK_TAG, BATCH_ACK_TAG};
-use crate::context::now_ms;
 use crate::processor::{guard, header};
 use stellmq_remoting::protocol::names::NameKind;
 
@@ -315,7 +314,10 @@ impl AckProcessor {
         if t.offset < current {
             return Ok(()); // consumed already, as RocketMQ answers
         }
-        match core.orders.ack(&key, t.offset, t.pop_time, now_ms()) {
+        match core
+            .orders
+            .ack(&key, t.offset, t.pop_time, core.clock.now_ms())
+        {
             OrderAck::Next(next) => {
                 if next > current {
                     core.offsets.commit(t.group, &t.topic, t.queue_id, next);
@@ -344,7 +346,7 @@ fn ck_key(t: &AckTarget<'_>) -> CkKey {
 /// Marks one message acked: `Some(revive queue)` when an ack record must be written,
 /// `None` when it was acked before.
 fn mark(core: &PopCore, t: &AckTarget<'_>, deadline: i64) -> Result<Option<i32>, ProcessorError> {
-    let now = now_ms();
+    let now = core.clock.now_ms();
     match core.checkpoints.mark(&ck_key(t), t.offset, now) {
         AckOutcome::Marked { revive_qid } => Ok(Some(revive_qid)),
         AckOutcome::AlreadyAcked => Ok(None),

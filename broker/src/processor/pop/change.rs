@@ -19,7 +19,6 @@ use super::checkpoint::{AckOutcome, Checkpoint, CkKey};
 use super::handle::{resolve_handle, HandleRequest};
 use super::order::{OrderAck, OrderKey};
 use super::{expired, unknown_handle, PopCore, ACK_TAG, CK_TAG};
-use crate::context::now_ms;
 use crate::processor::header;
 
 pub struct ChangeInvisibleProcessor {
@@ -51,7 +50,7 @@ impl ChangeInvisibleProcessor {
             extra_info: &h.extra_info,
         };
         let (extra, real_topic) = resolve_handle(core, &request_of, ctx.channel.peer())?;
-        let now = now_ms();
+        let now = core.clock.now_ms();
         let (pop_time, invisible_time) = if extra.is_order() {
             self.change_orderly(&h, &extra, &real_topic, now)?
         } else {

@@ -219,8 +219,10 @@ impl PopHoldService {
     }
 
     /// Periodic pass: answers what is due, forgets closed connections.
-    fn check_all(self: &Arc<Self>) {
-        let now = now_ms();
+    pub(crate) fn check_all(self: &Arc<Self>) {
+        let Some(now) = self.core.upgrade().map(|core| core.clock.now_ms()) else {
+            return;
+        };
         let due: Vec<Parked> = {
             let mut table = self.table.lock();
             let ids: Vec<u64> = table

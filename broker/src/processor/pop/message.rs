@@ -32,7 +32,6 @@ use super::checkpoint::{Checkpoint, CkKey, TableFull};
 use super::hold::{Parking, PopHoldService};
 use super::order::OrderKey;
 use super::{PopCore, QueueLocks, CK_TAG};
-use crate::context::now_ms;
 use crate::filter::{self, FilterError, SubscriptionFilter, TagFilter};
 use crate::processor::header;
 use crate::stats::{GROUP_GET_NUMS, GROUP_GET_SIZE};
@@ -62,7 +61,7 @@ impl PopProcessor {
         ctx: RequestContext,
         request: RemotingCommand,
     ) -> ProcessResult {
-        let request = with_born_time(request);
+        let request = with_born_time(&self.core, request);
         match run(&self.core, Some(&ctx), &request).await? {
             Popped::Answer(response) => Ok(Some(response)),
             Popped::Park(parking) => Ok(self.hold.park(&self.core, ctx, request, parking)),
@@ -71,13 +70,15 @@ impl PopProcessor {
 }
 
 /// Fills in `bornTime` when the client left it out or sent 0, as RocketMQ does.
-pub(super) fn with_born_time(mut request: RemotingCommand) -> RemotingCommand {
+pub(super) fn with_born_time(core: &PopCore, mut request: RemotingCommand) -> RemotingCommand {
     let missing = request
         .ext_fields
         .get("bornTime")
         .is_none_or(|v| v.trim().is_empty() || v.trim() == "0");
     if missing {
-        request.ext_fields.insert("bornTime", now_ms().to_string());
+        request
+            .ext_fields
+            .insert("bornTime", core.clock.now_ms().to_string());
     }
     request
 }
@@ -109,7 +110,7 @@ pub(super) async fn run(
     request: &RemotingCommand,
 ) -> Result<Popped, ProcessorError> {
     let h: PopMessageRequestHeader = header(request)?;
-    let now = now_ms();
+    let now = core.clock.now_ms();
     let born = h.born_time.unwrap_or(now);
     if now.saturating_sub(born).saturating_sub(h.poll_time) > TIMEOUT_TOO_MUCH_MS {
         return Err(ProcessorError::new(

@@ -37,7 +37,7 @@ use stellmq_store::{MessageStore, PutMessage};
 
 use super::{guard, FAQ};
 use crate::config::BrokerConfig;
-use crate::context::{now_ms, BrokerIdentity};
+use crate::context::{BrokerIdentity, Clock};
 use crate::filter::SelectorCache;
 use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
@@ -81,6 +81,8 @@ pub struct PopCore {
     pub revive_topic: String,
     pub revive_queue_num: i32,
     ck_counter: AtomicU64,
+    /// Invisible times, revive and POP long-poll deadlines run on this clock.
+    pub clock: Clock,
     /// `config/consumerOrderInfo.json`: the orderly batches, saved.
     order_file: std::path::PathBuf,
 }
@@ -122,6 +124,7 @@ impl PopCore {
             revive_topic,
             revive_queue_num,
             ck_counter: AtomicU64::new(0),
+            clock: Clock::default(),
             order_file,
         }
     }
@@ -240,7 +243,7 @@ impl PopCore {
             body: body.into(),
             properties: props.encode(),
             sys_flag: 0,
-            born_timestamp: now_ms(),
+            born_timestamp: self.clock.now_ms(),
             born_host: self.identity.store_host,
             store_host: self.identity.store_host,
             reconsume_times: 0,
@@ -351,3 +354,6 @@ mod queue_lock_tests {
         assert!(locks.try_lock(key).is_some());
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,7 +16,6 @@ use super::hold::{Parking, PopHoldService};
 use super::message::{with_born_time, Popped};
 use super::order::OrderKey;
 use super::PopCore;
-use crate::context::now_ms;
 use crate::processor::header;
 
 pub struct PeekProcessor {
@@ -41,7 +40,7 @@ pub(super) fn has_new(
     queue_id: i32,
     order: Option<Option<&str>>,
 ) -> bool {
-    let now = now_ms();
+    let now = core.clock.now_ms();
     let queue_has = |t: &str, q: i32| {
         let blocked = order.is_some_and(|attempt| {
             core.orders.blocked(
@@ -84,7 +83,7 @@ pub(super) fn run_notification(
     core.consumable_group(&h.consumer_group)?;
     let order = h.order.unwrap_or(false).then_some(h.attempt_id.as_deref());
     let has_msg = has_new(core, &h.consumer_group, &h.topic, h.queue_id, order);
-    let now = now_ms();
+    let now = core.clock.now_ms();
     let born = h.born_time.unwrap_or(now);
     let deadline = born
         .saturating_add(h.poll_time)
@@ -117,7 +116,7 @@ impl PeekProcessor {
         ctx: RequestContext,
         request: RemotingCommand,
     ) -> ProcessResult {
-        let request = with_born_time(request);
+        let request = with_born_time(&self.core, request);
         match run_notification(&self.core, &request)? {
             Popped::Answer(response) => Ok(Some(response)),
             Popped::Park(parking) => Ok(self.hold.park(&self.core, ctx, request, parking)),

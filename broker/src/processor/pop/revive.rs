@@ -30,7 +30,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::checkpoint::{Checkpoint, CkKey};
 use super::{PopCore, ACK_TAG, BATCH_ACK_TAG, CK_TAG, REVIVE_GROUP};
-use crate::context::now_ms;
 
 /// Batches revived per pass at most (the rest wait for the next pass).
 const REVIVE_BATCH: usize = 1024;
@@ -140,7 +139,10 @@ impl ReviveService {
 
     /// Revives every batch due now; returns the messages put back.
     pub async fn revive_once(&self) -> usize {
-        let due = self.core.checkpoints.due(now_ms(), REVIVE_BATCH);
+        let due = self
+            .core
+            .checkpoints
+            .due(self.core.clock.now_ms(), REVIVE_BATCH);
         let mut revived = 0;
         for key in due {
             // Read afresh: an ack whose record was in flight when the list was taken may

@@ -11,13 +11,12 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use thiserror::Error;
 
-use super::client::RemotingClient;
-use super::error::RemotingError;
-use crate::protocol::body::fastjson;
-use crate::protocol::body::{BrokerReplicasInfo, SyncStateSet};
-use crate::protocol::error::{BodyError, HeaderError};
-use crate::protocol::headers::*;
-use crate::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::net::{RemotingClient, RemotingError};
+use stellmq_remoting::protocol::body::fastjson;
+use stellmq_remoting::protocol::body::{BrokerReplicasInfo, SyncStateSet};
+use stellmq_remoting::protocol::error::{BodyError, HeaderError};
+use stellmq_remoting::protocol::headers::*;
+use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 
 /// How many times a request is sent before giving up (a Raft election takes 1-2 s).
 const MAX_ATTEMPTS: usize = 12;
