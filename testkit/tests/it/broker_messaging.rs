@@ -124,7 +124,6 @@ async fn long_polling_pull_is_woken_by_an_arriving_message() {
     assert_eq!(stack.send("Events", 0, "first", &[]).await.code, 0);
     let _ = stack.pull_until("g", "Events", 0, 1).await;
 
-    let started = Instant::now();
     let pull = stack.pull(
         Pull::new("g", "Events", 0, 1)
             .subscribe("*")
@@ -135,18 +134,14 @@ async fn long_polling_pull_is_woken_by_an_arriving_message() {
             stack.broker().parked_pulls() == 1
         })
         .await;
-        // The pause is what is tested: a parked pull stays unanswered until a message comes.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // That it stays unanswered while nothing comes is checked without waiting in
+        // broker/src/processor/pull/tests.rs.
         let sent_at = Instant::now();
         assert_eq!(stack.send("Events", 0, "second", &[]).await.code, 0);
         sent_at
     };
     let (response, sent_at) = tokio::join!(pull, send);
     assert_eq!(response.code, 0, "{}", response.remark_str());
-    assert!(
-        started.elapsed() >= Duration::from_millis(450),
-        "the pull was parked until the message came"
-    );
     assert!(
         sent_at.elapsed() < Duration::from_millis(400),
         "answered within milliseconds of the arrival"

@@ -197,7 +197,7 @@ impl PullHoldService {
     }
 
     /// Periodic pass over every parked pull: new data, deadlines, closed connections.
-    fn check_all(&self) {
+    pub(crate) fn check_all(&self) {
         let keys: Vec<String> = self.table.lock().by_queue.keys().cloned().collect();
         for key in keys {
             let Some((topic, queue_id)) = key

@@ -88,7 +88,11 @@ async fn a_long_poll_waits_for_the_next_message_and_gets_it() {
         broker.state.hold.parked_count() == 1
     })
     .await;
+    // A pass of the periodic check finds nothing new and the deadline far: it stays parked.
+    broker.state.hold.check_all();
+    tokio::task::yield_now().await;
     assert!(!poll.is_finished(), "nothing to read yet: the pull waits");
+    assert_eq!(broker.state.hold.parked_count(), 1);
     send(&broker, b"second").await;
     let response = poll.await.expect("the poll ran").expect("answered");
     assert_eq!(bodies(&response), [b"second".to_vec()]);
