@@ -107,8 +107,19 @@ pub struct Report {
 }
 
 impl Report {
+    /// No finding, and the workload's sends were acknowledged again after every fault (a
+    /// fault after which nothing was acknowledged until the run's end left the cluster
+    /// unable to take writes).
     pub fn passed(&self) -> bool {
-        self.findings.passed()
+        self.findings.passed() && self.unrecovered().is_empty()
+    }
+
+    /// The faults after which no send of the workload was acknowledged again.
+    pub fn unrecovered(&self) -> Vec<&FaultRecord> {
+        self.faults
+            .iter()
+            .filter(|f| f.recovery_ms.is_none())
+            .collect()
     }
 }
 

@@ -48,6 +48,11 @@ fn run_schedule(shape: &str, seed: u64, faults: usize) {
     }
     assert_eq!(f["skipped_clustering"], 0, "{text}");
     assert_eq!(f["skipped_broadcasting"], 0, "{text}");
+    let faults = r["faults"].as_array().cloned().unwrap_or_default();
+    assert!(
+        faults.iter().all(|f| f["recovery_ms"].is_u64()),
+        "writes were acknowledged again after every fault: {text}"
+    );
 }
 
 #[test]

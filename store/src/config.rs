@@ -98,6 +98,12 @@ properties_config! {
         /// Controller mode: a slave that has not caught up with its master for this long
         /// (ms) leaves the SyncStateSet.
         ha_max_time_slave_not_catchup: u64 = "haMaxTimeSlaveNotCatchup" => 15_000,
+        /// HA: each end of a replication connection sends at least this often (ms): the
+        /// master a heartbeat frame, the slave its offset.
+        ha_send_heartbeat_interval: u64 = "haSendHeartbeatInterval" => 5_000,
+        /// HA: a replication connection on which nothing arrived for this long (ms) is
+        /// closed (the slave then connects again).
+        ha_housekeeping_interval: u64 = "haHousekeepingInterval" => 20_000,
     }
 }
 

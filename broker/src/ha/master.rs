@@ -19,10 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::protocol::{self, v2, SlaveIdentity, NONCE_LEN, PROOF_LEN};
 use super::sync_state::{SyncStateSet, SyncStateTracker};
 use super::term::{Controlled, Term};
-use super::{
-    read_exact, HaError, HaGroup, HANDSHAKE_TIMEOUT, HEARTBEAT_INTERVAL, HOUSEKEEPING_INTERVAL,
-    TRANSFER_BATCH,
-};
+use super::{read_exact, HaError, HaGroup, Timing, HANDSHAKE_TIMEOUT, TRANSFER_BATCH};
 
 /// Connections still in their handshake at once; more are closed at once, so a flood of
 /// silent peers cannot pile up.
@@ -427,12 +424,13 @@ async fn serve_slave(
     slave_id: i64,
     confirmed: bool,
 ) -> Result<(), HaError> {
-    let first = read_report(&mut reader).await?;
+    let timing = Timing::of(&master.store);
+    let first = read_report(&mut reader, timing).await?;
     check_report(master, first)?;
     master.record_ack(peer, slave_id, first);
     let (report_tx, mut report_rx) = watch::channel(first);
     let reports = tokio::spawn(async move {
-        while let Ok(offset) = read_report(&mut reader).await {
+        while let Ok(offset) = read_report(&mut reader, timing).await {
             if report_tx.send(offset).is_err() {
                 return;
             }
@@ -443,7 +441,14 @@ async fn serve_slave(
         confirmed,
         sent_confirm: None,
     };
-    let result = stream_log(master, &mut frames, &mut report_rx, (peer, slave_id), first).await;
+    let result = stream_log(
+        master,
+        &mut frames,
+        &mut report_rx,
+        (peer, slave_id),
+        (first, timing),
+    )
+    .await;
     reports.abort();
     result
 }
@@ -453,7 +458,7 @@ async fn stream_log(
     writer: &mut FrameWriter<'_>,
     reports: &mut watch::Receiver<i64>,
     (peer, slave_id): (SocketAddr, i64),
-    first: i64,
+    (first, timing): (i64, Timing),
 ) -> Result<(), HaError> {
     let mut next = master.store.replication_start(first);
     let mut acked = first;
@@ -467,8 +472,10 @@ async fn stream_log(
             acked = offset;
             last_report = tokio::time::Instant::now();
         }
-        if last_report.elapsed() > HOUSEKEEPING_INTERVAL {
-            return Err(HaError::Timeout("no report from the slave for 20 s"));
+        if last_report.elapsed() > timing.housekeeping {
+            return Err(HaError::Timeout(
+                "no report from the slave within haHousekeepingInterval",
+            ));
         }
         let woken = master.new_data.notified();
         if let Some(chunk) = master.store.replication_chunk(next, TRANSFER_BATCH) {
@@ -482,14 +489,14 @@ async fn stream_log(
             continue;
         }
         // A heartbeat also when the confirm offset moved: a slave serves reads up to it.
-        if last_sent.elapsed() >= HEARTBEAT_INTERVAL || writer.confirm_moved(master) {
+        if last_sent.elapsed() >= timing.heartbeat || writer.confirm_moved(master) {
             writer.write(master, next, &[]).await?;
             last_sent = tokio::time::Instant::now();
         }
         tokio::select! {
             _ = master.stop.cancelled() => return Ok(()),
             _ = woken => {}
-            r = reports.changed() => r.map_err(|_| HaError::Closed("the slave closed the connection"))?,
+            r = reports.changed() => r.map_err(|_| HaError::Closed("the slave's reports ended (closed, reset or timed out)"))?,
             // Appends by paths that do not wake us are still picked up promptly.
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
         }
@@ -507,14 +514,14 @@ fn check_report(master: &HaMaster, offset: i64) -> Result<(), HaError> {
     Ok(())
 }
 
-async fn read_report(reader: &mut OwnedReadHalf) -> Result<i64, HaError> {
+async fn read_report(reader: &mut OwnedReadHalf, timing: Timing) -> Result<i64, HaError> {
     let mut buf = [0u8; 8];
     tokio::time::timeout(
-        HOUSEKEEPING_INTERVAL,
+        timing.housekeeping,
         read_exact(reader, &mut buf, "the slave closed the connection"),
     )
     .await
-    .map_err(|_| HaError::Timeout("no report from the slave for 20 s"))??;
+    .map_err(|_| HaError::Timeout("no report from the slave within haHousekeepingInterval"))??;
     Ok(i64::from_be_bytes(buf))
 }
 

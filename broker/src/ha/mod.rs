@@ -69,12 +69,26 @@ pub use slave::HaSlave;
 
 /// `haTransferBatchSize`.
 pub const TRANSFER_BATCH: usize = 32 * 1024;
-/// `haSendHeartbeatInterval`.
-pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
-/// `haHousekeepingInterval`: a silent peer is dropped after this long.
-pub const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(20);
+/// How often each end of a replication connection sends (`haSendHeartbeatInterval`) and
+/// after how long a silent one is closed (`haHousekeepingInterval`).
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub heartbeat: Duration,
+    pub housekeeping: Duration,
+}
+
+impl Timing {
+    /// The intervals of `store`'s configuration (100 ms at least each).
+    pub fn of(store: &stellmq_store::MessageStore) -> Self {
+        let c = store.config();
+        Self {
+            heartbeat: Duration::from_millis(c.ha_send_heartbeat_interval.max(100)),
+            housekeeping: Duration::from_millis(c.ha_housekeeping_interval.max(100)),
+        }
+    }
+}
 /// Data sent on an HA connection that stays unacknowledged this long ends the connection
-/// (`TCP_USER_TIMEOUT`). Both ends send at least every [`HEARTBEAT_INTERVAL`], so behind a
+/// (`TCP_USER_TIMEOUT`). Both ends send at least every heartbeat interval ([`Timing`]), so behind a
 /// partition the connection breaks within seconds and the slave's next attempt finds the
 /// master as soon as the link heals; without it a healed connection waits out TCP's
 /// retransmission backoff or the 20 s housekeeping timeout (RocketMQ's behaviour).

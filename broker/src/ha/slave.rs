@@ -17,10 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::protocol::{self, v2, SlaveIdentity, FRAME_HEADER_LEN, MIN_NONCE_LEN, PROOF_LEN};
 use super::verify::{Append, ReplicaVerifier};
-use super::{
-    read_exact, HaError, HaGroup, HANDSHAKE_TIMEOUT, HEARTBEAT_INTERVAL, HOUSEKEEPING_INTERVAL,
-    TRANSFER_BATCH,
-};
+use super::{read_exact, HaError, HaGroup, Timing, HANDSHAKE_TIMEOUT, TRANSFER_BATCH};
 use crate::metadata_journal::JournalApplier;
 
 /// The slave side: keeps a connection to the master's HA port and appends what it streams.
@@ -295,54 +292,134 @@ async fn follow_master(
     let failed = slave.failures_in_a_row.swap(0, Ordering::Relaxed);
     tracing::info!(event = "HA_MASTER_CONNECTED", master = %addr, failed_attempts = failed, "replicating from the master");
     let config = store.config();
-    let mut reported = store.commit_log_max_offset();
+    let reported = store.commit_log_max_offset();
     let mut verifier = ReplicaVerifier::new(
         reported,
         config.mapped_file_size_commit_log,
         config.max_message_size,
     );
-    report(&mut writer, reported).await?;
-    let mut last_report = tokio::time::Instant::now();
+    // Reports go out from a task of their own, on every change and at least every
+    // heartbeat interval even while nothing arrives: behind a partition the report stays
+    // unacknowledged and the connection fails within seconds (TCP_USER_TIMEOUT), and a
+    // master that dropped the connection answers the next report with a reset. Without
+    // them a slave waiting inside a frame whose rest never comes would wait forever.
+    let timing = Timing::of(store);
+    let (local_tx, local_rx) = watch::channel(reported);
+    let mut reporter = tokio::spawn(report_offsets(writer, local_rx, timing.heartbeat));
+    let result = loop {
+        let read = tokio::time::timeout(timing.housekeeping, read_frame(&mut reader, confirmed));
+        let (frame, confirm, body) = tokio::select! {
+            read = read => match read {
+                Ok(Ok(frame)) => frame,
+                Ok(Err(e)) => break Err(e),
+                Err(_) => break Err(HaError::Timeout(
+                    "nothing from the master within haHousekeepingInterval",
+                )),
+            },
+            ended = &mut reporter => break Err(reporter_ended(ended)),
+        };
+        let taken = take_frame(
+            slave,
+            store,
+            &mut verifier,
+            &mut later_terms,
+            frame,
+            confirm,
+            body,
+        );
+        if let Err(e) = taken.await {
+            break Err(e);
+        }
+        local_tx.send_if_modified(|reported| {
+            let local = store.commit_log_max_offset();
+            let moved = local != *reported;
+            *reported = local;
+            moved
+        });
+    };
+    reporter.abort();
+    result
+}
+
+/// Verifies a frame's bytes and appends what passed; then takes its confirm offset.
+async fn take_frame(
+    slave: &HaSlave,
+    store: &Arc<MessageStore>,
+    verifier: &mut ReplicaVerifier,
+    later_terms: &mut Vec<(i32, i64)>,
+    frame: protocol::FrameHeader,
+    confirm: Option<i64>,
+    body: BytesMut,
+) -> Result<(), HaError> {
+    let pushed = verifier.push(frame.offset, body.freeze());
+    for append in &pushed.appends {
+        if let (Some(journal), Append::Records { bytes, .. }) = (slave.journal.get(), append) {
+            journal.apply_records(bytes).await;
+        }
+        apply(store, append).await?;
+    }
+    if let Some(term) = &slave.controlled {
+        record_terms(store, &term.epochs, later_terms).await?;
+    }
+    if let Some(refused) = pushed.error {
+        return Err(refused.into());
+    }
+    if let Some(confirm) = confirm {
+        store.set_confirm_offset(confirm);
+    }
+    slave
+        .master_offset
+        .send_replace(frame.offset + frame.size as i64);
+    Ok(())
+}
+
+/// Sends the slave's log end to the master when it moves, and at least every
+/// `heartbeat`; ends when the connection fails or the follower stops.
+async fn report_offsets(
+    mut writer: OwnedWriteHalf,
+    mut local: watch::Receiver<i64>,
+    heartbeat: Duration,
+) -> Result<(), HaError> {
     loop {
-        let (frame, confirm) = tokio::time::timeout(
-            HOUSEKEEPING_INTERVAL,
-            read_frame_header(&mut reader, confirmed),
-        )
-        .await
-        .map_err(|_| HaError::Timeout("nothing from the master for 20 s"))??;
-        let mut body = BytesMut::zeroed(frame.size);
-        read_exact(
-            &mut reader,
-            &mut body,
-            "the master closed the connection inside a frame",
-        )
-        .await?;
-        let pushed = verifier.push(frame.offset, body.freeze());
-        for append in &pushed.appends {
-            if let (Some(journal), Append::Records { bytes, .. }) = (slave.journal.get(), append) {
-                journal.apply_records(bytes).await;
+        let offset = *local.borrow_and_update();
+        report(&mut writer, offset).await?;
+        tokio::select! {
+            changed = local.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
             }
-            apply(store, append).await?;
-        }
-        if let Some(term) = &slave.controlled {
-            record_terms(store, &term.epochs, &mut later_terms).await?;
-        }
-        if let Some(refused) = pushed.error {
-            return Err(refused.into());
-        }
-        if let Some(confirm) = confirm {
-            store.set_confirm_offset(confirm);
-        }
-        slave
-            .master_offset
-            .send_replace(frame.offset + frame.size as i64);
-        let local = store.commit_log_max_offset();
-        if local != reported || last_report.elapsed() >= HEARTBEAT_INTERVAL {
-            report(&mut writer, local).await?;
-            reported = local;
-            last_report = tokio::time::Instant::now();
+            _ = tokio::time::sleep(heartbeat) => {}
         }
     }
+}
+
+fn reporter_ended(ended: Result<Result<(), HaError>, tokio::task::JoinError>) -> HaError {
+    match ended {
+        Ok(Err(e)) => e,
+        Ok(Ok(())) => HaError::Closed("the report task stopped"),
+        Err(e) => HaError::Closed(if e.is_panic() {
+            "the report task panicked"
+        } else {
+            "the report task was cancelled"
+        }),
+    }
+}
+
+/// One frame: its header, the master's confirm offset (version 3) and its body.
+async fn read_frame(
+    reader: &mut OwnedReadHalf,
+    confirmed: bool,
+) -> Result<(protocol::FrameHeader, Option<i64>, BytesMut), HaError> {
+    let (frame, confirm) = read_frame_header(reader, confirmed).await?;
+    let mut body = BytesMut::zeroed(frame.size);
+    read_exact(
+        reader,
+        &mut body,
+        "the master closed the connection inside a frame",
+    )
+    .await?;
+    Ok((frame, confirm, body))
 }
 
 /// A frame header, and with version 3 the master's confirm offset.

@@ -136,8 +136,9 @@ fn summary(r: &Report) -> String {
     let f = &r.findings;
     let mut out = format!(
         "mqchaos: {:?} seed {}: {} faults, {} acknowledged ({} not), lost {}, duplicated {}, \
-         order violations {}, overlapping {}, skipped by consumers {}/{}, stale routes {}, recovery median {:?} \
-         ms worst {:?} ms, {} elections seen, final master {}, {} s{}",
+         order violations {}, overlapping {}, skipped by consumers {}/{}, stale routes {}, \
+         faults never recovered from {}, recovery median {:?} ms worst {:?} ms, {} elections seen, \
+         final master {}, {} s{}",
         r.shape,
         r.seed,
         r.faults.len(),
@@ -150,6 +151,7 @@ fn summary(r: &Report) -> String {
         f.skipped_clustering,
         f.skipped_broadcasting,
         f.stale_routes.len(),
+        r.unrecovered().len(),
         r.recovery_median_ms,
         r.recovery_worst_ms,
         r.elections_seen,

@@ -91,8 +91,19 @@ struct Slave {
 }
 
 fn slave(master_addr: &str, group: HaGroup, broker_id: i64) -> Slave {
+    slave_with(master_addr, group, broker_id, |_| {})
+}
+
+fn slave_with(
+    master_addr: &str,
+    group: HaGroup,
+    broker_id: i64,
+    tweak: impl FnOnce(&mut MessageStoreConfig),
+) -> Slave {
     let dir = tempfile::tempdir().expect("dir");
-    let store = Arc::new(MessageStore::open(config(dir.path())).expect("slave store"));
+    let mut config = config(dir.path());
+    tweak(&mut config);
+    let store = Arc::new(MessageStore::open(config).expect("slave store"));
     let stop = CancellationToken::new();
     let ha = HaSlave::start(
         store.clone(),
@@ -492,5 +503,34 @@ async fn a_slave_appends_only_verified_records_from_a_fake_master() {
         queue_offset + 1,
         "every good record dispatched, no bad one"
     );
+    s.stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_whose_master_falls_silent_inside_a_frame_connects_again() {
+    let fake = FakeMaster {
+        listener: TcpListener::bind("127.0.0.1:0").await.expect("bind"),
+    };
+    let addr = fake.listener.local_addr().expect("addr").to_string();
+    let s = slave_with(&addr, group(), 1, |c| {
+        c.ha_housekeeping_interval = 1_000;
+        c.ha_send_heartbeat_interval = 200;
+    });
+    let (mut conn, report) = fake.accept().await;
+    assert_eq!(report, 0);
+    // A frame that promises a record and stops part way: the master vanished (behind a
+    // partition, or killed without a word reaching the slave).
+    let r0 = record(0, 0, "never finished");
+    conn.write_all(&protocol::encode_frame_header(0, r0.len()))
+        .await
+        .expect("header");
+    conn.write_all(&r0[..10]).await.expect("part of the body");
+    // The slave keeps reporting while it waits, so a partition would break the connection.
+    assert_eq!(read_report(&mut conn).await, 0);
+    // Nothing more comes within haHousekeepingInterval: the slave connects again (it used
+    // to wait inside the frame forever).
+    let (_again, report) = fake.accept().await;
+    assert_eq!(report, 0, "nothing of the unfinished frame was appended");
+    assert_eq!(s.store.commit_log_max_offset(), 0);
     s.stop.cancel();
 }
