@@ -311,6 +311,27 @@ pub struct BrokerStartConfig {
 }
 
 impl BrokerStartConfig {
+    /// A small broker for tests and embedding: `127.0.0.1`, port 0 (chosen by the system),
+    /// storing under `store_root` with 8 MiB CommitLog segments and 1000-entry ConsumeQueue
+    /// files, no disk-space limits (tests share disks) and delay levels `1s 1s 1s 2s`.
+    pub fn small(store_root: &std::path::Path) -> Self {
+        let mut c = Self::default();
+        c.broker.listen_port = 0;
+        c.broker.bind_address = "127.0.0.1".into();
+        c.broker.broker_ip1 = "127.0.0.1".into();
+        c.store.store_path_root_dir = store_root.to_owned();
+        c.store.mapped_file_size_commit_log = 8 * 1024 * 1024;
+        c.store.mapped_file_size_consume_queue = 20 * 1000;
+        c.store.max_message_size = 1024 * 1024;
+        c.store.max_hash_slot_num = 1000;
+        c.store.max_index_num = 4000;
+        c.store.disk_space_warning_level_ratio = 100;
+        c.store.disk_max_used_space_ratio = 100;
+        c.store.disk_space_clean_forcibly_ratio = 100;
+        c.store.message_delay_level = "1s 1s 1s 2s".into();
+        c
+    }
+
     /// Applies a properties map to every part. Keys no part knows are skipped, as Java does
     /// (a RocketMQ broker.conf may carry keys StellMQ does not implement), and returned so
     /// that the caller can warn about them.

@@ -52,25 +52,12 @@ impl InboundHandler for KeepRequests {
     }
 }
 
-/// A master with small files (8 MiB CommitLog segments, 1000-entry ConsumeQueue files), no
-/// name server, no disk-space limits and delay levels `1s 1s 1s 2s`, storing under `root`.
+/// A master named `broker-fixture` with [`BrokerStartConfig::small`]'s small files and no
+/// name server, storing under `root`.
 pub(crate) fn small_master(root: &std::path::Path) -> BrokerStartConfig {
-    let mut c = BrokerStartConfig::default();
-    c.broker.listen_port = 0;
-    c.broker.bind_address = "127.0.0.1".into();
-    c.broker.broker_ip1 = "127.0.0.1".into();
+    let mut c = BrokerStartConfig::small(root);
     c.broker.namesrv_addr = String::new();
     c.broker.broker_name = "broker-fixture".into();
-    c.store.store_path_root_dir = root.to_owned();
-    c.store.mapped_file_size_commit_log = 8 * 1024 * 1024;
-    c.store.mapped_file_size_consume_queue = 20 * 1000;
-    c.store.max_message_size = 1024 * 1024;
-    c.store.max_hash_slot_num = 1000;
-    c.store.max_index_num = 4000;
-    c.store.disk_space_warning_level_ratio = 100;
-    c.store.disk_max_used_space_ratio = 100;
-    c.store.disk_space_clean_forcibly_ratio = 100;
-    c.store.message_delay_level = "1s 1s 1s 2s".into();
     c
 }
 
@@ -238,4 +225,14 @@ pub(crate) async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Panics with the remark unless `response` is SUCCESS.
+pub(crate) fn assert_success(response: &RemotingCommand) {
+    assert_eq!(
+        response.code,
+        stellmq_remoting::protocol::ResponseCode::SUCCESS.as_i32(),
+        "refused: {:?}",
+        response.remark
+    );
 }

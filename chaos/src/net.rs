@@ -51,34 +51,25 @@ pub struct Net {
 
 /// Runs `ip` with `args`; an error names the command and what it printed.
 pub fn ip(args: &[&str]) -> Result<(), ChaosError> {
-    let out = Command::new("ip")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| ChaosError::Setup(format!("cannot run ip: {e}")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(ChaosError::Setup(format!(
-            "ip {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
+    run("ip", args)
 }
 
 /// Runs `tc` with `args`; an error names the command and what it printed.
 fn tc(args: &[&str]) -> Result<(), ChaosError> {
-    let out = Command::new("tc")
+    run("tc", args)
+}
+
+fn run(program: &str, args: &[&str]) -> Result<(), ChaosError> {
+    let out = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| ChaosError::Setup(format!("cannot run tc: {e}")))?;
+        .map_err(|e| ChaosError::Setup(format!("cannot run {program}: {e}")))?;
     if out.status.success() {
         Ok(())
     } else {
         Err(ChaosError::Setup(format!(
-            "tc {} failed: {}",
+            "{program} {} failed: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         )))

@@ -9,25 +9,11 @@ use stellmq_broker::{BrokerHandle, BrokerStartConfig};
 
 /// A broker configuration on `127.0.0.1`, port 0 (chosen by the system), registering as
 /// `broker_name` of `DefaultCluster` with the name server at `ns_addr` and storing under
-/// `store_root`: 8 MiB CommitLog segments, 1000-entry ConsumeQueue files, no disk-space
-/// limits (tests share disks), and delay levels `1s 1s 1s 2s`.
+/// `store_root`, with [`BrokerStartConfig::small`]'s small files.
 pub fn broker_config(store_root: &Path, ns_addr: &str, broker_name: &str) -> BrokerStartConfig {
-    let mut c = BrokerStartConfig::default();
-    c.broker.listen_port = 0;
-    c.broker.bind_address = "127.0.0.1".into();
-    c.broker.broker_ip1 = "127.0.0.1".into();
+    let mut c = BrokerStartConfig::small(store_root);
     c.broker.namesrv_addr = ns_addr.to_owned();
     c.broker.broker_name = broker_name.to_owned();
-    c.store.store_path_root_dir = store_root.to_owned();
-    c.store.mapped_file_size_commit_log = 8 * 1024 * 1024;
-    c.store.mapped_file_size_consume_queue = 20 * 1000;
-    c.store.max_message_size = 1024 * 1024;
-    c.store.max_hash_slot_num = 1000;
-    c.store.max_index_num = 4000;
-    c.store.disk_space_warning_level_ratio = 100;
-    c.store.disk_max_used_space_ratio = 100;
-    c.store.disk_space_clean_forcibly_ratio = 100;
-    c.store.message_delay_level = "1s 1s 1s 2s".into();
     c
 }
 

@@ -13,12 +13,15 @@ use stellmq_remoting::protocol::message::{property, MessageRecord};
 use stellmq_remoting::protocol::pop::{attach_handles, ExtraInfo};
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 
-use crate::testing::{eventually, send_request, Fixture};
+use stellmq_remoting::net::{Channel, RemotingError};
+
+use crate::testing::{assert_success, eventually, send_request, Fixture};
 
 const GROUP: &str = "pop_tests";
 const BROKER: &str = "broker-fixture";
 
 /// A message as a POP consumer holds it.
+#[derive(Clone)]
 struct Popped {
     body: String,
     handle: String,
@@ -142,15 +145,6 @@ async fn send_all(broker: &Fixture, topic: &str, bodies: &[&str]) {
     broker.dispatched().await;
 }
 
-fn succeeded(response: &RemotingCommand) {
-    assert_eq!(
-        response.code,
-        ResponseCode::SUCCESS.as_i32(),
-        "{:?}",
-        response.remark
-    );
-}
-
 #[tokio::test]
 async fn popped_messages_are_invisible_and_acked_ones_never_come_back() {
     let broker = Fixture::start().await;
@@ -161,10 +155,10 @@ async fn popped_messages_are_invisible_and_acked_ones_never_come_back() {
         .iter()
         .all(|m| m.reconsume_times == 0 && m.read_from == "PopAck"));
     assert!(pop(&broker, "PopAck", 60_000).await.is_empty(), "invisible");
-    succeeded(&ack(&broker, &got[0]).await);
-    succeeded(&ack(&broker, &got[0]).await); // repeated while its batch is in flight
+    assert_success(&ack(&broker, &got[0]).await);
+    assert_success(&ack(&broker, &got[0]).await); // repeated while its batch is in flight
     for m in &got[1..] {
-        succeeded(&ack(&broker, m).await);
+        assert_success(&ack(&broker, m).await);
     }
     let done = ack(&broker, &got[0]).await;
     assert_eq!(
@@ -192,7 +186,7 @@ async fn unacked_messages_come_back_through_the_retry_topic_after_their_invisibl
     let broker = Fixture::start().await;
     send_all(&broker, "PopRevive", &["m0", "m1"]).await;
     let got = pop(&broker, "PopRevive", 60_000).await;
-    succeeded(&ack(&broker, &got[0]).await);
+    assert_success(&ack(&broker, &got[0]).await);
     broker.advance(Duration::from_secs(30));
     assert_eq!(broker.revive().await, 0, "not due yet");
     broker.advance(Duration::from_secs(31));
@@ -201,7 +195,7 @@ async fn unacked_messages_come_back_through_the_retry_topic_after_their_invisibl
     assert_eq!(bodies(&back), ["m1"]);
     assert_eq!(back[0].reconsume_times, 1);
     assert_eq!(back[0].read_from, format!("%RETRY%{GROUP}_PopRevive"));
-    succeeded(&ack(&broker, &back[0]).await);
+    assert_success(&ack(&broker, &back[0]).await);
     broker.advance(Duration::from_secs(61));
     assert_eq!(broker.revive().await, 0, "the acked retry copy ends it");
     assert!(pop(&broker, "PopRevive", 60_000).await.is_empty());
@@ -247,14 +241,9 @@ async fn a_changed_invisible_time_replaces_the_handle_and_the_deadline() {
     );
     let renewed = Popped {
         handle: extended,
-        ..Popped {
-            body: got[0].body.clone(),
-            handle: String::new(),
-            read_from: got[0].read_from.clone(),
-            reconsume_times: 0,
-        }
+        ..got[0].clone()
     };
-    succeeded(&ack(&broker, &renewed).await);
+    assert_success(&ack(&broker, &renewed).await);
     broker.advance(Duration::from_secs(120));
     assert_eq!(
         broker.revive().await,
@@ -270,7 +259,7 @@ async fn past_the_groups_retries_a_message_goes_to_the_dead_letter_queue() {
         retry_max_times: 1,
         ..SubscriptionGroupConfig::new(GROUP)
     };
-    succeeded(
+    assert_success(
         &broker
             .call(
                 RemotingCommand::request(
@@ -303,41 +292,36 @@ async fn past_the_groups_retries_a_message_goes_to_the_dead_letter_queue() {
     );
 }
 
+/// A POP of `PopWait` with a 30 s poll time sent on `channel`, once the broker holds it.
+async fn held_pop(
+    broker: &Fixture,
+    channel: &Channel,
+) -> tokio::task::JoinHandle<Result<RemotingCommand, RemotingError>> {
+    let channel = channel.clone();
+    let waiting = tokio::spawn(async move {
+        let request = pop_request(GROUP, "PopWait", 60_000, 30_000);
+        channel.invoke(request, Duration::from_secs(20)).await
+    });
+    eventually("the POP is held", || {
+        broker.state.pop_hold.parked_count() == 1
+    })
+    .await;
+    waiting
+}
+
 #[tokio::test]
 async fn a_long_polling_pop_is_answered_by_a_new_message_or_at_its_poll_time() {
     let broker = Fixture::start().await;
     send_all(&broker, "PopWait", &["m0"]).await;
     assert_eq!(pop(&broker, "PopWait", 60_000).await.len(), 1);
     let consumer = broker.connect(2);
-    let poll = consumer.channel.clone();
-    let waiting = tokio::spawn(async move {
-        poll.invoke(
-            pop_request(GROUP, "PopWait", 60_000, 30_000),
-            Duration::from_secs(20),
-        )
-        .await
-    });
-    eventually("the POP is held", || {
-        broker.state.pop_hold.parked_count() == 1
-    })
-    .await;
+    let waiting = held_pop(&broker, &consumer.channel).await;
     send_all(&broker, "PopWait", &["m1"]).await;
     let answer = waiting.await.expect("ran").expect("answered");
     assert_eq!(bodies(&popped(GROUP, &answer).1), ["m1"]);
 
     // Nothing comes: the held POP ends when its poll time has passed on the broker's clock.
-    let poll = consumer.channel.clone();
-    let waiting = tokio::spawn(async move {
-        poll.invoke(
-            pop_request(GROUP, "PopWait", 60_000, 30_000),
-            Duration::from_secs(20),
-        )
-        .await
-    });
-    eventually("the POP is held", || {
-        broker.state.pop_hold.parked_count() == 1
-    })
-    .await;
+    let waiting = held_pop(&broker, &consumer.channel).await;
     broker.state.pop_hold.check_all();
     assert!(!waiting.is_finished(), "still within its poll time");
     broker.advance(Duration::from_secs(31));

@@ -6,7 +6,7 @@ use stellmq_remoting::protocol::headers::{
 };
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 
-use crate::testing::{send_request, Fixture};
+use crate::testing::{assert_success, send_request, Fixture};
 
 fn create(topic: &str, queues: i32) -> RemotingCommand {
     let header = CreateTopicRequestHeader {
@@ -36,21 +36,12 @@ fn get(topic: &str) -> RemotingCommand {
     RemotingCommand::request(RequestCode::GET_TOPIC_CONFIG, header.to_ext_fields())
 }
 
-fn ok(response: &RemotingCommand) {
-    assert_eq!(
-        response.code,
-        ResponseCode::SUCCESS.as_i32(),
-        "{:?}",
-        response.remark
-    );
-}
-
 #[tokio::test]
 async fn a_created_topic_is_served_and_written_to_topics_json() {
     let broker = Fixture::start().await;
-    ok(&broker.call(create("Created", 6)).await);
+    assert_success(&broker.call(create("Created", 6)).await);
     let response = broker.call(get("Created")).await;
-    ok(&response);
+    assert_success(&response);
     let config: TopicConfig = fastjson::decode(&response.body).expect("a topic config");
     assert_eq!((config.read_queue_nums, config.write_queue_nums), (6, 6));
     // The answer came after the file was written: a restart would find the topic.
@@ -68,10 +59,10 @@ async fn a_created_topic_is_served_and_written_to_topics_json() {
 #[tokio::test]
 async fn a_deleted_topic_is_gone_with_its_messages() {
     let broker = Fixture::start().await;
-    ok(&broker.call(create("Doomed", 1)).await);
-    ok(&broker.call(send_request("Doomed", 0, b"x", "")).await);
+    assert_success(&broker.call(create("Doomed", 1)).await);
+    assert_success(&broker.call(send_request("Doomed", 0, b"x", "")).await);
     broker.dispatched().await;
-    ok(&broker.call(delete("Doomed")).await);
+    assert_success(&broker.call(delete("Doomed")).await);
     let response = broker.call(get("Doomed")).await;
     assert_eq!(response.code, ResponseCode::TOPIC_NOT_EXIST.as_i32());
     assert_eq!(broker.state.store.max_offset_in_queue("Doomed", 0), 0);
