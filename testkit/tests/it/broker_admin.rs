@@ -1,4 +1,5 @@
-//! Admin requests and consumer coordination, over TCP against in-process servers.
+//! Admin requests and consumer coordination, over TCP against in-process servers (topic
+//! administration is tested next to its processor: broker/src/processor/admin/topic/tests.rs).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,7 +9,7 @@ use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClien
 use stellmq_remoting::protocol::body::{
     fastjson, ConsumeStats, ConsumerConnection, ConsumerIdList, GroupList, KvTable,
     LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue, ProducerConnection,
-    ResetOffsetBody, TopicConfigSerializeWrapper, TopicStatsTable,
+    ResetOffsetBody, TopicConfigSerializeWrapper,
 };
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_testkit::{eventually, heartbeat, request, Stack, TIMEOUT as T};
@@ -40,80 +41,6 @@ impl Recorder {
 
 fn consumer(recorder: &Arc<Recorder>) -> RemotingClient {
     RemotingClient::with_handler(ClientConfig::default(), recorder.clone())
-}
-
-#[tokio::test]
-async fn topics_are_created_listed_inspected_and_deleted() {
-    let stack = Stack::start().await;
-    let create = |topic: &str| {
-        request(
-            RequestCode::UPDATE_AND_CREATE_TOPIC,
-            &[
-                ("topic", topic),
-                ("defaultTopic", "TBW102"),
-                ("readQueueNums", "3"),
-                ("writeQueueNums", "3"),
-                ("perm", "6"),
-                ("topicFilterType", "SINGLE_TAG"),
-                ("order", "false"),
-            ],
-        )
-    };
-    assert_eq!(stack.call(create("Admin")).await.code, 0);
-    let system = stack.call(create("SCHEDULE_TOPIC_XXXX")).await;
-    assert_eq!(system.code, 1);
-    assert!(system.remark_str().contains("conflict with system topic"));
-    assert_eq!(stack.call(create("bad name")).await.code, 1);
-
-    let all = stack
-        .call(request(RequestCode::GET_ALL_TOPIC_CONFIG, &[]))
-        .await;
-    let all: TopicConfigSerializeWrapper = fastjson::decode(&all.body).expect("wrapper");
-    assert_eq!(all.topic_config_table["Admin"].read_queue_nums, 3);
-    assert!(all.topic_config_table.contains_key("TBW102"));
-    assert!(all.topic_config_table.contains_key("DefaultCluster"));
-    assert!(all.topic_config_table.contains_key("broker-a"));
-
-    assert_eq!(stack.send("Admin", 2, "m", &[]).await.code, 0);
-    assert!(
-        stack.broker().store().wait_dispatched(T),
-        "dispatch is asynchronous"
-    );
-    let stats = stack
-        .call(request(
-            RequestCode::GET_TOPIC_STATS_INFO,
-            &[("topic", "Admin")],
-        ))
-        .await;
-    let stats: TopicStatsTable = fastjson::decode(&stats.body).expect("stats");
-    let q2 = MessageQueue {
-        broker_name: "broker-a".into(),
-        queue_id: 2,
-        topic: "Admin".into(),
-    };
-    assert_eq!(stats.offset_table.0[&q2].max_offset, 1);
-    assert!(stats.offset_table.0[&q2].last_update_timestamp > 0);
-    assert!(String::from_utf8_lossy(&fastjson::encode(&stats))
-        .contains(r#"{"brokerName":"broker-a","queueId":2,"topic":"Admin"}:"#));
-
-    assert_eq!(
-        stack
-            .call(request(
-                RequestCode::DELETE_TOPIC_IN_BROKER,
-                &[("topic", "Admin")]
-            ))
-            .await
-            .code,
-        0
-    );
-    let missing = stack
-        .call(request(
-            RequestCode::GET_TOPIC_STATS_INFO,
-            &[("topic", "Admin")],
-        ))
-        .await;
-    assert_eq!(missing.code, ResponseCode::TOPIC_NOT_EXIST.as_i32());
-    stack.stop().await;
 }
 
 #[tokio::test]

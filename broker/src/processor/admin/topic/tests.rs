@@ -1,8 +1,11 @@
 //! Topic administration as mqadmin sees it, over an in-memory connection to a real broker.
 
-use stellmq_remoting::protocol::body::{fastjson, TopicConfig, TopicConfigSerializeWrapper};
+use stellmq_remoting::protocol::body::{
+    fastjson, MessageQueue, TopicConfig, TopicConfigSerializeWrapper, TopicStatsTable,
+};
 use stellmq_remoting::protocol::headers::{
     CommandHeader, CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicConfigRequestHeader,
+    GetTopicStatsInfoRequestHeader,
 };
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 
@@ -121,4 +124,49 @@ async fn a_slave_refuses_topic_changes() {
     let response = broker.call(create("OnSlave", 4)).await;
     assert_eq!(response.code, ResponseCode::SYSTEM_ERROR.as_i32());
     assert!(response.remark.unwrap_or_default().contains("slave"));
+}
+
+fn stats(topic: &str) -> RemotingCommand {
+    let header = GetTopicStatsInfoRequestHeader {
+        topic: topic.into(),
+    };
+    RemotingCommand::request(RequestCode::GET_TOPIC_STATS_INFO, header.to_ext_fields())
+}
+
+#[tokio::test]
+async fn all_configs_and_stats_show_a_topic_until_it_is_deleted() {
+    let broker = Fixture::start().await;
+    assert_success(&broker.call(create("Admin", 3)).await);
+    let all = broker
+        .call(RemotingCommand::request(
+            RequestCode::GET_ALL_TOPIC_CONFIG,
+            ExtFields::default(),
+        ))
+        .await;
+    let all: TopicConfigSerializeWrapper = fastjson::decode(&all.body).expect("a wrapper");
+    assert_eq!(all.topic_config_table["Admin"].read_queue_nums, 3);
+    // The broker's own topics: the auto-creation template, the cluster and the broker name.
+    for own in ["TBW102", "DefaultCluster", "broker-fixture"] {
+        assert!(all.topic_config_table.contains_key(own), "{own}");
+    }
+
+    assert_success(&broker.call(send_request("Admin", 2, b"m", "")).await);
+    broker.dispatched().await;
+    let response = broker.call(stats("Admin")).await;
+    assert_success(&response);
+    let table: TopicStatsTable = fastjson::decode(&response.body).expect("stats");
+    let q2 = MessageQueue {
+        broker_name: "broker-fixture".into(),
+        queue_id: 2,
+        topic: "Admin".into(),
+    };
+    assert_eq!(table.offset_table.0[&q2].max_offset, 1);
+    assert!(table.offset_table.0[&q2].last_update_timestamp > 0);
+    // Java's fastjson writes a map keyed by MessageQueue with the key as a JSON object.
+    assert!(String::from_utf8_lossy(&fastjson::encode(&table))
+        .contains(r#"{"brokerName":"broker-fixture","queueId":2,"topic":"Admin"}:"#));
+
+    assert_success(&broker.call(delete("Admin")).await);
+    let missing = broker.call(stats("Admin")).await;
+    assert_eq!(missing.code, ResponseCode::TOPIC_NOT_EXIST.as_i32());
 }
