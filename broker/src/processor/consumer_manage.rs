@@ -244,3 +244,6 @@ impl ConsumerManageProcessor {
         Ok(Some(request.success_to().with_ext_fields(fields)))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,6 @@
 //! Admin requests and consumer coordination, over TCP against in-process servers (topic
-//! administration is tested next to its processor: broker/src/processor/admin/topic/tests.rs).
+//! administration and orderly queue locks are tested next to their processors, in
+//! broker/src/processor/admin/topic/tests.rs and consumer_manage/tests.rs).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -7,9 +8,8 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumeStats, ConsumerConnection, ConsumerIdList, GroupList, KvTable,
-    LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue, ProducerConnection,
-    ResetOffsetBody, TopicConfigSerializeWrapper,
+    fastjson, ConsumeStats, ConsumerConnection, ConsumerIdList, GroupList, KvTable, MessageModel,
+    MessageQueue, ProducerConnection, ResetOffsetBody, TopicConfigSerializeWrapper,
 };
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_testkit::{eventually, heartbeat, request, Stack, TIMEOUT as T};
@@ -164,68 +164,6 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
         ))
         .await;
     assert_eq!(offline.code, ResponseCode::CONSUMER_NOT_ONLINE.as_i32());
-    stack.stop().await;
-}
-
-#[tokio::test]
-async fn orderly_queue_locks_are_exclusive() {
-    let stack = Stack::start().await;
-    // Locks are only kept for queues that exist.
-    assert_eq!(stack.send("O", 0, "first", &[]).await.code, 0);
-    let mq = MessageQueue {
-        broker_name: "broker-a".into(),
-        queue_id: 0,
-        topic: "O".into(),
-    };
-    let lock = |client: &str| {
-        let body = LockBatchRequestBody {
-            consumer_group: "og".into(),
-            client_id: client.into(),
-            mq_set: vec![mq.clone()],
-            only_this_broker: false,
-        };
-        request(RequestCode::LOCK_BATCH_MQ, &[]).with_body(fastjson::encode(&body))
-    };
-    let locked = |r: RemotingCommand| {
-        fastjson::decode::<LockBatchResponseBody>(&r.body)
-            .expect("body")
-            .lock_ok_mq_set
-    };
-    assert_eq!(locked(stack.call(lock("a")).await), vec![mq.clone()]);
-    assert!(locked(stack.call(lock("b")).await).is_empty(), "held by a");
-    assert_eq!(
-        locked(stack.call(lock("a")).await),
-        vec![mq.clone()],
-        "a renews"
-    );
-    let body = LockBatchRequestBody {
-        consumer_group: "og".into(),
-        client_id: "a".into(),
-        mq_set: vec![mq.clone()],
-        only_this_broker: false,
-    };
-    assert_eq!(
-        stack
-            .call(request(RequestCode::UNLOCK_BATCH_MQ, &[]).with_body(fastjson::encode(&body)))
-            .await
-            .code,
-        0
-    );
-    assert_eq!(locked(stack.call(lock("b")).await), vec![mq]);
-    let ghost = LockBatchRequestBody {
-        consumer_group: "og".into(),
-        client_id: "a".into(),
-        mq_set: vec![MessageQueue {
-            broker_name: "broker-a".into(),
-            queue_id: 0,
-            topic: "NoSuchTopic".into(),
-        }],
-        only_this_broker: false,
-    };
-    let r = stack
-        .call(request(RequestCode::LOCK_BATCH_MQ, &[]).with_body(fastjson::encode(&ghost)))
-        .await;
-    assert!(locked(r).is_empty(), "a queue of no topic is never locked");
     stack.stop().await;
 }
 
