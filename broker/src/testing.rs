@@ -236,3 +236,33 @@ pub(crate) fn assert_success(response: &RemotingCommand) {
         response.remark
     );
 }
+
+/// HEART_BEAT of consumer `client_id` of clustering `group`, subscribed to all of `topic`.
+pub(crate) fn heartbeat(client_id: &str, group: &str, topic: &str) -> RemotingCommand {
+    use stellmq_remoting::protocol::body::{
+        fastjson, ConsumerData, HeartbeatData, SubscriptionData,
+    };
+    let data = HeartbeatData {
+        client_id: client_id.into(),
+        producer_data_set: Vec::new(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: group.into(),
+            subscription_data_set: vec![SubscriptionData {
+                topic: topic.into(),
+                sub_string: "*".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    };
+    RemotingCommand::request(
+        RequestCode::HEART_BEAT,
+        stellmq_remoting::protocol::ExtFields::default(),
+    )
+    .with_body(fastjson::encode(&data))
+}
+
+/// A request of `code` with `fields` as its header (names as RocketMQ spells them).
+pub(crate) fn request(code: RequestCode, fields: &[(&str, &str)]) -> RemotingCommand {
+    RemotingCommand::request(code, fields.iter().copied().collect())
+}

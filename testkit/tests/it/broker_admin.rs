@@ -1,6 +1,7 @@
 //! Admin requests and consumer coordination, over TCP against in-process servers (topic
-//! administration and orderly queue locks are tested next to their processors, in
-//! broker/src/processor/admin/topic/tests.rs and consumer_manage/tests.rs).
+//! administration, orderly queue locks and offsets are tested next to their processors, in
+//! broker/src/processor/admin/topic/tests.rs, admin/offset/tests.rs and
+//! consumer_manage/tests.rs).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,8 +9,8 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumeStats, ConsumerConnection, ConsumerIdList, GroupList, KvTable, MessageModel,
-    MessageQueue, ProducerConnection, ResetOffsetBody, TopicConfigSerializeWrapper,
+    fastjson, ConsumerConnection, ConsumerIdList, KvTable, MessageModel, ProducerConnection,
+    TopicConfigSerializeWrapper,
 };
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_testkit::{eventually, heartbeat, request, Stack, TIMEOUT as T};
@@ -164,109 +165,6 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
         ))
         .await;
     assert_eq!(offline.code, ResponseCode::CONSUMER_NOT_ONLINE.as_i32());
-    stack.stop().await;
-}
-
-#[tokio::test]
-async fn consume_stats_reset_offsets_and_who_consumes() {
-    let stack = Stack::start().await;
-    for i in 0..3 {
-        assert_eq!(stack.send("Stats", 0, &format!("m{i}"), &[]).await.code, 0);
-    }
-    assert!(stack.broker().store().wait_dispatched(T));
-    let commit = request(
-        RequestCode::UPDATE_CONSUMER_OFFSET,
-        &[
-            ("consumerGroup", "sg"),
-            ("topic", "Stats"),
-            ("queueId", "0"),
-            ("commitOffset", "2"),
-        ],
-    );
-    assert_eq!(stack.call(commit).await.code, 0);
-    let stats = stack
-        .call(request(
-            RequestCode::GET_CONSUME_STATS,
-            &[("consumerGroup", "sg"), ("topic", "Stats")],
-        ))
-        .await;
-    let stats: ConsumeStats = fastjson::decode(&stats.body).expect("stats");
-    let q0 = MessageQueue {
-        broker_name: "broker-a".into(),
-        queue_id: 0,
-        topic: "Stats".into(),
-    };
-    assert_eq!(
-        (
-            stats.offset_table.0[&q0].broker_offset,
-            stats.offset_table.0[&q0].consumer_offset
-        ),
-        (3, 2)
-    );
-
-    let who = stack
-        .call(request(
-            RequestCode::QUERY_TOPIC_CONSUME_BY_WHO,
-            &[("topic", "Stats")],
-        ))
-        .await;
-    assert_eq!(
-        fastjson::decode::<GroupList>(&who.body)
-            .expect("groups")
-            .group_list,
-        ["sg"]
-    );
-
-    // Reset with nobody online: CONSUMER_NOT_ONLINE (mqadmin then falls back), offsets stored.
-    let reset = || {
-        request(
-            RequestCode::INVOKE_BROKER_TO_RESET_OFFSET,
-            &[
-                ("topic", "Stats"),
-                ("group", "sg"),
-                ("timestamp", "0"),
-                ("isForce", "true"),
-            ],
-        )
-    };
-    assert_eq!(
-        stack.call(reset()).await.code,
-        ResponseCode::CONSUMER_NOT_ONLINE.as_i32()
-    );
-    // With a client online it is told the new offsets.
-    let recorder = Arc::new(Recorder::default());
-    let c = consumer(&recorder);
-    c.invoke(
-        stack.addr(),
-        heartbeat(
-            "127.0.1.9@9",
-            "sg",
-            &[("Stats", "*")],
-            MessageModel::Clustering,
-        ),
-        T,
-    )
-    .await
-    .expect("hb");
-    let r = stack.call(reset()).await;
-    assert_eq!(r.code, 0, "{}", r.remark_str());
-    let body: ResetOffsetBody = fastjson::decode(&r.body).expect("reset body");
-    assert_eq!(body.offset_table.0[&q0], 0);
-    eventually("the client is told", || async {
-        recorder.count(RequestCode::RESET_CONSUMER_CLIENT_OFFSET) == 1
-    })
-    .await;
-    let q = stack
-        .call(request(
-            RequestCode::QUERY_CONSUMER_OFFSET,
-            &[
-                ("consumerGroup", "sg"),
-                ("topic", "Stats"),
-                ("queueId", "0"),
-            ],
-        ))
-        .await;
-    assert_eq!(q.ext_fields.get("offset"), Some("0"));
     stack.stop().await;
 }
 

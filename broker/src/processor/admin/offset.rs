@@ -310,3 +310,6 @@ impl OffsetAdminProcessor {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;

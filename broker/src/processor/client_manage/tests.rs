@@ -2,35 +2,16 @@
 
 use std::time::Duration;
 
-use stellmq_remoting::protocol::body::{fastjson, ConsumerData, HeartbeatData, SubscriptionData};
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 
-use crate::testing::{eventually, Client, Fixture};
+use crate::testing::{eventually, heartbeat, Client, Fixture};
 
 const GROUP: &str = "members";
-
-fn heartbeat(client_id: &str, group: &str) -> RemotingCommand {
-    let data = HeartbeatData {
-        client_id: client_id.into(),
-        producer_data_set: Vec::new(),
-        consumer_data_set: vec![ConsumerData {
-            group_name: group.into(),
-            subscription_data_set: vec![SubscriptionData {
-                topic: "Feed".into(),
-                sub_string: "*".into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-    };
-    RemotingCommand::request(RequestCode::HEART_BEAT, ExtFields::default())
-        .with_body(fastjson::encode(&data))
-}
 
 async fn beat(client: &Client, client_id: &str) {
     let response = client
         .channel
-        .invoke(heartbeat(client_id, GROUP), Duration::from_secs(10))
+        .invoke(heartbeat(client_id, GROUP, "Feed"), Duration::from_secs(10))
         .await
         .expect("answered");
     assert_eq!(response.code, ResponseCode::SUCCESS.as_i32());
