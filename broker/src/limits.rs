@@ -38,7 +38,11 @@ impl TokenBucket {
     }
 
     fn try_take(&mut self) -> bool {
-        let now = Instant::now();
+        self.try_take_at(Instant::now())
+    }
+
+    /// Takes a token if one has been earned by `now`.
+    fn try_take_at(&mut self, now: Instant) -> bool {
         let earned = now.duration_since(self.refilled).as_secs_f64() * self.per_second;
         self.tokens = (self.tokens + earned).min(self.per_second);
         self.refilled = now;
@@ -124,6 +128,21 @@ impl AutoCreateLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_bucket_refills_at_its_rate_up_to_one_seconds_worth() {
+        let mut bucket = TokenBucket::new(4);
+        let start = bucket.refilled;
+        assert_eq!((0..10).filter(|_| bucket.try_take_at(start)).count(), 4);
+        assert!(!bucket.try_take_at(start + Duration::from_millis(100)));
+        // A quarter of a second earns one token at 4 a second.
+        assert!(bucket.try_take_at(start + Duration::from_millis(260)));
+        assert!(!bucket.try_take_at(start + Duration::from_millis(270)));
+        // A long pause earns no more than a second's worth.
+        let later = start + Duration::from_secs(60);
+        assert_eq!((0..10).filter(|_| bucket.try_take_at(later)).count(), 4);
+    }
 
     #[test]
     fn counts_and_rate_are_bounded() {

@@ -346,7 +346,7 @@ async fn acl_admin_requests_edit_the_file_and_apply_at_once() {
 }
 
 #[tokio::test]
-async fn a_changed_file_applies_and_a_broken_one_keeps_the_last_good() {
+async fn a_changed_acl_file_applies_while_the_broker_runs() {
     let home = tempfile::tempdir().expect("home");
     let stack = acl_stack(home.path()).await;
     assert_eq!(
@@ -358,13 +358,8 @@ async fn a_changed_file_applies_and_a_broken_one_keeps_the_last_good() {
         stack.call(signed(send("topicA", "x"), USER)).await.code == SUCCESS
     })
     .await;
-    write_acl(home.path(), "accounts: [ {accessKey: broken");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        stack.call(signed(send("topicA", "y"), USER)).await.code,
-        SUCCESS,
-        "last good ACL in force"
-    );
+    // A broken file keeps the last good ACL in force: acl/tests/validator.rs
+    // `changed_file_reloads_and_broken_file_keeps_the_last_good` (the watcher only calls it).
     stack.stop().await;
 }
 

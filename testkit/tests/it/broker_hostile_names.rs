@@ -3,7 +3,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use stellmq_remoting::protocol::body::{fastjson, MessageModel, SubscriptionGroupConfig};
 use stellmq_remoting::protocol::headers::{CommandHeader, SendMessageResponseHeader};
@@ -292,10 +291,7 @@ async fn auto_creation_is_bounded_in_count_and_rate() {
     }
     assert!((1..=4).contains(&created), "created {created}");
     assert!(refused >= 6, "refused {refused}");
-    // The pause is what is tested: a second later the limiter has refilled.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let r = stack.send("Later", 0, "x", &[]).await;
-    assert_eq!(r.code, 0, "the rate refills: {}", r.remark_str());
+    // That the rate refills with time is broker/src/limits.rs's unit test (on given instants).
     stack.stop().await;
 
     let existing = {
