@@ -46,12 +46,17 @@ fn pop_request(group: &str, topic: &str, invisible_ms: i64, poll_ms: i64) -> Rem
 
 /// The code of a POP answer of `group` and what it brought, each message with its handle.
 fn popped(group: &str, response: &RemotingCommand) -> (i32, Vec<Popped>) {
+    popped_as(group, false, response)
+}
+
+/// [`popped`] for a POP answer that is orderly when `order` is.
+fn popped_as(group: &str, order: bool, response: &RemotingCommand) -> (i32, Vec<Popped>) {
     if response.code != ResponseCode::SUCCESS.as_i32() {
         return (response.code, Vec::new());
     }
     let h = PopMessageResponseHeader::from_ext_fields(&response.ext_fields).expect("a header");
     let mut records = MessageRecord::decode_all(response.body.clone(), true).expect("records");
-    attach_handles(BROKER, false, &h, &mut records).expect("handles");
+    attach_handles(BROKER, order, &h, &mut records).expect("handles");
     let mut out: Vec<Popped> = records
         .into_iter()
         .map(|r| {
@@ -328,4 +333,54 @@ async fn a_long_polling_pop_is_answered_by_a_new_message_or_at_its_poll_time() {
     broker.state.pop_hold.check_all();
     let answer = waiting.await.expect("ran").expect("answered");
     assert_eq!(answer.code, ResponseCode::POLLING_TIMEOUT.as_i32());
+}
+
+/// An orderly POP of two messages of `PopFifo`'s queue 0, invisible for a minute.
+async fn pop_in_order(broker: &Fixture) -> Vec<Popped> {
+    let header = PopMessageRequestHeader {
+        consumer_group: GROUP.into(),
+        topic: "PopFifo".into(),
+        queue_id: 0,
+        max_msg_nums: 2,
+        invisible_time: 60_000,
+        poll_time: 0,
+        init_mode: Some(0),
+        order: Some(true),
+        ..Default::default()
+    };
+    let request = RemotingCommand::request(RequestCode::POP_MESSAGE, header.to_ext_fields());
+    popped_as(GROUP, true, &broker.call(request).await).1
+}
+
+#[tokio::test]
+async fn an_orderly_pop_holds_its_queue_until_the_batch_is_acked_or_its_time_is_up() {
+    let broker = Fixture::start().await;
+    send_all(&broker, "PopFifo", &["m0", "m1", "m2"]).await;
+    let first = pop_in_order(&broker).await;
+    assert_eq!(bodies(&first), ["m0", "m1"]);
+    assert!(first.iter().all(|m| m.reconsume_times == 0));
+    assert!(pop_in_order(&broker).await.is_empty(), "the queue is held");
+    assert_success(&ack(&broker, &first[0]).await);
+    assert!(
+        pop_in_order(&broker).await.is_empty(),
+        "still held: m1 is in flight"
+    );
+    broker.advance(Duration::from_secs(61));
+    let again = pop_in_order(&broker).await;
+    assert_eq!(
+        bodies(&again),
+        ["m1", "m2"],
+        "in order, from the first unacked"
+    );
+    let m1 = again.iter().find(|m| m.body == "m1").expect("m1");
+    assert_eq!(m1.reconsume_times, 1, "its second delivery");
+    for m in &again {
+        assert_success(&ack(&broker, m).await);
+    }
+    send_all(&broker, "PopFifo", &["m3"]).await;
+    assert_eq!(
+        bodies(&pop_in_order(&broker).await),
+        ["m3"],
+        "after the acked batch"
+    );
 }
