@@ -508,6 +508,12 @@ impl MessageStore {
         self.inner.dispatcher.limit()
     }
 
+    /// The CommitLog offset dispatch has reached: everything before it is in its
+    /// ConsumeQueue (it stops at the confirm offset).
+    pub fn dispatched_to(&self) -> i64 {
+        self.inner.dispatcher.reput_from()
+    }
+
     /// Bytes written to the CommitLog but not yet dispatched.
     pub fn dispatch_behind_bytes(&self) -> i64 {
         (self.inner.commit_log.max_offset() - self.inner.dispatcher.reput_from()).max(0)

@@ -266,6 +266,15 @@ async fn a_restarted_old_master_cuts_what_the_new_master_never_had() {
     rejoin_after_fail_over(true).await;
 }
 
+/// Waits until `a`'s dispatcher has dispatched everything up to its confirm offset (what
+/// it may make consumable), so that what lies past it can be checked as held back.
+async fn dispatch_reached_confirm(a: &TestBroker) {
+    wait_for("dispatch reaches the confirm offset", T, || {
+        a.store().dispatched_to() >= a.store().confirm_offset()
+    })
+    .await;
+}
+
 /// The old master keeps writing after the new one is elected, then rejoins as a slave
 /// (after a restart of its process with `restart`).
 async fn rejoin_after_fail_over(restart: bool) {
@@ -299,8 +308,12 @@ async fn rejoin_after_fail_over(restart: bool) {
     // b, caught up, was joining a's SyncStateSet: what it never acknowledged stays past a's
     // confirm offset, stored but never consumable, so no consumer reads what the rejoin cuts
     // (the cut of dispatched entries is store/tests/truncate.rs's).
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let held_back = |a: &TestBroker| {
+        assert_eq!(
+            a.store().dispatched_to(),
+            a.store().confirm_offset(),
+            "dispatch stops at the confirm offset"
+        );
         assert_eq!(
             a.store().max_offset_in_queue(TOPIC, 0),
             10,
@@ -315,6 +328,7 @@ async fn rejoin_after_fail_over(restart: bool) {
             "nor found by key"
         );
     };
+    dispatch_reached_confirm(&a).await;
     held_back(&a);
     let mut ca = ca;
     if restart {
@@ -322,7 +336,7 @@ async fn rejoin_after_fail_over(restart: bool) {
         a.restart(|c| c.broker.listen_port = 0).await;
         ca = RawClient::new(a.addr());
         // Restarted, with no role yet: the tail stays held back.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        dispatch_reached_confirm(&a).await;
         held_back(&a);
         let (code, _) = send(&ca, "restarted, no role yet").await;
         assert_eq!(code, ResponseCode::SERVICE_NOT_AVAILABLE.as_i32());
