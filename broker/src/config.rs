@@ -198,7 +198,11 @@ properties_config! {
         compressed_register: bool = "compressedRegister" => false,
         /// Register even when the name server has this data version (StellMQ always does).
         force_register: bool = "forceRegister" => true,
-        /// RocketMQ's offset correction on slaves; accepted, unused.
+        /// A slave corrects a consumer's offset past its queues (PULL_OFFSET_MOVED) as a
+        /// master does; off (RocketMQ's default), it answers PULL_RETRY_IMMEDIATELY at the
+        /// same offset and points the consumer at the master, since a slave that is behind
+        /// would otherwise move the consumer back (to the queue's start while nothing of it
+        /// was deleted).
         offset_check_in_slave: bool = "offsetCheckInSlave" => false,
         /// Auto-creation (sends, heartbeats, pulls, send-backs) stops once the broker has
         /// this many topics; mqadmin can still create more. (StellMQ key.)

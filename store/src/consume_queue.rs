@@ -77,7 +77,7 @@ pub struct ConsumeQueue {
 
 impl ConsumeQueue {
     fn open(dir: &Path, topic: &str, queue_id: i32, file_size: usize) -> Result<Self, StoreError> {
-        let segments = SegmentQueue::load(dir, file_size, None)?;
+        let segments = SegmentQueue::load(dir, file_size, None)?.with_sparse_segments();
         Ok(Self {
             topic: topic.to_owned(),
             queue_id,
@@ -159,7 +159,7 @@ impl ConsumeQueue {
             Some(f) => self.segments.create_next(f.end())?,
             None => self.segments.create_next(0)?,
         };
-        file.append_bytes(&entry.encode())
+        file.try_append_bytes(&entry.encode())?
             .ok_or_else(|| StoreError::Corrupt {
                 path: file.path().to_owned(),
                 reason: "consume queue file not aligned to 20-byte entries".into(),

@@ -34,6 +34,10 @@ pub const PAGE_SIZE: usize = 4096;
 const WARM_CHUNK: usize = 64 * 1024;
 static WARM_ZEROS: [u8; WARM_CHUNK] = [0; WARM_CHUNK];
 
+/// Disk reserved at a time ahead of the writes of a file opened with
+/// [`MappedFile::open_sparse`]: one page, so an idle or nearly empty queue costs a page.
+pub const RESERVE_CHUNK: usize = PAGE_SIZE;
+
 pub struct MappedFile {
     path: PathBuf,
     /// Global offset of the file's first byte (its name).
@@ -50,6 +54,9 @@ pub struct MappedFile {
     write_lock: Mutex<()>,
     /// Set by atomic-word writers (index files) so flush knows there is work.
     dirty: AtomicBool,
+    /// Bytes from the start whose disk blocks are reserved: the whole file, except for a
+    /// sparse file, which reserves ahead of its writes ([`Self::try_append_bytes`]).
+    reserved: AtomicUsize,
 }
 
 // SAFETY: `ptr` points into `map`, which lives as long as `self`. Access to the memory
@@ -95,14 +102,41 @@ pub fn create_dir_all_durably(dir: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Allocates the disk blocks of `len` bytes at `offset` of `file` (its size unchanged when
+/// within it); file systems without `fallocate` are left to allocate on write.
+fn reserve_blocks(file: &std::fs::File, offset: usize, len: usize) -> std::io::Result<()> {
+    match rustix::fs::fallocate(
+        file,
+        rustix::fs::FallocateFlags::empty(),
+        offset as u64,
+        len as u64,
+    ) {
+        Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
+        Err(e) => Err(std::io::Error::from(e)),
+    }
+}
+
 /// The 20-digit zero-padded file name of a segment starting at `base`.
 pub fn segment_name(base: i64) -> String {
     format!("{base:020}")
 }
 
 impl MappedFile {
-    /// Creates (or reopens) a file of exactly `size` bytes and maps it.
+    /// Creates (or reopens) a file of exactly `size` bytes, its disk blocks reserved, and
+    /// maps it.
     pub fn open(path: &Path, base: i64, size: usize) -> Result<Self, StoreError> {
+        Self::open_with(path, base, size, true)
+    }
+
+    /// Like [`Self::open`], but a new file takes disk only as it is written:
+    /// [`Self::try_append_bytes`] reserves [`RESERVE_CHUNK`] at a time ahead of its writes
+    /// (a full disk then fails that call, never a page fault). For ConsumeQueue files, most
+    /// of which stay nearly empty (RocketMQ's are sparse too).
+    pub fn open_sparse(path: &Path, base: i64, size: usize) -> Result<Self, StoreError> {
+        Self::open_with(path, base, size, false)
+    }
+
+    fn open_with(path: &Path, base: i64, size: usize, reserve: bool) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent() {
             create_dir_all_durably(dir)?;
         }
@@ -118,12 +152,10 @@ impl MappedFile {
             file.set_len(size as u64).at(path)?;
             // Reserve the blocks now: a full disk then fails this call cleanly, instead of
             // killing the process with SIGBUS when a later page fault finds no space.
-            if let Err(e) =
-                rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, size as u64)
-            {
-                if e != rustix::io::Errno::OPNOTSUPP {
+            if reserve {
+                if let Err(e) = reserve_blocks(&file, 0, size) {
                     let _ = std::fs::remove_file(path);
-                    return Err(StoreError::io(path, std::io::Error::from(e)));
+                    return Err(StoreError::io(path, e));
                 }
             }
             if len == 0 {
@@ -149,6 +181,9 @@ impl MappedFile {
             last_store_timestamp: AtomicI64::new(0),
             write_lock: Mutex::new(()),
             dirty: AtomicBool::new(false),
+            // A reopened sparse file reserves again from its start on its next append
+            // (reserving what is already allocated costs nothing).
+            reserved: AtomicUsize::new(if reserve { size } else { 0 }),
         })
     }
 
@@ -212,6 +247,30 @@ impl MappedFile {
     /// Appends raw bytes.
     pub fn append_bytes(&self, data: &[u8]) -> Option<usize> {
         self.append(data.len(), |dst| dst.copy_from_slice(data))
+    }
+
+    /// [`Self::append_bytes`] that first reserves disk for them where the file has none
+    /// reserved yet (a sparse file); an error when the disk is full.
+    pub fn try_append_bytes(&self, data: &[u8]) -> Result<Option<usize>, StoreError> {
+        let end = self.wrote_position().saturating_add(data.len());
+        if end > self.reserved.load(Ordering::Acquire) && end <= self.size {
+            let _guard = self.write_lock.lock();
+            let from = self.reserved.load(Ordering::Acquire);
+            let to = end
+                .div_ceil(RESERVE_CHUNK)
+                .saturating_mul(RESERVE_CHUNK)
+                .min(self.size);
+            if to > from {
+                reserve_blocks(&self.file, from, to - from).at(&self.path)?;
+                self.reserved.store(to, Ordering::Release);
+            }
+        }
+        Ok(self.append_bytes(data))
+    }
+
+    /// Bytes from the start whose disk blocks are reserved.
+    pub fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
     }
 
     /// Marks the rest of the file as written (after an end-of-file blank).
@@ -386,6 +445,46 @@ impl AsRef<[u8]> for MappedSlice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Disk blocks of `path` in bytes (st_blocks is in 512-byte units).
+    fn disk_bytes(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).expect("metadata").blocks() * 512
+    }
+
+    #[test]
+    fn a_sparse_file_takes_disk_a_page_at_a_time_as_it_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(segment_name(0));
+        let size = 256 * PAGE_SIZE;
+        let file = MappedFile::open_sparse(&path, 0, size).expect("open");
+        assert_eq!(
+            std::fs::metadata(&path).expect("metadata").len(),
+            size as u64
+        );
+        assert_eq!(
+            disk_bytes(&path),
+            0,
+            "nothing reserved before the first write"
+        );
+        assert_eq!(file.try_append_bytes(&[7u8; 20]).expect("room"), Some(0));
+        assert_eq!(file.reserved(), RESERVE_CHUNK);
+        let entries_per_page = PAGE_SIZE / 20;
+        for _ in 1..=entries_per_page {
+            file.try_append_bytes(&[7u8; 20]).expect("room");
+        }
+        assert_eq!(
+            file.reserved(),
+            2 * RESERVE_CHUNK,
+            "reserved just ahead of the writes"
+        );
+        assert!(disk_bytes(&path) <= 2 * RESERVE_CHUNK as u64 + PAGE_SIZE as u64);
+        assert_eq!(file.read(20, 20), Some(&[7u8; 20][..]));
+
+        let whole =
+            MappedFile::open(&dir.path().join(segment_name(size as i64)), 0, size).expect("open");
+        assert_eq!(whole.reserved(), size, "an ordinary file is reserved whole");
+    }
 
     #[test]
     fn append_read_truncate() {

@@ -15,6 +15,8 @@ pub struct SegmentQueue {
     file_size: usize,
     files: RwLock<Vec<Arc<MappedFile>>>,
     allocator: Option<Arc<Allocator>>,
+    /// New segments take disk only as they are written ([`MappedFile::open_sparse`]).
+    sparse: bool,
 }
 
 impl SegmentQueue {
@@ -60,7 +62,15 @@ impl SegmentQueue {
             file_size,
             files: RwLock::new(files),
             allocator,
+            sparse: false,
         })
+    }
+
+    /// New segments of this queue are sparse: they take disk as they are written (each
+    /// append goes through [`MappedFile::try_append_bytes`]).
+    pub fn with_sparse_segments(mut self) -> Self {
+        self.sparse = true;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -127,11 +137,12 @@ impl SegmentQueue {
     /// Creates and adds the segment starting at `base` here and now (blocking: only for
     /// queues without an allocator, written from the store's own threads).
     pub fn create_next(&self, base: i64) -> Result<Arc<MappedFile>, StoreError> {
-        let file = Arc::new(MappedFile::open(
-            &self.segment_path(base),
-            base,
-            self.file_size,
-        )?);
+        let path = self.segment_path(base);
+        let file = Arc::new(if self.sparse {
+            MappedFile::open_sparse(&path, base, self.file_size)?
+        } else {
+            MappedFile::open(&path, base, self.file_size)?
+        });
         self.push(file.clone())?;
         Ok(file)
     }

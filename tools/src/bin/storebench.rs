@@ -133,6 +133,22 @@ async fn write_phase(store: Arc<MessageStore>, args: &Args) -> (u64, Duration, L
     (total, started.elapsed(), latency)
 }
 
+/// Disk blocks (not apparent sizes: files may be sparse) under `dir`, in bytes.
+fn disk_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => disk_bytes(&e.path()),
+            Ok(m) => m.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 fn read_phase(store: &MessageStore, queues: i32) -> (u64, u64, Duration) {
     let started = Instant::now();
     let (mut msgs, mut bytes) = (0u64, 0u64);
@@ -212,13 +228,16 @@ fn one_run(
         read_mb_per_sec: read_bytes as f64 / read_elapsed.as_secs_f64() / 1e6,
         messages: written,
     };
+    let cq_disk = disk_bytes(&dir.path().join("consumequeue"));
     println!(
-        "run {run}: write {:.0} msg/s ({:.1} MB/s body), put latency {}; read {:.0} msg/s ({:.0} MB/s records)",
+        "run {run}: write {:.0} msg/s ({:.1} MB/s body), put latency {}; read {:.0} msg/s ({:.0} MB/s records); ConsumeQueues on disk {:.1} MiB ({:.1} KiB per queue)",
         result.write_msgs_per_sec,
         result.write_mb_per_sec,
         result.latency.summary(),
         result.read_msgs_per_sec,
-        result.read_mb_per_sec
+        result.read_mb_per_sec,
+        cq_disk as f64 / f64::from(1 << 20),
+        cq_disk as f64 / 1024.0 / f64::from(args.queues.max(1)),
     );
     drop(store);
     Ok(result)

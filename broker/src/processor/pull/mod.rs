@@ -67,6 +67,7 @@ struct PullSettings {
     long_polling_enable: bool,
     short_polling_time_mills: u64,
     long_polling_max_suspend_millis: u64,
+    offset_check_in_slave: bool,
 }
 
 impl From<&BrokerConfig> for PullSettings {
@@ -78,6 +79,7 @@ impl From<&BrokerConfig> for PullSettings {
             long_polling_enable: c.long_polling_enable,
             short_polling_time_mills: c.short_polling_time_mills,
             long_polling_max_suspend_millis: c.long_polling_max_suspend_millis,
+            offset_check_in_slave: c.offset_check_in_slave,
         }
     }
 }
@@ -205,14 +207,22 @@ impl PullCore {
             self.offsets
                 .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         }
-        let suggest = if config.slave_read_enable && result.suggest_pull_from_slave {
+        let mut suggest = if config.slave_read_enable && result.suggest_pull_from_slave {
             group.which_broker_when_consume_slowly
         } else if config.slave_read_enable {
             group.broker_id
         } else {
             0
         };
-        let code = status_code(&result, h.queue_offset);
+        let mut code = status_code(&result, h.queue_offset);
+        let mut next_begin_offset = result.next_begin_offset;
+        if code == ResponseCode::PULL_OFFSET_MOVED && !is_master && !config.offset_check_in_slave {
+            // A slave behind its master does not move the consumer (RocketMQ's
+            // nextOffsetCorrection): it is sent to the master at the same offset.
+            code = ResponseCode::PULL_RETRY_IMMEDIATELY;
+            next_begin_offset = h.queue_offset;
+            suggest = group.broker_id;
+        }
         if code == ResponseCode::PULL_NOT_FOUND
             && allow_suspend
             && h.sys_flag & pull_sys_flag::SUSPEND != 0
@@ -235,7 +245,7 @@ impl PullCore {
         }
         let fields = PullMessageResponseHeader {
             suggest_which_broker_id: suggest,
-            next_begin_offset: result.next_begin_offset,
+            next_begin_offset,
             min_offset: result.min_offset,
             max_offset: result.max_offset,
         }

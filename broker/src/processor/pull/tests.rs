@@ -111,3 +111,36 @@ async fn a_queue_the_topic_does_not_have_is_refused() {
     let remark = response.remark.unwrap_or_default();
     assert!(remark.contains("queueId[64] is illegal"), "{remark}");
 }
+
+#[tokio::test]
+async fn a_slave_behind_the_consumer_sends_it_to_the_master_at_the_same_offset() {
+    let slave = Fixture::start_with(|c| {
+        c.broker.broker_id = 1;
+        c.broker.broker_role = crate::config::BrokerRole::Slave;
+    })
+    .await;
+    // The topic is known (copied from the master) but the slave holds none of its messages
+    // yet: a consumer that read 5 of them from the master asks for the sixth.
+    let topic = stellmq_remoting::protocol::body::TopicConfig::with_queues("Feed", 1, 1, 6);
+    slave.state.topics.update(topic).expect("a topic");
+    let response = slave.call(pull_request(GROUP, "Feed", 0, 5, 0)).await;
+    assert_eq!(response.code, ResponseCode::PULL_RETRY_IMMEDIATELY.as_i32());
+    let h = offsets(&response);
+    assert_eq!(h.next_begin_offset, 5, "not moved back to the start");
+    assert_eq!(h.suggest_which_broker_id, 0, "to the master");
+
+    let checking = Fixture::start_with(|c| {
+        c.broker.broker_id = 1;
+        c.broker.broker_role = crate::config::BrokerRole::Slave;
+        c.broker.offset_check_in_slave = true;
+    })
+    .await;
+    let topic = stellmq_remoting::protocol::body::TopicConfig::with_queues("Feed", 1, 1, 6);
+    checking.state.topics.update(topic).expect("a topic");
+    let response = checking.call(pull_request(GROUP, "Feed", 0, 5, 0)).await;
+    assert_eq!(
+        response.code,
+        ResponseCode::PULL_OFFSET_MOVED.as_i32(),
+        "offsetCheckInSlave"
+    );
+}
