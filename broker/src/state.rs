@@ -60,6 +60,9 @@ pub struct BrokerState {
     pub hold: Arc<PullHoldService>,
     /// POP consumption: checkpoints, orderly batches, and its long polling.
     pub pop: Arc<PopCore>,
+    /// The clock of POP invisible times and revive and of long-poll deadlines (tests move
+    /// it forward).
+    pub clock: Arc<crate::context::Clock>,
     pub pop_hold: Arc<PopHoldService>,
     pub writer: Arc<MessageWriter>,
     pub resolved_transactions: Arc<Resolved>,
@@ -240,6 +243,7 @@ impl BrokerState {
         let config_lock = Arc::new(RwLock::new(bc.clone()));
         let consumers = Arc::new(ConsumerManager::default());
         let traffic = Arc::new(BrokerStats::default());
+        let clock = Arc::new(crate::context::Clock::default());
         let hold = PullHoldService::new(
             Arc::new(PullCore {
                 identity: identity.clone(),
@@ -251,6 +255,7 @@ impl BrokerState {
                 offsets: tables.offsets.clone(),
                 selectors: Default::default(),
                 traffic: traffic.clone(),
+                clock: clock.clone(),
             }),
             HoldLimits {
                 max_pulls: bc.max_parked_pulls,
@@ -268,6 +273,7 @@ impl BrokerState {
             tables.offsets.clone(),
             writer.clone(),
             traffic.clone(),
+            clock.clone(),
         ));
         let pop_hold = PopHoldService::new(&pop, tokio::runtime::Handle::current());
         store.set_arriving_listener(Arc::new(Arrivals {
@@ -291,6 +297,7 @@ impl BrokerState {
             runtime: Arc::default(),
             hold,
             pop,
+            clock,
             pop_hold,
             writer,
             resolved_transactions: Arc::default(),

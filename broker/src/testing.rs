@@ -119,9 +119,10 @@ impl Fixture {
         connect(&self.server, port)
     }
 
-    /// Moves the broker's POP clock forward (invisible times, revive, POP long polls).
+    /// Moves the broker's clock forward (POP invisible times and revive, long-poll
+    /// deadlines of pulls and POPs).
     pub fn advance(&self, by: Duration) {
-        self.state.pop.clock.advance(by);
+        self.state.clock.advance(by);
     }
 
     /// One pass of the revive service; the messages it put back, once they are consumable.

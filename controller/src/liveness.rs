@@ -64,9 +64,21 @@ impl Liveness {
             .insert((broker_name.to_owned(), broker_id), info);
     }
 
-    /// Starts (or stops) counting the leader's grace period; the heartbeats stay.
+    /// Starts (or stops) counting the leader's grace period. A controller that becomes
+    /// leader may hold heartbeats from long ago (brokers heartbeat the leader only, and the
+    /// connection a broker once used may have closed since): each broker it knows gets the
+    /// grace of one it never heard from, so a leader change alone never makes a master look
+    /// dead. One that is gone is found dead a heartbeat timeout later.
     pub fn reset(&self, leader: bool) {
-        self.table.lock().leader_since = leader.then(Instant::now);
+        let mut table = self.table.lock();
+        let now = Instant::now();
+        table.leader_since = leader.then_some(now);
+        if leader {
+            for info in table.brokers.values_mut() {
+                info.last_update = now;
+                info.closed = false;
+            }
+        }
     }
 
     pub fn get(&self, broker_name: &str, broker_id: i64) -> Option<BrokerLiveInfo> {
@@ -115,5 +127,42 @@ impl Liveness {
         for id in ids {
             table.brokers.remove(&(broker_name.to_owned(), *id));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heard_at(last_update: Instant) -> BrokerLiveInfo {
+        BrokerLiveInfo {
+            cluster_name: "c".into(),
+            broker_addr: "127.0.0.1:10911".into(),
+            last_update,
+            timeout: Duration::from_secs(1),
+            epoch: 1,
+            max_offset: 0,
+            confirm_offset: 0,
+            election_priority: 0,
+            channel: 7,
+            closed: false,
+        }
+    }
+
+    #[test]
+    fn a_new_leader_does_not_take_old_heartbeats_for_deaths() {
+        let liveness = Liveness::default();
+        let long_ago = Instant::now()
+            .checked_sub(Duration::from_secs(5))
+            .unwrap_or_else(Instant::now);
+        liveness.on_heartbeat("a", 1, heard_at(long_ago));
+        liveness.on_heartbeat("a", 2, heard_at(Instant::now()));
+        assert!(liveness.on_channel_closed(7));
+        assert!(!liveness.is_alive("a", 1), "stale");
+        assert!(!liveness.is_alive("a", 2), "its connection closed");
+        liveness.reset(true);
+        assert!(liveness.is_alive("a", 1), "a fresh grace on leading");
+        assert!(liveness.is_alive("a", 2), "a fresh grace on leading");
+        assert!(liveness.is_alive("b", 0), "an unknown broker too");
     }
 }

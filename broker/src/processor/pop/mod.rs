@@ -82,7 +82,7 @@ pub struct PopCore {
     pub revive_queue_num: i32,
     ck_counter: AtomicU64,
     /// Invisible times, revive and POP long-poll deadlines run on this clock.
-    pub clock: Clock,
+    pub clock: Arc<Clock>,
     /// `config/consumerOrderInfo.json`: the orderly batches, saved.
     order_file: std::path::PathBuf,
 }
@@ -98,6 +98,7 @@ impl PopCore {
         offsets: Arc<ConsumerOffsetManager>,
         writer: Arc<MessageWriter>,
         traffic: Arc<BrokerStats>,
+        clock: Arc<Clock>,
     ) -> Self {
         let order_file = crate::persist::config_path(store.root_dir(), "consumerOrderInfo.json");
         let (revive_topic, revive_queue_num, max) = {
@@ -124,7 +125,7 @@ impl PopCore {
             revive_topic,
             revive_queue_num,
             ck_counter: AtomicU64::new(0),
-            clock: Clock::default(),
+            clock,
             order_file,
         }
     }

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use stellmq_remoting::net::{ProcessorError, RequestContext};
@@ -27,7 +27,8 @@ pub(super) struct Parked {
     pub ctx: RequestContext,
     pub request: RemotingCommand,
     pub offset: i64,
-    pub deadline: Instant,
+    /// When it is answered PULL_NOT_FOUND, on the broker's clock (ms).
+    pub deadline_ms: i64,
     pub filter: SubscriptionFilter,
     /// Estimated bytes held.
     weight: usize,
@@ -38,7 +39,7 @@ impl Parked {
         ctx: RequestContext,
         mut request: RemotingCommand,
         offset: i64,
-        deadline: Instant,
+        deadline_ms: i64,
         filter: SubscriptionFilter,
     ) -> Self {
         request.body = bytes::Bytes::new();
@@ -52,7 +53,7 @@ impl Parked {
             ctx,
             request,
             offset,
-            deadline,
+            deadline_ms,
             filter,
             weight,
         }
@@ -183,13 +184,13 @@ impl PullHoldService {
 
     /// Wakes the pulls of one queue that can now make progress (or are due).
     pub(super) fn check_queue(&self, key: &str, max_offset: i64, tags_code: Option<i64>) {
-        let now = Instant::now();
+        let now = self.core.clock.now_ms();
         let ready = self.table.lock().take(key, |p| {
             let new_data = max_offset > p.offset
                 && tags_code.is_none_or(|code| {
                     stellmq_store::MessageFilter::matches_tags_code(&p.filter, code)
                 });
-            new_data || now >= p.deadline || p.ctx.channel.is_closed()
+            new_data || now >= p.deadline_ms || p.ctx.channel.is_closed()
         });
         for p in ready.into_iter().filter(|p| !p.ctx.channel.is_closed()) {
             self.resume(p);

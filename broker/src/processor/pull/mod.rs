@@ -6,7 +6,7 @@
 //! PULL_NOT_FOUND. Re-runs never suspend again and never commit the offset again.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
@@ -23,7 +23,7 @@ use super::{guard, header, FAQ};
 mod hold;
 use crate::clients::ConsumerManager;
 use crate::config::BrokerConfig;
-use crate::context::BrokerIdentity;
+use crate::context::{BrokerIdentity, Clock};
 use crate::filter::{self, FilterError, SelectorCache, SubscriptionFilter};
 use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
@@ -44,6 +44,8 @@ pub struct PullCore {
     /// Parsed SQL92 subscriptions.
     pub selectors: SelectorCache,
     pub traffic: Arc<BrokerStats>,
+    /// Long-poll deadlines run on this clock.
+    pub clock: Arc<Clock>,
 }
 
 /// The outcome of running a pull once.
@@ -310,7 +312,9 @@ impl PullProcessor {
                 timeout,
                 filter,
             }) => {
-                let parked = Parked::new(ctx, request, offset, Instant::now() + timeout, filter);
+                let timeout_ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
+                let deadline_ms = self.hold.core.clock.now_ms().saturating_add(timeout_ms);
+                let parked = Parked::new(ctx, request, offset, deadline_ms, filter);
                 self.hold.park(key(&topic, queue_id), parked).map(|()| {
                     // A message may have arrived between the read and the parking.
                     let max = self.hold.core.store.max_offset_in_queue(&topic, queue_id);

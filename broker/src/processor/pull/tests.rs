@@ -144,3 +144,36 @@ async fn a_slave_behind_the_consumer_sends_it_to_the_master_at_the_same_offset()
         "offsetCheckInSlave"
     );
 }
+
+#[tokio::test]
+async fn a_long_poll_with_nothing_arriving_is_answered_not_found_at_its_deadline() {
+    let broker = Fixture::start().await;
+    send(&broker, b"first").await;
+    broker.dispatched().await;
+    let consumer = broker.connect(2);
+    let poll = tokio::spawn(async move {
+        consumer
+            .channel
+            .invoke(
+                pull_request(GROUP, "Feed", 0, 1, 15_000),
+                Duration::from_secs(30),
+            )
+            .await
+    });
+    crate::testing::eventually("the pull is parked", || {
+        broker.state.hold.parked_count() == 1
+    })
+    .await;
+    broker.advance(Duration::from_secs(14));
+    broker.state.hold.check_all();
+    tokio::task::yield_now().await;
+    assert!(
+        !poll.is_finished(),
+        "a second before its deadline it still waits"
+    );
+    broker.advance(Duration::from_secs(2));
+    broker.state.hold.check_all();
+    let response = poll.await.expect("the poll ran").expect("answered");
+    assert_eq!(response.code, ResponseCode::PULL_NOT_FOUND.as_i32());
+    assert_eq!(offsets(&response).next_begin_offset, 1);
+}
