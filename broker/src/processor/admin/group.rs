@@ -94,3 +94,6 @@ impl GroupAdminProcessor {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;
