@@ -63,3 +63,6 @@ impl QueryProcessor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
