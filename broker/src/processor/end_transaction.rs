@@ -142,3 +142,6 @@ impl EndTransactionProcessor {
         self.resolved.insert(half_offset);
     }
 }
+
+#[cfg(test)]
+mod tests;
