@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -55,7 +56,8 @@ pub struct SubscriptionGroupManager {
     file: ConfigFile,
     table: RwLock<BTreeMap<String, SubscriptionGroupConfig>>,
     version: RwLock<DataVersion>,
-    auto_create: bool,
+    /// `autoCreateSubscriptionGroup`, as last set (it changes at runtime).
+    auto_create: AtomicBool,
     limits: Arc<AutoCreateLimits>,
     /// Where changes are written for the slaves (see [`crate::metadata_journal`]).
     journal: JournalSlot,
@@ -83,7 +85,7 @@ impl SubscriptionGroupManager {
             file: ConfigFile::new(path),
             table: RwLock::new(table),
             version: RwLock::new(version),
-            auto_create,
+            auto_create: AtomicBool::new(auto_create),
             limits,
             journal: JournalSlot::new(),
         };
@@ -115,6 +117,11 @@ impl SubscriptionGroupManager {
         self.table.read().get(group).cloned()
     }
 
+    /// Follows a runtime change of `autoCreateSubscriptionGroup`.
+    pub fn set_auto_create(&self, enabled: bool) {
+        self.auto_create.store(enabled, Ordering::Release);
+    }
+
     /// The group's config, auto-created with defaults when allowed (protocol.md 7.7), for a
     /// client's pull, heartbeat or send-back.
     pub fn find_or_create(&self, group: &str) -> Result<SubscriptionGroupConfig, GroupError> {
@@ -122,7 +129,7 @@ impl SubscriptionGroupManager {
             return Ok(config);
         }
         names::check_group(group)?;
-        if !self.auto_create {
+        if !self.auto_create.load(Ordering::Acquire) {
             return Err(GroupError::NotExist(group.to_owned()));
         }
         if is_internal_group(group) {

@@ -208,6 +208,7 @@ impl Processors {
                 broker: s.config.clone(),
                 store: s.start.store.clone(),
                 topics: s.topics.clone(),
+                groups: s.groups.clone(),
             }),
             store_admin: Arc::new(StoreAdminProcessor {
                 store: s.store.clone(),

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -60,7 +61,8 @@ pub struct TopicConfigManager {
     table: RwLock<BTreeMap<String, TopicConfig>>,
     version: RwLock<DataVersion>,
     system_topics: Vec<String>,
-    auto_create_enabled: bool,
+    /// `autoCreateTopicEnable`, as last set (it changes at runtime).
+    auto_create_enabled: AtomicBool,
     limits: Arc<AutoCreateLimits>,
     /// Signalled when the name servers should hear about a change now.
     pub register_now: Arc<Notify>,
@@ -141,7 +143,7 @@ impl TopicConfigManager {
             table: RwLock::new(table),
             version: RwLock::new(version),
             system_topics: system,
-            auto_create_enabled: config.auto_create_topic_enable,
+            auto_create_enabled: AtomicBool::new(config.auto_create_topic_enable),
             limits,
             register_now: Arc::new(Notify::new()),
             journal: JournalSlot::new(),
@@ -232,6 +234,11 @@ impl TopicConfigManager {
         self.persisted(self.file.generation()).await
     }
 
+    /// Follows a runtime change of `autoCreateTopicEnable`.
+    pub fn set_auto_create(&self, enabled: bool) {
+        self.auto_create_enabled.store(enabled, Ordering::Release);
+    }
+
     /// Auto-creates `topic` from the template `default_topic` on a send (protocol.md 7.6).
     pub fn create_in_send(
         &self,
@@ -246,7 +253,9 @@ impl TopicConfigManager {
         names::check_topic(topic)?;
         let no_template = || CreateTopicError::NoTemplate(default_topic.to_owned());
         let template = self.get(default_topic).ok_or_else(no_template)?;
-        if default_topic == AUTO_CREATE_TOPIC_KEY && !self.auto_create_enabled {
+        if default_topic == AUTO_CREATE_TOPIC_KEY
+            && !self.auto_create_enabled.load(Ordering::Acquire)
+        {
             return Err(no_template());
         }
         if !perm::is_inherited(template.perm) {

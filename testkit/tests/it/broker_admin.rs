@@ -1,7 +1,6 @@
 //! Admin requests and consumer coordination, over TCP against in-process servers (topic
-//! administration, orderly queue locks and offsets are tested next to their processors, in
-//! broker/src/processor/admin/topic/tests.rs, admin/offset/tests.rs and
-//! consumer_manage/tests.rs).
+//! administration, broker config and runtime info, orderly queue locks and offsets are tested
+//! next to their processors: broker/src/processor/admin/*/tests.rs, consumer_manage/tests.rs).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,7 +8,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use stellmq_remoting::net::{Channel, ClientConfig, InboundHandler, RemotingClient};
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumerConnection, ConsumerIdList, KvTable, MessageModel, ProducerConnection,
+    fastjson, ConsumerConnection, ConsumerIdList, MessageModel, ProducerConnection,
     TopicConfigSerializeWrapper,
 };
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -165,62 +164,6 @@ async fn consumer_groups_are_tracked_and_members_told_of_changes() {
         ))
         .await;
     assert_eq!(offline.code, ResponseCode::CONSUMER_NOT_ONLINE.as_i32());
-    stack.stop().await;
-}
-
-#[tokio::test]
-async fn runtime_info_and_broker_config() {
-    let stack = Stack::start().await;
-    assert_eq!(stack.send("Rt", 0, "m", &[]).await.code, 0);
-    let info = stack
-        .call(request(RequestCode::GET_BROKER_RUNTIME_INFO, &[]))
-        .await;
-    let table: KvTable = fastjson::decode(&info.body).expect("kv table");
-    for key in [
-        "brokerVersionDesc",
-        "msgPutTotalTodayNow",
-        "putTps",
-        "getTransferedTps",
-        "commitLogDiskRatio",
-        "earliestMessageTimeStamp",
-        "commitLogDirCapacity",
-        "runtime",
-    ] {
-        assert!(table.table.contains_key(key), "{key}");
-    }
-    assert_eq!(table.table["msgPutTotalTodayNow"], "1");
-
-    let update = request(RequestCode::UPDATE_BROKER_CONFIG, &[])
-        .with_body(&b"autoCreateTopicEnable=false\n"[..]);
-    assert_eq!(stack.call(update).await.code, 0);
-    let config = stack
-        .call(request(RequestCode::GET_BROKER_CONFIG, &[]))
-        .await;
-    let text = String::from_utf8_lossy(&config.body).to_string();
-    assert!(text.contains("autoCreateTopicEnable=false\n"), "{text}");
-    assert!(text.contains("flushDiskType=ASYNC_FLUSH\n"));
-    assert!(config
-        .ext_fields
-        .get("version")
-        .is_some_and(|v| v.contains("counter")));
-    let blocked =
-        request(RequestCode::UPDATE_BROKER_CONFIG, &[]).with_body(&b"brokerName=other\n"[..]);
-    assert_eq!(
-        stack.call(blocked).await.code,
-        ResponseCode::NO_PERMISSION.as_i32()
-    );
-    let bad = request(RequestCode::UPDATE_BROKER_CONFIG, &[])
-        .with_body(&b"defaultTopicQueueNums=many\n"[..]);
-    assert_eq!(stack.call(bad).await.code, 1);
-
-    // Wiping the broker's write permission refuses sends.
-    let wipe =
-        request(RequestCode::UPDATE_BROKER_CONFIG, &[]).with_body(&b"brokerPermission=4\n"[..]);
-    assert_eq!(stack.call(wipe).await.code, 0);
-    assert_eq!(
-        stack.send("Rt", 0, "m", &[]).await.code,
-        ResponseCode::NO_PERMISSION.as_i32()
-    );
     stack.stop().await;
 }
 

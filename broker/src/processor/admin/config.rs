@@ -11,12 +11,14 @@ use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageStoreConfig;
 
 use crate::config::{BrokerConfig, CONFIG_BLACK_LIST, SECRET_KEYS};
+use crate::group::SubscriptionGroupManager;
 use crate::topic::TopicConfigManager;
 
 pub struct ConfigAdminProcessor {
     pub broker: Arc<RwLock<BrokerConfig>>,
     pub store: MessageStoreConfig,
     pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
 }
 
 impl ConfigAdminProcessor {
@@ -54,6 +56,11 @@ impl ConfigAdminProcessor {
             }
         }
         let permission_changed = updated.broker_permission != self.broker.read().broker_permission;
+        // Keys read where the change cannot reach by itself follow now.
+        self.topics
+            .set_auto_create(updated.auto_create_topic_enable);
+        self.groups
+            .set_auto_create(updated.auto_create_subscription_group);
         *self.broker.write() = updated;
         tracing::info!(event = "BROKER_CONFIG_UPDATED", keys = ?changes.keys().collect::<Vec<_>>(), "broker config updated");
         if permission_changed {
@@ -80,3 +87,6 @@ impl ConfigAdminProcessor {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;

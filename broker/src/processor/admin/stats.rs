@@ -273,3 +273,6 @@ impl StatsAdminProcessor {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;
