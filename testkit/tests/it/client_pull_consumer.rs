@@ -3,7 +3,7 @@
 //! namespaces.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use stellmq_client::body::ConsumeType;
 use stellmq_client::{
@@ -205,7 +205,11 @@ async fn a_blocking_pull_waits_for_the_next_message() {
     );
     let p = producer(&stack, None).await;
     let send_later = async {
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // Sent once the broker holds the pull: the answer can only come from the arrival.
+        stellmq_testkit::eventually("the pull is held", async || {
+            stack.broker().parked_pulls() == 1
+        })
+        .await;
         p.send_with_selector(Message::new("Blocking", "awaited"), |_| 2)
             .await
             .expect("send");
