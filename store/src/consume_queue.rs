@@ -77,7 +77,7 @@ pub struct ConsumeQueue {
 
 impl ConsumeQueue {
     fn open(dir: &Path, topic: &str, queue_id: i32, file_size: usize) -> Result<Self, StoreError> {
-        let segments = SegmentQueue::load(dir, file_size, None)?.with_sparse_segments();
+        let segments = SegmentQueue::load_sparse(dir, file_size)?;
         Ok(Self {
             topic: topic.to_owned(),
             queue_id,

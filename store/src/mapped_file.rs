@@ -54,8 +54,9 @@ pub struct MappedFile {
     write_lock: Mutex<()>,
     /// Set by atomic-word writers (index files) so flush knows there is work.
     dirty: AtomicBool,
-    /// Bytes from the start whose disk blocks are reserved: the whole file, except for a
-    /// sparse file, which reserves ahead of its writes ([`Self::try_append_bytes`]).
+    /// Where the reserved disk blocks end: the whole file, except for a sparse file, which
+    /// reserves from its write position ahead of its writes ([`Self::try_append_bytes`];
+    /// nothing below the write position is written again).
     reserved: AtomicUsize,
 }
 
@@ -128,7 +129,8 @@ impl MappedFile {
         Self::open_with(path, base, size, true)
     }
 
-    /// Like [`Self::open`], but a new file takes disk only as it is written:
+    /// Like [`Self::open`], but the file takes disk only as it is written (a reopened one
+    /// reserves from its write position on):
     /// [`Self::try_append_bytes`] reserves [`RESERVE_CHUNK`] at a time ahead of its writes
     /// (a full disk then fails that call, never a page fault). For ConsumeQueue files, most
     /// of which stay nearly empty (RocketMQ's are sparse too).
@@ -181,8 +183,8 @@ impl MappedFile {
             last_store_timestamp: AtomicI64::new(0),
             write_lock: Mutex::new(()),
             dirty: AtomicBool::new(false),
-            // A reopened sparse file reserves again from its start on its next append
-            // (reserving what is already allocated costs nothing).
+            // A reopened sparse file reserves from its write position on (see
+            // `try_append_bytes`).
             reserved: AtomicUsize::new(if reserve { size } else { 0 }),
         })
     }
@@ -252,10 +254,13 @@ impl MappedFile {
     /// [`Self::append_bytes`] that first reserves disk for them where the file has none
     /// reserved yet (a sparse file); an error when the disk is full.
     pub fn try_append_bytes(&self, data: &[u8]) -> Result<Option<usize>, StoreError> {
-        let end = self.wrote_position().saturating_add(data.len());
+        let pos = self.wrote_position();
+        let end = pos.saturating_add(data.len());
         if end > self.reserved.load(Ordering::Acquire) && end <= self.size {
             let _guard = self.write_lock.lock();
-            let from = self.reserved.load(Ordering::Acquire);
+            // Below the write position everything is written or meant to stay empty.
+            let page_start = pos / RESERVE_CHUNK * RESERVE_CHUNK;
+            let from = self.reserved.load(Ordering::Acquire).max(page_start);
             let to = end
                 .div_ceil(RESERVE_CHUNK)
                 .saturating_mul(RESERVE_CHUNK)
@@ -268,7 +273,7 @@ impl MappedFile {
         Ok(self.append_bytes(data))
     }
 
-    /// Bytes from the start whose disk blocks are reserved.
+    /// Where the reserved disk blocks end (see the field).
     pub fn reserved(&self) -> usize {
         self.reserved.load(Ordering::Acquire)
     }
@@ -484,6 +489,24 @@ mod tests {
         let whole =
             MappedFile::open(&dir.path().join(segment_name(size as i64)), 0, size).expect("open");
         assert_eq!(whole.reserved(), size, "an ordinary file is reserved whole");
+    }
+
+    #[test]
+    fn a_reopened_sparse_file_reserves_from_its_write_position_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(segment_name(0));
+        let size = 64 * PAGE_SIZE;
+        drop(MappedFile::open_sparse(&path, 0, size).expect("create"));
+        let file = MappedFile::open_sparse(&path, 0, size).expect("reopen");
+        assert_eq!(file.reserved(), 0);
+        // Recovery found the queue's entries starting in its third page.
+        file.set_positions(2 * PAGE_SIZE);
+        file.try_append_bytes(&[1u8; 20]).expect("room");
+        assert_eq!(file.reserved(), 3 * PAGE_SIZE);
+        assert!(
+            disk_bytes(&path) <= 2 * PAGE_SIZE as u64,
+            "the empty pages stay empty"
+        );
     }
 
     #[test]

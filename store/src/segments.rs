@@ -27,6 +27,22 @@ impl SegmentQueue {
         file_size: usize,
         allocator: Option<Arc<Allocator>>,
     ) -> Result<Self, StoreError> {
+        Self::load_with(dir, file_size, allocator, false)
+    }
+
+    /// [`Self::load`] for a queue of sparse segments: they take disk as they are written
+    /// (every append goes through [`MappedFile::try_append_bytes`]), new ones and reopened
+    /// ones alike.
+    pub fn load_sparse(dir: &Path, file_size: usize) -> Result<Self, StoreError> {
+        Self::load_with(dir, file_size, None, true)
+    }
+
+    fn load_with(
+        dir: &Path,
+        file_size: usize,
+        allocator: Option<Arc<Allocator>>,
+        sparse: bool,
+    ) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).at(dir)?;
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir).at(dir)? {
@@ -53,7 +69,12 @@ impl SegmentQueue {
                 });
             }
             previous = Some(*base);
-            let file = MappedFile::open(&dir.join(segment_name(*base)), *base, file_size)?;
+            let path = dir.join(segment_name(*base));
+            let file = if sparse {
+                MappedFile::open_sparse(&path, *base, file_size)?
+            } else {
+                MappedFile::open(&path, *base, file_size)?
+            };
             file.set_positions(file_size);
             files.push(Arc::new(file));
         }
@@ -62,15 +83,8 @@ impl SegmentQueue {
             file_size,
             files: RwLock::new(files),
             allocator,
-            sparse: false,
+            sparse,
         })
-    }
-
-    /// New segments of this queue are sparse: they take disk as they are written (each
-    /// append goes through [`MappedFile::try_append_bytes`]).
-    pub fn with_sparse_segments(mut self) -> Self {
-        self.sparse = true;
-        self
     }
 
     pub fn dir(&self) -> &Path {
