@@ -105,6 +105,17 @@ impl Fixture {
         }
     }
 
+    /// A slave (`brokerId` 1) with [`small_master`]'s configuration changed by `tweak`; no
+    /// master is configured, so it replicates nothing.
+    pub async fn start_slave_with(tweak: impl FnOnce(&mut BrokerStartConfig)) -> Fixture {
+        Self::start_with(|c| {
+            c.broker.broker_id = 1;
+            c.broker.broker_role = crate::config::BrokerRole::Slave;
+            tweak(c);
+        })
+        .await
+    }
+
     /// Sends `request` on the fixture's connection and waits for the answer.
     pub async fn call(&self, request: RemotingCommand) -> RemotingCommand {
         self.client

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use stellmq_remoting::net::RemotingError;
+
 use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageResponseHeader};
 use stellmq_remoting::protocol::message::MessageRecord;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -69,25 +71,33 @@ async fn a_pull_far_past_the_end_is_moved() {
     assert_eq!((h.next_begin_offset, h.min_offset, h.max_offset), (0, 0, 1));
 }
 
-#[tokio::test]
-async fn a_long_poll_waits_for_the_next_message_and_gets_it() {
-    let broker = Fixture::start().await;
-    send(&broker, b"first").await;
-    broker.dispatched().await;
+/// A pull of `Feed` queue 0 from offset 1 that may wait `suspend_ms`, sent on a connection
+/// of its own, once the broker holds it.
+async fn held_pull(
+    broker: &Fixture,
+    suspend_ms: i64,
+) -> tokio::task::JoinHandle<Result<RemotingCommand, RemotingError>> {
     let consumer = broker.connect(2);
     let poll = tokio::spawn(async move {
+        let request = pull_request(GROUP, "Feed", 0, 1, suspend_ms);
         consumer
             .channel
-            .invoke(
-                pull_request(GROUP, "Feed", 0, 1, 20_000),
-                Duration::from_secs(30),
-            )
+            .invoke(request, Duration::from_secs(30))
             .await
     });
     crate::testing::eventually("the pull is parked", || {
         broker.state.hold.parked_count() == 1
     })
     .await;
+    poll
+}
+
+#[tokio::test]
+async fn a_long_poll_waits_for_the_next_message_and_gets_it() {
+    let broker = Fixture::start().await;
+    send(&broker, b"first").await;
+    broker.dispatched().await;
+    let poll = held_pull(&broker, 20_000).await;
     // A pass of the periodic check finds nothing new and the deadline far: it stays parked.
     broker.state.hold.check_all();
     tokio::task::yield_now().await;
@@ -114,11 +124,7 @@ async fn a_queue_the_topic_does_not_have_is_refused() {
 
 #[tokio::test]
 async fn a_slave_behind_the_consumer_sends_it_to_the_master_at_the_same_offset() {
-    let slave = Fixture::start_with(|c| {
-        c.broker.broker_id = 1;
-        c.broker.broker_role = crate::config::BrokerRole::Slave;
-    })
-    .await;
+    let slave = Fixture::start_slave_with(|_| {}).await;
     // The topic is known (copied from the master) but the slave holds none of its messages
     // yet: a consumer that read 5 of them from the master asks for the sixth.
     let topic = stellmq_remoting::protocol::body::TopicConfig::with_queues("Feed", 1, 1, 6);
@@ -129,12 +135,7 @@ async fn a_slave_behind_the_consumer_sends_it_to_the_master_at_the_same_offset()
     assert_eq!(h.next_begin_offset, 5, "not moved back to the start");
     assert_eq!(h.suggest_which_broker_id, 0, "to the master");
 
-    let checking = Fixture::start_with(|c| {
-        c.broker.broker_id = 1;
-        c.broker.broker_role = crate::config::BrokerRole::Slave;
-        c.broker.offset_check_in_slave = true;
-    })
-    .await;
+    let checking = Fixture::start_slave_with(|c| c.broker.offset_check_in_slave = true).await;
     let topic = stellmq_remoting::protocol::body::TopicConfig::with_queues("Feed", 1, 1, 6);
     checking.state.topics.update(topic).expect("a topic");
     let response = checking.call(pull_request(GROUP, "Feed", 0, 5, 0)).await;
@@ -150,20 +151,7 @@ async fn a_long_poll_with_nothing_arriving_is_answered_not_found_at_its_deadline
     let broker = Fixture::start().await;
     send(&broker, b"first").await;
     broker.dispatched().await;
-    let consumer = broker.connect(2);
-    let poll = tokio::spawn(async move {
-        consumer
-            .channel
-            .invoke(
-                pull_request(GROUP, "Feed", 0, 1, 15_000),
-                Duration::from_secs(30),
-            )
-            .await
-    });
-    crate::testing::eventually("the pull is parked", || {
-        broker.state.hold.parked_count() == 1
-    })
-    .await;
+    let poll = held_pull(&broker, 15_000).await;
     broker.advance(Duration::from_secs(14));
     broker.state.hold.check_all();
     tokio::task::yield_now().await;

@@ -88,11 +88,7 @@ async fn system_topics_and_illegal_names_are_refused() {
 
 #[tokio::test]
 async fn a_slave_refuses_sends() {
-    let broker = Fixture::start_with(|c| {
-        c.broker.broker_id = 1;
-        c.broker.broker_role = crate::config::BrokerRole::Slave;
-    })
-    .await;
+    let broker = Fixture::start_slave_with(|_| {}).await;
     let remark = refused(
         &broker.call(send_request("Orders", 0, b"x", "")).await,
         ResponseCode::SERVICE_NOT_AVAILABLE,

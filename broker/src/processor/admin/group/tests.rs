@@ -106,11 +106,7 @@ async fn system_groups_bad_names_and_broken_bodies_are_refused_without_a_change(
 
 #[tokio::test]
 async fn a_slave_refuses_group_changes() {
-    let slave = Fixture::start_with(|c| {
-        c.broker.broker_id = 1;
-        c.broker.broker_role = crate::config::BrokerRole::Slave;
-    })
-    .await;
+    let slave = Fixture::start_slave_with(|_| {}).await;
     let refused = slave
         .call(update(&SubscriptionGroupConfig::new("orders")))
         .await;

@@ -116,11 +116,7 @@ async fn a_request_without_its_required_fields_is_refused_clearly() {
 
 #[tokio::test]
 async fn a_slave_refuses_topic_changes() {
-    let broker = Fixture::start_with(|c| {
-        c.broker.broker_id = 1;
-        c.broker.broker_role = crate::config::BrokerRole::Slave;
-    })
-    .await;
+    let broker = Fixture::start_slave_with(|_| {}).await;
     let response = broker.call(create("OnSlave", 4)).await;
     assert_eq!(response.code, ResponseCode::SYSTEM_ERROR.as_i32());
     assert!(response.remark.unwrap_or_default().contains("slave"));
