@@ -1,7 +1,6 @@
-//! Subscription groups (`subscriptionGroup.json`).
+//! Subscription groups (kept in the [`MetadataStore`]).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -15,7 +14,8 @@ use thiserror::Error;
 use crate::context::now_ms;
 use crate::limits::{AutoCreateLimits, AutoCreateRefused};
 use crate::metadata_journal::{JournalSlot, MetadataChange, MetadataJournal};
-use crate::persist::{self, ConfigFile, Persisted};
+use crate::metadata_store::{MetadataError, MetadataStore, Named};
+use crate::persist::{self, Generations, Persisted, WriteBehind};
 
 /// Groups created at startup (protocol.md 7.5); the last four may consume in broadcast mode.
 const SYSTEM_GROUPS: &[&str] = &[
@@ -53,7 +53,8 @@ pub enum GroupError {
 }
 
 pub struct SubscriptionGroupManager {
-    file: ConfigFile,
+    store: Arc<MetadataStore>,
+    writes: WriteBehind<SubscriptionGroupConfig>,
     table: RwLock<BTreeMap<String, SubscriptionGroupConfig>>,
     version: RwLock<DataVersion>,
     /// `autoCreateSubscriptionGroup`, as last set (it changes at runtime).
@@ -64,33 +65,33 @@ pub struct SubscriptionGroupManager {
 }
 
 impl SubscriptionGroupManager {
-    /// Loads `subscriptionGroup.json` (blocking); later writes go through the writer task.
+    /// Loads the groups (blocking); changes are committed by the writer task.
     pub fn load(
-        path: PathBuf,
+        store: Arc<MetadataStore>,
         auto_create: bool,
         limits: Arc<AutoCreateLimits>,
-    ) -> std::io::Result<Self> {
-        let loaded: SubscriptionGroupWrapper = persist::load(&path)?.unwrap_or_default();
-        let mut table = loaded.subscription_group_table;
+    ) -> Result<Self, MetadataError> {
+        let (mut table, version) = store.groups()?;
+        let writes = WriteBehind::new("subscription groups");
         for group in SYSTEM_GROUPS {
-            table
-                .entry((*group).to_owned())
-                .or_insert_with(|| SubscriptionGroupConfig::new(*group));
+            if !table.contains_key(*group) {
+                let config = SubscriptionGroupConfig::new(*group);
+                writes.changed((*group).to_owned(), Some(config.clone()));
+                table.insert((*group).to_owned(), config);
+            }
         }
-        let mut version = loaded.data_version;
-        if version.timestamp == 0 {
-            version = DataVersion::new(now_ms());
-        }
-        let manager = Self {
-            file: ConfigFile::new(path),
+        let version = version
+            .filter(|v| v.timestamp != 0)
+            .unwrap_or_else(|| DataVersion::new(now_ms()));
+        Ok(Self {
+            store,
+            writes,
             table: RwLock::new(table),
             version: RwLock::new(version),
             auto_create: AtomicBool::new(auto_create),
             limits,
             journal: JournalSlot::new(),
-        };
-        manager.file.mark_changed();
-        Ok(manager)
+        })
     }
 
     /// From now on every change is journaled (once the store and writer exist).
@@ -140,7 +141,7 @@ impl SubscriptionGroupManager {
         tracing::info!(event = "GROUP_CREATED", %group, "subscription group auto-created");
         self.journal(|| MetadataChange::Group(config.clone()));
         self.table.write().insert(group.to_owned(), config.clone());
-        self.changed();
+        self.changed(group.to_owned(), Some(config.clone()));
         Ok(config)
     }
 
@@ -149,8 +150,10 @@ impl SubscriptionGroupManager {
         names::check_group(&config.group_name)?;
         tracing::info!(event = "GROUP_UPDATED", group = %config.group_name, "subscription group created or updated");
         self.journal(|| MetadataChange::Group(config.clone()));
-        self.table.write().insert(config.group_name.clone(), config);
-        Ok(self.changed())
+        self.table
+            .write()
+            .insert(config.group_name.clone(), config.clone());
+        Ok(self.changed(config.group_name.clone(), Some(config)))
     }
 
     /// Removes a group; the generation to wait for, or `None` if it did not exist.
@@ -160,13 +163,19 @@ impl SubscriptionGroupManager {
         let removed = self.table.write().remove(group).is_some();
         removed.then(|| {
             tracing::info!(event = "GROUP_DELETED", %group, "subscription group deleted");
-            self.changed()
+            self.changed(group.to_owned(), None)
         })
     }
 
-    /// Waits until the change of `generation` is in subscriptionGroup.json.
+    /// Waits until the change of `generation` is committed (false after a while).
     pub async fn persisted(&self, generation: u64) -> bool {
-        self.file.written(generation, persist::WRITE_WAIT).await
+        self.writes.written(generation, persist::WRITE_WAIT).await
+    }
+
+    /// The groups as a restart would load them: what is committed.
+    #[cfg(test)]
+    pub(crate) fn committed(&self) -> BTreeMap<String, SubscriptionGroupConfig> {
+        self.store.groups().expect("the store reads").0
     }
 
     pub fn wrapper(&self) -> SubscriptionGroupWrapper {
@@ -185,24 +194,30 @@ impl SubscriptionGroupManager {
         master
             .subscription_group_table
             .retain(|name, _| names::check_group(name).is_ok());
-        *self.table.write() = master.subscription_group_table;
+        let mut table = self.table.write();
+        for (name, change) in persist::diff(&table, &master.subscription_group_table) {
+            self.writes.changed(name, change);
+        }
+        *table = master.subscription_group_table;
         *self.version.write() = master.data_version;
-        self.file.mark_changed();
         true
     }
 
-    fn changed(&self) -> u64 {
+    fn changed(&self, group: String, config: Option<SubscriptionGroupConfig>) -> u64 {
         self.version.write().next(now_ms());
-        self.file.mark_changed()
+        self.writes.changed(group, config)
     }
 }
 
 impl Persisted for SubscriptionGroupManager {
-    fn config_file(&self) -> &ConfigFile {
-        &self.file
+    fn write_behind(&self) -> &dyn Generations {
+        &self.writes
     }
 
-    fn write_file(&self) -> std::io::Result<()> {
-        persist::store(self.file.path(), &self.wrapper())
+    fn write_pending(&self) -> Result<(), MetadataError> {
+        self.writes.commit_with(|changes| {
+            let version = *self.version.read();
+            self.store.write_named(Named::Groups, changes, &version)
+        })
     }
 }

@@ -16,6 +16,7 @@ pub mod group;
 pub mod ha;
 pub mod limits;
 pub mod metadata_journal;
+pub mod metadata_store;
 pub mod metrics;
 pub mod offset;
 mod persist;

@@ -1,17 +1,40 @@
-//! Consumer offsets (`consumerOffset.json`): `topic@group` -> queue id -> next offset to
-//! consume. Kept in memory, persisted every `flushConsumerOffsetInterval` and at shutdown.
+//! Consumer offsets: `topic@group` -> queue id -> next offset to consume. Kept in memory and
+//! committed to the [`MetadataStore`] every `flushConsumerOffsetInterval` and at shutdown;
+//! a commit writes the keys that changed since the last one, not the table.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 use stellmq_remoting::protocol::body::{ConsumerOffsetSerializeWrapper, IntKeyMap};
 
+use crate::metadata_store::{MetadataError, MetadataStore};
 use crate::persist;
 
 pub struct ConsumerOffsetManager {
-    path: PathBuf,
-    table: RwLock<BTreeMap<String, BTreeMap<i32, i64>>>,
+    store: Arc<MetadataStore>,
+    inner: RwLock<Offsets>,
+}
+
+#[derive(Default)]
+struct Offsets {
+    table: BTreeMap<String, BTreeMap<i32, i64>>,
+    /// Keys changed or removed since the last commit.
+    dirty: BTreeSet<String>,
+}
+
+impl Offsets {
+    /// Removes the keys `remove` selects, noting them for the next commit.
+    fn remove_where(&mut self, remove: impl Fn(&str) -> bool) {
+        let Offsets { table, dirty } = self;
+        table.retain(|k, _| {
+            let keep = !remove(k);
+            if !keep {
+                dirty.insert(k.clone());
+            }
+            keep
+        });
+    }
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -19,35 +42,38 @@ fn key(topic: &str, group: &str) -> String {
 }
 
 impl ConsumerOffsetManager {
-    pub fn load(path: PathBuf) -> std::io::Result<Self> {
-        let loaded: ConsumerOffsetSerializeWrapper = persist::load(&path)?.unwrap_or_default();
-        let table = loaded
-            .offset_table
-            .into_iter()
-            .map(|(k, offsets)| {
-                (
-                    k,
-                    offsets.0.into_iter().map(|(q, o)| (q as i32, o)).collect(),
-                )
-            })
-            .collect();
+    /// Loads the offsets (blocking).
+    pub fn load(store: Arc<MetadataStore>) -> Result<Self, MetadataError> {
+        let table = store.offsets()?;
         Ok(Self {
-            path,
-            table: RwLock::new(table),
+            store,
+            inner: RwLock::new(Offsets {
+                table,
+                dirty: BTreeSet::new(),
+            }),
         })
     }
 
     pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
-        self.table
-            .write()
-            .entry(key(topic, group))
-            .or_default()
-            .insert(queue_id, offset);
+        let key = key(topic, group);
+        let mut inner = self.inner.write();
+        match inner.table.get_mut(&key) {
+            Some(queues) => {
+                queues.insert(queue_id, offset);
+            }
+            None => {
+                inner
+                    .table
+                    .insert(key.clone(), BTreeMap::from([(queue_id, offset)]));
+            }
+        }
+        inner.dirty.insert(key);
     }
 
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
-        self.table
+        self.inner
             .read()
+            .table
             .get(&key(topic, group))
             .and_then(|q| q.get(&queue_id))
             .copied()
@@ -55,8 +81,9 @@ impl ConsumerOffsetManager {
 
     /// Every queue's offset of a group on a topic.
     pub fn queue_offsets(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
-        self.table
+        self.inner
             .read()
+            .table
             .get(&key(topic, group))
             .cloned()
             .unwrap_or_default()
@@ -65,18 +92,21 @@ impl ConsumerOffsetManager {
     /// Copies `src`'s offsets of `topic` to `dest` (replacing `dest`'s); false when `src`
     /// has none.
     pub fn clone_offsets(&self, src: &str, dest: &str, topic: &str) -> bool {
-        let mut table = self.table.write();
-        let Some(offsets) = table.get(&key(topic, src)).cloned() else {
+        let mut inner = self.inner.write();
+        let Some(offsets) = inner.table.get(&key(topic, src)).cloned() else {
             return false;
         };
-        table.insert(key(topic, dest), offsets);
+        let dest = key(topic, dest);
+        inner.table.insert(dest.clone(), offsets);
+        inner.dirty.insert(dest);
         true
     }
 
     /// Topics a group has offsets for.
     pub fn topics_of_group(&self, group: &str) -> BTreeSet<String> {
-        self.table
+        self.inner
             .read()
+            .table
             .keys()
             .filter_map(|k| {
                 k.rsplit_once('@')
@@ -88,8 +118,9 @@ impl ConsumerOffsetManager {
 
     /// Every group with stored offsets.
     pub fn groups(&self) -> BTreeSet<String> {
-        self.table
+        self.inner
             .read()
+            .table
             .keys()
             .filter_map(|k| k.rsplit_once('@').map(|(_, g)| g.to_owned()))
             .collect()
@@ -97,8 +128,9 @@ impl ConsumerOffsetManager {
 
     /// Groups with offsets on a topic.
     pub fn groups_of_topic(&self, topic: &str) -> BTreeSet<String> {
-        self.table
+        self.inner
             .read()
+            .table
             .keys()
             .filter_map(|k| {
                 k.split_once('@')
@@ -110,8 +142,9 @@ impl ConsumerOffsetManager {
 
     /// Up to `limit` (topic, group, queue offsets) entries, for metrics.
     pub fn pairs(&self, limit: usize) -> Vec<(String, String, BTreeMap<i32, i64>)> {
-        self.table
+        self.inner
             .read()
+            .table
             .iter()
             .filter_map(|(k, offsets)| {
                 let (topic, group) = k.rsplit_once('@')?;
@@ -122,20 +155,18 @@ impl ConsumerOffsetManager {
     }
 
     pub fn remove_group(&self, group: &str) {
-        self.table
-            .write()
-            .retain(|k, _| !k.ends_with(&format!("@{group}")));
+        let suffix = format!("@{group}");
+        self.inner.write().remove_where(|k| k.ends_with(&suffix));
     }
 
     pub fn remove_topic(&self, topic: &str) {
-        self.table
-            .write()
-            .retain(|k, _| !k.starts_with(&format!("{topic}@")));
+        let prefix = format!("{topic}@");
+        self.inner.write().remove_where(|k| k.starts_with(&prefix));
     }
 
     /// A slave takes its master's offsets (protocol.md 9.4).
     pub fn replace_from_master(&self, master: ConsumerOffsetSerializeWrapper) {
-        *self.table.write() = master
+        let master: BTreeMap<String, BTreeMap<i32, i64>> = master
             .offset_table
             .into_iter()
             .map(|(k, offsets)| {
@@ -145,13 +176,19 @@ impl ConsumerOffsetManager {
                 )
             })
             .collect();
+        let mut inner = self.inner.write();
+        for (key, _) in persist::diff(&inner.table, &master) {
+            inner.dirty.insert(key);
+        }
+        inner.table = master;
     }
 
     pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {
         ConsumerOffsetSerializeWrapper {
             offset_table: self
-                .table
+                .inner
                 .read()
+                .table
                 .iter()
                 .map(|(k, q)| {
                     (
@@ -164,9 +201,29 @@ impl ConsumerOffsetManager {
         }
     }
 
+    /// Commits the offsets changed since the last commit (blocking); on failure they stay
+    /// queued for the next.
     pub fn persist(&self) {
-        if let Err(e) = persist::store(&self.path, &self.wrapper()) {
-            tracing::error!(file = %self.path.display(), error = %e, "cannot persist consumerOffset.json");
+        let changes: Vec<(String, Option<BTreeMap<i32, i64>>)> = {
+            let mut inner = self.inner.write();
+            let dirty = std::mem::take(&mut inner.dirty);
+            dirty
+                .into_iter()
+                .map(|key| {
+                    let queues = inner.table.get(&key).cloned();
+                    (key, queues)
+                })
+                .collect()
+        };
+        if changes.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.write_offsets(&changes) {
+            tracing::error!(error = %e, keys = changes.len(), "cannot commit consumer offsets; retrying at the next flush");
+            self.inner
+                .write()
+                .dirty
+                .extend(changes.into_iter().map(|(key, _)| key));
         }
     }
 }

@@ -47,6 +47,8 @@ pub enum BrokerError {
     },
     #[error("invalid address {0}")]
     BadAddress(String),
+    #[error(transparent)]
+    Metadata(#[from] crate::metadata_store::MetadataError),
     #[error("ACL: {0}")]
     Acl(#[from] stellmq_acl::AclError),
     #[error("TLS: {0}")]
@@ -180,14 +182,16 @@ impl BrokerHandle {
             "stopping: persisting offsets and configs, flushing the store"
         );
         let s = self.state;
-        let (offsets, schedule, topics, groups, store, pop) =
-            (s.offsets, s.schedule, s.topics, s.groups, s.store, s.pop);
+        let (offsets, schedule, topics, groups, metadata, store, pop) = (
+            s.offsets, s.schedule, s.topics, s.groups, s.metadata, s.store, s.pop,
+        );
         let _ = tokio::task::spawn_blocking(move || {
             offsets.persist();
             pop.persist_orders();
             schedule.persist();
             topics.persist();
             groups.persist();
+            metadata.close();
             store.shutdown();
         })
         .await;

@@ -19,6 +19,7 @@ use crate::group::SubscriptionGroupManager;
 use crate::ha::{HaGroup, HaMaster, HaSlave};
 use crate::limits::AutoCreateLimits;
 use crate::metadata_journal::{JournalApplier, MetadataJournal};
+use crate::metadata_store::MetadataStore;
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::config_path;
 use crate::processor::pop::hold::Arrivals;
@@ -50,6 +51,8 @@ pub struct BrokerState {
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
+    /// Where topics, groups and offsets are committed; closed at the broker's stop.
+    pub metadata: Arc<MetadataStore>,
     pub schedule: Arc<ScheduleMessageService>,
     pub timers: Arc<TimerService>,
     pub consumers: Arc<ConsumerManager>,
@@ -289,6 +292,7 @@ impl BrokerState {
             topics: tables.topics,
             groups: tables.groups,
             offsets: tables.offsets,
+            metadata: tables.metadata,
             schedule: tables.schedule,
             timers: tables.timers,
             consumers,
@@ -451,6 +455,7 @@ struct Tables {
     topics: Arc<TopicConfigManager>,
     groups: Arc<SubscriptionGroupManager>,
     offsets: Arc<ConsumerOffsetManager>,
+    metadata: Arc<MetadataStore>,
     schedule: Arc<ScheduleMessageService>,
     timers: Arc<TimerService>,
 }
@@ -464,23 +469,21 @@ fn load_tables(
     store: Arc<MessageStore>,
 ) -> Result<Tables, BrokerError> {
     let file = |name: &str| config_path(root, name);
+    let metadata = Arc::new(MetadataStore::open(&root.join("config"))?);
     Ok(Tables {
-        topics: Arc::new(
-            TopicConfigManager::load(file("topics.json"), bc, delay_levels, limits.clone())
-                .map_err(io("topics.json"))?,
-        ),
-        groups: Arc::new(
-            SubscriptionGroupManager::load(
-                file("subscriptionGroup.json"),
-                bc.auto_create_subscription_group,
-                limits,
-            )
-            .map_err(io("subscriptionGroup.json"))?,
-        ),
-        offsets: Arc::new(
-            ConsumerOffsetManager::load(file("consumerOffset.json"))
-                .map_err(io("consumerOffset.json"))?,
-        ),
+        topics: Arc::new(TopicConfigManager::load(
+            metadata.clone(),
+            bc,
+            delay_levels,
+            limits.clone(),
+        )?),
+        groups: Arc::new(SubscriptionGroupManager::load(
+            metadata.clone(),
+            bc.auto_create_subscription_group,
+            limits,
+        )?),
+        offsets: Arc::new(ConsumerOffsetManager::load(metadata.clone())?),
+        metadata,
         schedule: Arc::new(
             ScheduleMessageService::load(store.clone(), delay_levels, file("delayOffset.json"))
                 .map_err(io("delayOffset.json"))?,

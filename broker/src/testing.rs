@@ -159,6 +159,7 @@ impl Fixture {
 impl Drop for Fixture {
     fn drop(&mut self) {
         self.state.stop.cancel();
+        self.state.metadata.close();
         self.state.store.shutdown();
     }
 }

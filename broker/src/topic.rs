@@ -1,7 +1,7 @@
-//! Topic configurations (`topics.json`): system topics, auto-creation, permissions.
+//! Topic configurations (kept in the [`MetadataStore`]): system topics, auto-creation,
+//! permissions.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -17,7 +17,8 @@ use crate::config::BrokerConfig;
 use crate::context::now_ms;
 use crate::limits::{AutoCreateLimits, AutoCreateRefused};
 use crate::metadata_journal::{JournalSlot, MetadataChange, MetadataJournal};
-use crate::persist::{self, ConfigFile, Persisted};
+use crate::metadata_store::{MetadataError, MetadataStore, Named};
+use crate::persist::{self, Generations, Persisted, WriteBehind};
 
 pub const AUTO_CREATE_TOPIC_KEY: &str = "TBW102";
 pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
@@ -57,7 +58,8 @@ pub enum CreateTopicError {
 }
 
 pub struct TopicConfigManager {
-    file: ConfigFile,
+    store: Arc<MetadataStore>,
+    writes: WriteBehind<TopicConfig>,
     table: RwLock<BTreeMap<String, TopicConfig>>,
     version: RwLock<DataVersion>,
     system_topics: Vec<String>,
@@ -71,21 +73,23 @@ pub struct TopicConfigManager {
 }
 
 impl TopicConfigManager {
-    /// Loads `topics.json` (blocking) and makes sure the system topics exist; the file is
-    /// rewritten by the writer task ([`persist::run_writer`]).
+    /// Loads the topics (blocking) and makes sure the system topics exist; changes are
+    /// committed by the writer task ([`persist::run_writer`]).
     pub fn load(
-        path: PathBuf,
+        store: Arc<MetadataStore>,
         config: &BrokerConfig,
         delay_levels: usize,
         limits: Arc<AutoCreateLimits>,
-    ) -> std::io::Result<Self> {
-        let loaded: Option<TopicConfigSerializeWrapper> = persist::load(&path)?;
-        let loaded = loaded.unwrap_or_default();
-        let mut table = loaded.topic_config_table;
+    ) -> Result<Self, MetadataError> {
+        let (mut table, version) = store.topics()?;
+        let writes = WriteBehind::new("topics");
         let mut system = Vec::new();
         let mut add = |config: TopicConfig| {
             system.push(config.topic_name.clone());
-            table.entry(config.topic_name.clone()).or_insert(config);
+            if !table.contains_key(&config.topic_name) {
+                writes.changed(config.topic_name.clone(), Some(config.clone()));
+                table.insert(config.topic_name.clone(), config);
+            }
         };
         if config.auto_create_topic_enable {
             let n = config.default_topic_queue_nums;
@@ -134,12 +138,12 @@ impl TopicConfigManager {
             1,
             6,
         ));
-        let mut version = loaded.data_version;
-        if version.timestamp == 0 {
-            version = DataVersion::new(now_ms());
-        }
-        let manager = Self {
-            file: ConfigFile::new(path),
+        let version = version
+            .filter(|v| v.timestamp != 0)
+            .unwrap_or_else(|| DataVersion::new(now_ms()));
+        Ok(Self {
+            store,
+            writes,
             table: RwLock::new(table),
             version: RwLock::new(version),
             system_topics: system,
@@ -147,9 +151,7 @@ impl TopicConfigManager {
             limits,
             register_now: Arc::new(Notify::new()),
             journal: JournalSlot::new(),
-        };
-        manager.file.mark_changed();
-        Ok(manager)
+        })
     }
 
     /// From now on every change is journaled (once the store and writer exist).
@@ -201,8 +203,10 @@ impl TopicConfigManager {
     fn insert(&self, config: TopicConfig) -> u64 {
         tracing::info!(event = "TOPIC_CREATED", topic = %config.topic_name, read = config.read_queue_nums, write = config.write_queue_nums, perm = config.perm, "topic created or updated");
         self.journal(|| MetadataChange::Topic(config.clone()));
-        self.table.write().insert(config.topic_name.clone(), config);
-        self.changed()
+        self.table
+            .write()
+            .insert(config.topic_name.clone(), config.clone());
+        self.changed(config.topic_name.clone(), Some(config))
     }
 
     /// Removes a topic; the generation to wait for, or `None` if it did not exist.
@@ -214,24 +218,30 @@ impl TopicConfigManager {
         let removed = self.table.write().remove(topic).is_some();
         removed.then(|| {
             tracing::info!(event = "TOPIC_DELETED", %topic, "topic deleted");
-            self.changed()
+            self.changed(topic.to_owned(), None)
         })
     }
 
-    fn changed(&self) -> u64 {
+    fn changed(&self, topic: String, config: Option<TopicConfig>) -> u64 {
         self.version.write().next(now_ms());
         self.register_now.notify_one();
-        self.file.mark_changed()
+        self.writes.changed(topic, config)
     }
 
-    /// Waits until the change of `generation` is in topics.json (false after a while).
+    /// Waits until the change of `generation` is committed (false after a while).
     pub async fn persisted(&self, generation: u64) -> bool {
-        self.file.written(generation, persist::WRITE_WAIT).await
+        self.writes.written(generation, persist::WRITE_WAIT).await
     }
 
-    /// Waits until every change so far is in topics.json (false after a while).
+    /// The topics as a restart would load them: what is committed.
+    #[cfg(test)]
+    pub(crate) fn committed(&self) -> BTreeMap<String, TopicConfig> {
+        self.store.topics().expect("the store reads").0
+    }
+
+    /// Waits until every change so far is committed (false after a while).
     pub async fn persisted_all(&self) -> bool {
-        self.persisted(self.file.generation()).await
+        self.persisted(self.writes.generation()).await
     }
 
     /// Follows a runtime change of `autoCreateTopicEnable`.
@@ -336,19 +346,25 @@ impl TopicConfigManager {
             }
             valid
         });
-        *self.table.write() = master.topic_config_table;
+        let mut table = self.table.write();
+        for (name, change) in persist::diff(&table, &master.topic_config_table) {
+            self.writes.changed(name, change);
+        }
+        *table = master.topic_config_table;
         *self.version.write() = master.data_version;
-        self.file.mark_changed();
         true
     }
 }
 
 impl Persisted for TopicConfigManager {
-    fn config_file(&self) -> &ConfigFile {
-        &self.file
+    fn write_behind(&self) -> &dyn Generations {
+        &self.writes
     }
 
-    fn write_file(&self) -> std::io::Result<()> {
-        persist::store(self.file.path(), &self.wrapper(None))
+    fn write_pending(&self) -> Result<(), MetadataError> {
+        self.writes.commit_with(|changes| {
+            self.store
+                .write_named(Named::Topics, changes, &self.data_version())
+        })
     }
 }

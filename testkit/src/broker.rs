@@ -155,3 +155,19 @@ impl Deref for TestBroker {
         self.handle()
     }
 }
+
+/// Removes `topic` from a stopped broker's metadata store, as if it had been deleted without
+/// its files (the broker under `store_root` must not run).
+pub fn forget_topic(store_root: &std::path::Path, topic: &str) {
+    use stellmq_broker::metadata_store::{MetadataStore, Named};
+    let store = MetadataStore::open(&store_root.join("config")).expect("the metadata store opens");
+    let (topics, version) = store.topics().expect("the topics load");
+    assert!(topics.contains_key(topic), "{topic} is not configured");
+    let removal: [(
+        String,
+        Option<stellmq_remoting::protocol::body::TopicConfig>,
+    ); 1] = [(topic.to_owned(), None)];
+    store
+        .write_named(Named::Topics, &removal, &version.unwrap_or_default())
+        .expect("the removal commits");
+}

@@ -55,7 +55,7 @@ pub mod tap;
 pub mod tls;
 pub mod wait;
 
-pub use broker::{broker_config, Role, TestBroker};
+pub use broker::{broker_config, forget_topic, Role, TestBroker};
 pub use consumers::{
     consumer_config, group_consumed_all, recording_consumer, wait_consumed_all, Bodies,
 };

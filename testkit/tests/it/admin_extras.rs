@@ -11,7 +11,7 @@ use stellmq_client::AdminClient;
 use stellmq_remoting::protocol::body::{
     fastjson, GetBrokerMemberGroupResponseBody, MessageModel, ProducerTableInfo,
     QueryConsumeQueueResponseBody, QueryConsumeTimeSpanBody, QueryCorrectionOffsetBody, QueueData,
-    TopicConfig, TopicConfigSerializeWrapper, TopicRouteData,
+    TopicConfig, TopicRouteData,
 };
 use stellmq_remoting::protocol::message::{now_ms, property, MessageRecord};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -183,16 +183,6 @@ async fn expired_commit_log_and_consume_queues_are_deleted_on_request() {
     stack.stop().await;
 }
 
-/// Removes `topic` from the broker's topics.json (and its backup).
-fn forget_topic(store_root: &std::path::Path, topic: &str) {
-    let path = store_root.join("config").join("topics.json");
-    let text = std::fs::read(&path).expect("topics.json");
-    let mut wrapper: TopicConfigSerializeWrapper = fastjson::decode(&text).expect("parses");
-    assert!(wrapper.topic_config_table.remove(topic).is_some());
-    std::fs::write(&path, fastjson::encode(&wrapper)).expect("write topics.json");
-    let _ = std::fs::remove_file(path.with_extension("json.bak"));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consume_queues_of_topics_no_longer_configured_are_deleted() {
     let ns = NameServer::start().await;
@@ -204,9 +194,11 @@ async fn consume_queues_of_topics_no_longer_configured_are_deleted() {
         raw.shutdown().await;
     }
     broker.store().wait_dispatched(DISPATCH);
-    // Ghost leaves topics.json while the broker is down; its consume queue stays on disk.
+    // Ghost leaves the metadata while the broker is down; its consume queue stays on disk.
     let root = broker.config().store.store_path_root_dir.clone();
-    broker.restart(|_| forget_topic(&root, "Ghost")).await;
+    broker
+        .restart(|_| stellmq_testkit::forget_topic(&root, "Ghost"))
+        .await;
     let cq = root.join("consumequeue");
     assert!(cq.join("Ghost").exists() && cq.join("Kept").exists());
 

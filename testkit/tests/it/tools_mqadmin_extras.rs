@@ -5,7 +5,7 @@
 //! sendMsgStatus, skipAccumulatedMessage, checkMsgSendRT, printMsgByQueue, allocateMQ and
 //! producer.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +15,6 @@ use stellmq_client::{
 };
 use stellmq_remoting::protocol::body::{
     fastjson, ConsumeFromWhere, ConsumeStats, SubscriptionGroupConfig, TopicConfig,
-    TopicConfigSerializeWrapper,
 };
 use stellmq_remoting::protocol::RequestCode;
 use stellmq_testkit::process::command;
@@ -347,16 +346,6 @@ async fn clean_expired_cq_deletes_queues_left_without_messages() {
     stack.stop().await;
 }
 
-/// Removes `topic` from the broker's topics.json (and its backup).
-fn forget_topic(store_root: &Path, topic: &str) {
-    let path = store_root.join("config").join("topics.json");
-    let text = std::fs::read(&path).expect("topics.json");
-    let mut wrapper: TopicConfigSerializeWrapper = fastjson::decode(&text).expect("parses");
-    wrapper.topic_config_table.remove(topic);
-    std::fs::write(&path, fastjson::encode(&wrapper)).expect("write topics.json");
-    let _ = std::fs::remove_file(path.with_extension("json.bak"));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clean_unused_topic_deletes_queues_of_forgotten_topics() {
     let ns = NameServer::start().await;
@@ -370,7 +359,9 @@ async fn clean_unused_topic_deletes_queues_of_forgotten_topics() {
     raw.shutdown().await;
     broker.store().wait_dispatched(LONG);
     let root = broker.config().store.store_path_root_dir.clone();
-    broker.restart(|_| forget_topic(&root, "Ghost")).await;
+    broker
+        .restart(|_| stellmq_testkit::forget_topic(&root, "Ghost"))
+        .await;
     broker.register_now().await;
     let cq = root.join("consumequeue");
     assert!(cq.join("Ghost").exists());

@@ -45,19 +45,8 @@ async fn a_group_is_created_changed_listed_and_deleted() {
         .await;
     let all: SubscriptionGroupWrapper = fastjson::decode(&all.body).expect("a wrapper");
     assert!(all.subscription_group_table.contains_key("orders"));
-    // Written before the answer: a restart finds it.
-    let file = broker
-        .state
-        .store
-        .config()
-        .store_path_root_dir
-        .join("config/subscriptionGroup.json");
-    let on_disk: SubscriptionGroupWrapper =
-        fastjson::decode(&std::fs::read(file).expect("the file")).expect("its JSON");
-    assert_eq!(
-        on_disk.subscription_group_table["orders"].retry_max_times,
-        5
-    );
+    // Committed before the answer: a restart finds it.
+    assert_eq!(broker.state.groups.committed()["orders"].retry_max_times, 5);
 
     let delete = request(
         RequestCode::DELETE_SUBSCRIPTIONGROUP,

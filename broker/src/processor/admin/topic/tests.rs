@@ -40,23 +40,15 @@ fn get(topic: &str) -> RemotingCommand {
 }
 
 #[tokio::test]
-async fn a_created_topic_is_served_and_written_to_topics_json() {
+async fn a_created_topic_is_served_and_committed() {
     let broker = Fixture::start().await;
     assert_success(&broker.call(create("Created", 6)).await);
     let response = broker.call(get("Created")).await;
     assert_success(&response);
     let config: TopicConfig = fastjson::decode(&response.body).expect("a topic config");
     assert_eq!((config.read_queue_nums, config.write_queue_nums), (6, 6));
-    // The answer came after the file was written: a restart would find the topic.
-    let file = broker
-        .state
-        .store
-        .config()
-        .store_path_root_dir
-        .join("config/topics.json");
-    let on_disk: TopicConfigSerializeWrapper =
-        fastjson::decode(&std::fs::read(&file).expect("topics.json")).expect("its JSON");
-    assert!(on_disk.topic_config_table.contains_key("Created"));
+    // The answer came after the change was committed: a restart would find the topic.
+    assert!(broker.state.topics.committed().contains_key("Created"));
 }
 
 #[tokio::test]
