@@ -1,14 +1,25 @@
 //! Registration with every name server: at start, every `registerNameServerPeriod` (30 s),
 //! at once after topic changes, and unregistration at shutdown (protocol.md 13.1).
+//!
+//! What is sent follows what changed (issue #38): after topic changes a master sends the
+//! changed topics only, to each name server that still holds its last registration; the
+//! periodic round sends the whole table (`forceRegister=true`, RocketMQ's default) or,
+//! with `forceRegister=false`, asks each name server for the version it holds and sends
+//! the table only where it differs, so a broker with 100,000 unchanged topics does not
+//! resend them every 30 s.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
-use stellmq_remoting::protocol::body::{fastjson, RegisterBrokerBody};
+use stellmq_remoting::protocol::body::{
+    fastjson, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper,
+};
 use stellmq_remoting::protocol::headers::{
-    CommandHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader,
+    CommandHeader, QueryDataVersionRequestHeader, RegisterBrokerRequestHeader,
+    UnregisterBrokerRequestHeader,
 };
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
@@ -27,6 +38,20 @@ pub struct Registrar {
     ha_slave: Option<Arc<HaSlave>>,
     /// On a slave: the master's main address, for metadata sync.
     master_addr: RwLock<Option<String>>,
+    /// Per name server, the data version it last accepted from this broker (forgotten
+    /// when a registration there fails).
+    accepted: Mutex<HashMap<String, DataVersion>>,
+}
+
+/// What one round of registration sends.
+enum Round {
+    /// The whole table everywhere.
+    Full,
+    /// This registration of the changed topics where the name server holds the rest;
+    /// elsewhere the whole table.
+    Changes(RemotingCommand, DataVersion),
+    /// The whole table where the name server does not hold the current version.
+    IfChanged,
 }
 
 impl Registrar {
@@ -45,23 +70,31 @@ impl Registrar {
             topics,
             ha_slave,
             master_addr: RwLock::new(None),
+            accepted: Mutex::new(HashMap::new()),
         }
     }
 
-    fn request(&self) -> RemotingCommand {
-        let config = self.config.read();
-        let mut topics = self.topics.wrapper(Some(config.broker_permission));
+    /// The version name servers get: in controller mode the state version is the master
+    /// epoch (RocketMQ 5's rule), so name servers keep the route of the newest master when
+    /// a deposed one still registers.
+    fn registered_version(&self, mut version: DataVersion) -> DataVersion {
         let role = &self.identity.role;
         if role.controller_mode() {
-            // RocketMQ 5's rule: the state version is the master epoch, so name servers keep
-            // the route of the newest master when a deposed one still registers.
-            topics.data_version.state_version = i64::from(role.master_epoch().max(0));
+            version.state_version = i64::from(role.master_epoch().max(0));
         }
+        version
+    }
+
+    /// REGISTER_BROKER with `topics`, and the version it carries.
+    fn request(&self, mut topics: TopicConfigSerializeWrapper) -> (RemotingCommand, DataVersion) {
+        let compressed = self.config.read().compressed_register;
+        topics.data_version = self.registered_version(topics.data_version);
+        let version = topics.data_version;
         let body = RegisterBrokerBody {
             topic_config_serialize_wrapper: topics,
             filter_server_list: Vec::new(),
         };
-        let bytes = if config.compressed_register {
+        let bytes = if compressed {
             body.encode_compressed()
         } else {
             fastjson::encode(&body)
@@ -72,13 +105,21 @@ impl Registrar {
             cluster_name: self.identity.cluster_name.clone(),
             ha_server_addr: self.identity.ha_server_addr.clone(),
             broker_id: self.identity.broker_id(),
-            compressed: Some(config.compressed_register),
+            compressed: Some(compressed),
             body_crc32: Some((crc32(&bytes) & 0x7FFF_FFFF) as i32),
             heartbeat_timeout_millis: None,
             enable_acting_master: None,
         };
-        RemotingCommand::request(RequestCode::REGISTER_BROKER, header.to_ext_fields())
-            .with_body(bytes)
+        let request =
+            RemotingCommand::request(RequestCode::REGISTER_BROKER, header.to_ext_fields())
+                .with_body(bytes);
+        (request, version)
+    }
+
+    /// The whole table, as registered.
+    fn full_request(&self) -> (RemotingCommand, DataVersion) {
+        let perm = self.config.read().broker_permission;
+        self.request(self.topics.wrapper(Some(perm)))
     }
 
     /// Controller mode: the master's main address (for metadata sync), as the controller
@@ -87,9 +128,42 @@ impl Registrar {
         *self.master_addr.write() = addr;
     }
 
-    /// Registers with every name server; returns how many accepted. A controller-mode
-    /// broker without a role yet registers nowhere (RocketMQ 5 waits for the controller too).
+    /// Registers the whole table with every name server; returns how many accepted. A
+    /// controller-mode broker without a role yet registers nowhere (RocketMQ 5 waits for
+    /// the controller too).
     pub async fn register_all(&self) -> usize {
+        self.register(Round::Full).await
+    }
+
+    /// After topic changes: a master sends only the changed topics to each name server
+    /// that holds everything up to its last registration (RocketMQ's incremental
+    /// registration); the rest get the whole table.
+    async fn register_changes(&self) -> usize {
+        match self.topics.take_unregistered() {
+            (Some(topics), version) if !topics.is_empty() && self.identity.broker_id() == 0 => {
+                let perm = self.config.read().broker_permission;
+                let (request, version) =
+                    self.request(self.topics.wrapper_of(version, &topics, Some(perm)));
+                self.register(Round::Changes(request, version)).await
+            }
+            _ => self.register(Round::Full).await,
+        }
+    }
+
+    /// Every `registerNameServerPeriod`: with `forceRegister` (RocketMQ's default) the
+    /// whole table; without, a master asks each name server for the version it holds
+    /// (QUERY_DATA_VERSION, which also keeps the broker alive there) and registers only
+    /// where it differs. Slaves always register in full.
+    pub async fn register_periodically(&self) -> usize {
+        let force = self.config.read().force_register;
+        if force || self.identity.broker_id() != 0 {
+            self.register(Round::Full).await
+        } else {
+            self.register(Round::IfChanged).await
+        }
+    }
+
+    async fn register(&self, round: Round) -> usize {
         if !self.identity.role.is_assigned() {
             return 0;
         }
@@ -100,18 +174,41 @@ impl Registrar {
                 Duration::from_millis(c.register_broker_timeout_mills),
             )
         };
+        let mut full: Option<(RemotingCommand, DataVersion)> = None;
         let mut ok = 0;
         let mut ha_master = None;
         for ns in servers {
-            match self.client.invoke_ok(&ns, self.request(), timeout).await {
+            let in_sync = match (&round, self.accepted.lock().get(&ns).copied()) {
+                (Round::Full, _) | (_, None) => None,
+                (Round::Changes(..), Some(held)) => Some(held),
+                (Round::IfChanged, Some(held)) => {
+                    let current = self.registered_version(self.topics.data_version());
+                    (held == current).then_some(held)
+                }
+            };
+            let in_sync = match in_sync {
+                Some(held) => self.holds(&ns, held, timeout).await,
+                None => false,
+            };
+            let (request, version) = match &round {
+                Round::IfChanged if in_sync => {
+                    ok += 1;
+                    continue;
+                }
+                Round::Changes(request, version) if in_sync => (request.clone(), *version),
+                _ => full.get_or_insert_with(|| self.full_request()).clone(),
+            };
+            match self.client.invoke_ok(&ns, request, timeout).await {
                 Ok(response) => {
                     ok += 1;
+                    self.accepted.lock().insert(ns.clone(), version);
                     if let Some(addr) = self.learn_master(&response) {
                         ha_master.get_or_insert(addr);
                     }
                     tracing::debug!(event = "BROKER_REGISTERED", namesrv = %ns, "registered with name server");
                 }
                 Err(e) => {
+                    self.accepted.lock().remove(&ns);
                     tracing::warn!(namesrv = %ns, error = %e, "registration with name server failed")
                 }
             }
@@ -120,6 +217,27 @@ impl Registrar {
             self.follow_ha_master(ha_master);
         }
         ok
+    }
+
+    /// Whether name server `ns` holds exactly `version` of this broker (QUERY_DATA_VERSION;
+    /// a name server that restarted or dropped the broker does not).
+    async fn holds(&self, ns: &str, version: DataVersion, timeout: Duration) -> bool {
+        let header = QueryDataVersionRequestHeader {
+            broker_name: self.identity.broker_name.clone(),
+            broker_addr: self.identity.broker_addr.clone(),
+            cluster_name: self.identity.cluster_name.clone(),
+            broker_id: self.identity.broker_id(),
+        };
+        let request =
+            RemotingCommand::request(RequestCode::QUERY_DATA_VERSION, header.to_ext_fields())
+                .with_body(fastjson::encode(&version));
+        match self.client.invoke_ok(ns, request, timeout).await {
+            Ok(response) => response.ext_fields.get("changed") == Some("false"),
+            Err(e) => {
+                tracing::debug!(namesrv = %ns, error = %e, "QUERY_DATA_VERSION failed");
+                false
+            }
+        }
     }
 
     /// The master's main address as the name server last reported it (slaves only).
@@ -205,15 +323,22 @@ impl Registrar {
                     .register_name_server_period
                     .clamp(10_000, 60_000),
             );
-            tokio::select! {
+            let changed = tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(period) => {}
-                _ = self.topics.register_now.notified() => {}
-            }
+                _ = tokio::time::sleep(period) => false,
+                _ = self.topics.register_now.notified() => true,
+            };
+            let round = async {
+                if changed {
+                    self.register_changes().await
+                } else {
+                    self.register_periodically().await
+                }
+            };
             // A stop does not wait for name servers that do not answer.
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = self.register_all() => {}
+                _ = round => {}
             }
         }
     }

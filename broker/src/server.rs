@@ -139,9 +139,15 @@ impl BrokerHandle {
         self.state.pop_hold.parked_count()
     }
 
-    /// Registers with the name servers now (also done periodically).
+    /// Registers the whole table with the name servers now.
     pub async fn register_now(&self) -> usize {
         self.registrar.register_all().await
+    }
+
+    /// Runs the periodic registration round now (what `registerNameServerPeriod` paces:
+    /// with `forceRegister=false`, only where a name server lacks the current version).
+    pub async fn register_round(&self) -> usize {
+        self.registrar.register_periodically().await
     }
 
     /// Stops serving, unregisters, persists offsets and configs, and closes the store.

@@ -1,11 +1,11 @@
 //! Topic configurations (kept in the [`MetadataStore`]): system topics, auto-creation,
 //! permissions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use stellmq_remoting::protocol::body::{
     perm, DataVersion, TopicConfig, TopicConfigSerializeWrapper,
 };
@@ -45,6 +45,27 @@ pub fn is_not_allowed_send_topic(topic: &str) -> bool {
     NOT_ALLOWED_SEND_TOPICS.contains(&topic) || topic.starts_with(SYSTEM_TOPIC_PREFIX)
 }
 
+/// The most topics an incremental registration names; beyond, the whole table is sent.
+const MAX_INCREMENTAL_REGISTRATION: usize = 1_000;
+
+/// `table` as registered: with `broker_perm` lacking read or write, every topic is
+/// reported with that reduced permission.
+fn with_broker_perm(
+    data_version: DataVersion,
+    mut table: BTreeMap<String, TopicConfig>,
+    broker_perm: Option<i32>,
+) -> TopicConfigSerializeWrapper {
+    if let Some(bp) = broker_perm.filter(|p| !perm::is_readable(*p) || !perm::is_writeable(*p)) {
+        for config in table.values_mut() {
+            config.perm &= bp | perm::INHERIT;
+        }
+    }
+    TopicConfigSerializeWrapper {
+        data_version,
+        topic_config_table: table,
+    }
+}
+
 /// Why a topic could not be created.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CreateTopicError {
@@ -68,6 +89,9 @@ pub struct TopicConfigManager {
     limits: Arc<AutoCreateLimits>,
     /// Signalled when the name servers should hear about a change now.
     pub register_now: Arc<Notify>,
+    /// Topics changed since the registrar last took them; `None` when there were too many
+    /// to name, or a change touched every topic (then all are registered).
+    unregistered: Mutex<Option<BTreeSet<String>>>,
     /// Where changes are written for the slaves (see [`crate::metadata_journal`]).
     journal: JournalSlot,
 }
@@ -150,6 +174,7 @@ impl TopicConfigManager {
             auto_create_enabled: AtomicBool::new(config.auto_create_topic_enable),
             limits,
             register_now: Arc::new(Notify::new()),
+            unregistered: Mutex::new(None),
             journal: JournalSlot::new(),
         })
     }
@@ -223,9 +248,43 @@ impl TopicConfigManager {
     }
 
     fn changed(&self, topic: String, config: Option<TopicConfig>) -> u64 {
-        self.version.write().next(now_ms());
+        {
+            // One lock for both, so the registrar takes a version with exactly its topics.
+            let mut version = self.version.write();
+            version.next(now_ms());
+            let mut unregistered = self.unregistered.lock();
+            if let Some(topics) = unregistered.as_mut() {
+                topics.insert(topic.clone());
+                if topics.len() > MAX_INCREMENTAL_REGISTRATION {
+                    *unregistered = None;
+                }
+            }
+        }
         self.register_now.notify_one();
         self.writes.changed(topic, config)
+    }
+
+    /// A change that reaches every topic (the broker's permission): a new version, and
+    /// every topic registered again.
+    pub fn changed_all(&self) {
+        {
+            let mut version = self.version.write();
+            version.next(now_ms());
+            *self.unregistered.lock() = None;
+        }
+        self.register_now.notify_one();
+    }
+
+    /// The topics changed since the last call (`None`: register them all) and the data
+    /// version that includes their changes, for an incremental registration.
+    pub fn take_unregistered(&self) -> (Option<Vec<String>>, DataVersion) {
+        let version = self.version.read();
+        let taken = self
+            .unregistered
+            .lock()
+            .replace(BTreeSet::new())
+            .map(|topics| topics.into_iter().collect());
+        (taken, *version)
     }
 
     /// Waits until the change of `generation` is committed (false after a while).
@@ -320,17 +379,27 @@ impl TopicConfigManager {
     /// The wrapper for GET_ALL_TOPIC_CONFIG and registration; with `broker_perm` lacking read
     /// or write, every topic is reported with that reduced permission.
     pub fn wrapper(&self, broker_perm: Option<i32>) -> TopicConfigSerializeWrapper {
-        let mut table = self.all();
-        if let Some(bp) = broker_perm.filter(|p| !perm::is_readable(*p) || !perm::is_writeable(*p))
-        {
-            for config in table.values_mut() {
-                config.perm &= bp | perm::INHERIT;
-            }
-        }
-        TopicConfigSerializeWrapper {
-            data_version: self.data_version(),
-            topic_config_table: table,
-        }
+        // The version first: the table read after it holds at least its changes.
+        let data_version = self.data_version();
+        let table = self.all();
+        with_broker_perm(data_version, table, broker_perm)
+    }
+
+    /// Like [`Self::wrapper`], with only `topics` (those that still exist).
+    pub fn wrapper_of(
+        &self,
+        version: DataVersion,
+        topics: &[String],
+        broker_perm: Option<i32>,
+    ) -> TopicConfigSerializeWrapper {
+        let table = {
+            let all = self.table.read();
+            topics
+                .iter()
+                .filter_map(|t| all.get(t).map(|c| (t.clone(), c.clone())))
+                .collect()
+        };
+        with_broker_perm(version, table, broker_perm)
     }
 
     /// A slave takes its master's topics when their version changed (protocol.md 9.4); topics

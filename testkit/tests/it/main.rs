@@ -16,6 +16,7 @@ mod broker_metrics;
 mod broker_pop;
 mod broker_pop_process;
 mod broker_process;
+mod broker_registration;
 mod broker_reply;
 mod broker_roles;
 mod broker_sql_filter;

@@ -21,6 +21,7 @@ use stellmq_remoting::protocol::SerializeType;
 use stellmq_tools::bench_acl::{expand_two_letter_options, BenchAclArgs};
 use stellmq_tools::bench_consumer::{run as run_consumer, ConsumerArgs};
 use stellmq_tools::bench_grpc::{self, GrpcConsumerArgs, GrpcProducerArgs};
+use stellmq_tools::bench_metadata::{self, MetadataArgs};
 use stellmq_tools::send_stats::SendStats;
 use stellmq_tools::tls_args::TlsArgs;
 
@@ -46,6 +47,8 @@ enum Bench {
     /// Receive and ack through mqproxy's gRPC port as a SimpleConsumer and report TPS and
     /// born-to-received latency.
     GrpcConsumer(GrpcConsumerArgs),
+    /// Time topic and group creations, updates and deletions as the broker's tables grow.
+    Metadata(MetadataArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -212,6 +215,7 @@ fn main() {
             Bench::Consumer(a) => run_consumer(a).await.map_err(|e| e.to_string()),
             Bench::GrpcProducer(a) => bench_grpc::run_producer(a).await.map_err(|e| e.to_string()),
             Bench::GrpcConsumer(a) => bench_grpc::run_consumer(a).await.map_err(|e| e.to_string()),
+            Bench::Metadata(a) => bench_metadata::run(a).await.map_err(|e| e.to_string()),
         }
     });
     if let Err(e) = result {

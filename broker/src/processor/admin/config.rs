@@ -64,7 +64,7 @@ impl ConfigAdminProcessor {
         *self.broker.write() = updated;
         tracing::info!(event = "BROKER_CONFIG_UPDATED", keys = ?changes.keys().collect::<Vec<_>>(), "broker config updated");
         if permission_changed {
-            self.topics.register_now.notify_one();
+            self.topics.changed_all();
         }
         Ok(Some(request.success_to()))
     }
