@@ -5,12 +5,14 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 use stellmq_protocol::names;
 
 use crate::error::{IoContext, StoreError};
+use crate::mapped_file::{create_dir_all_syncing, DirSync, PendingDirSyncs};
 use crate::segments::SegmentQueue;
 
 pub const ENTRY_SIZE: usize = 20;
@@ -68,22 +70,72 @@ impl CqEntry {
 pub struct ConsumeQueue {
     topic: String,
     queue_id: i32,
-    segments: SegmentQueue,
+    dir: PathBuf,
+    file_size: usize,
+    /// Where new files note the directories to sync (the store's, shared).
+    dir_syncs: Arc<PendingDirSyncs>,
+    /// The queue's files while they are open; an idle queue's are closed (unmapped, their
+    /// descriptors released) and reopened at the next use ([`ConsumeQueue::close_if_idle`]).
+    state: RwLock<State>,
     /// Smallest logical offset whose message is still in the CommitLog.
     min_logical: AtomicI64,
     /// Physical end (offset + size) of the last entry written.
     max_phys: AtomicI64,
+    /// When the files were last used ([`monotonic_ms`]).
+    last_used: AtomicI64,
+}
+
+enum State {
+    Open(Arc<SegmentQueue>),
+    Closed(Closed),
+}
+
+/// What a closed queue answers without its files.
+#[derive(Debug, Clone, Copy)]
+struct Closed {
+    /// Byte offsets of the first file's start and of the write position.
+    min_bytes: i64,
+    max_bytes: i64,
+    /// Physical offset of the entry at the min offset (`i64::MAX` when there is none):
+    /// retention that stays at or below it does not move the min offset.
+    min_entry_phys: i64,
+    /// Physical end of the first file's last entry when there are later files (else
+    /// `i64::MAX`): retention below it deletes no file.
+    first_file_end_phys: i64,
+}
+
+impl Closed {
+    /// Whether retention up to `commit_log_min` leaves the queue as it is.
+    fn unchanged_by_retention(&self, commit_log_min: i64) -> bool {
+        commit_log_min <= self.min_entry_phys && commit_log_min < self.first_file_end_phys
+    }
+}
+
+/// Milliseconds on a process-wide monotonic clock.
+fn monotonic_ms() -> i64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as i64
 }
 
 impl ConsumeQueue {
-    fn open(dir: &Path, topic: &str, queue_id: i32, file_size: usize) -> Result<Self, StoreError> {
-        let segments = SegmentQueue::load_sparse(dir, file_size)?;
+    fn open(
+        dir: &Path,
+        topic: &str,
+        queue_id: i32,
+        file_size: usize,
+        dir_syncs: Arc<PendingDirSyncs>,
+    ) -> Result<Self, StoreError> {
+        let segments = SegmentQueue::load_sparse(dir, file_size, dir_syncs.clone())?;
         Ok(Self {
             topic: topic.to_owned(),
             queue_id,
+            dir: dir.to_owned(),
+            file_size,
+            dir_syncs,
             min_logical: AtomicI64::new(segments.min_offset() / ENTRY_SIZE as i64),
             max_phys: AtomicI64::new(0),
-            segments,
+            state: RwLock::new(State::Open(Arc::new(segments))),
+            last_used: AtomicI64::new(monotonic_ms()),
         })
     }
 
@@ -95,15 +147,128 @@ impl ConsumeQueue {
         self.queue_id
     }
 
+    /// The queue's files, reopened if it was closed; notes the use.
+    fn segments(&self) -> Result<Arc<SegmentQueue>, StoreError> {
+        self.last_used.store(monotonic_ms(), Ordering::Relaxed);
+        if let State::Open(segments) = &*self.state.read() {
+            return Ok(segments.clone());
+        }
+        let mut state = self.state.write();
+        let closed = match &*state {
+            State::Open(segments) => return Ok(segments.clone()),
+            State::Closed(closed) => *closed,
+        };
+        let segments = Arc::new(SegmentQueue::load_sparse(
+            &self.dir,
+            self.file_size,
+            self.dir_syncs.clone(),
+        )?);
+        if let Some(last) = segments.last() {
+            last.set_positions((closed.max_bytes - last.base()).max(0) as usize);
+        }
+        *state = State::Open(segments.clone());
+        Ok(segments)
+    }
+
+    /// The open files, without reopening closed ones.
+    fn open_segments(&self) -> Option<Arc<SegmentQueue>> {
+        match &*self.state.read() {
+            State::Open(segments) => Some(segments.clone()),
+            State::Closed(_) => None,
+        }
+    }
+
+    /// [`Self::segments`] for readers, which answer "nothing" when the files cannot be
+    /// reopened.
+    fn segments_to_read(&self) -> Option<Arc<SegmentQueue>> {
+        self.segments()
+            .inspect_err(|e| tracing::warn!(topic = %self.topic, queue = self.queue_id, error = %e, "cannot reopen a consume queue"))
+            .ok()
+    }
+
+    /// The write position and first file's start, in bytes.
+    fn bounds_bytes(&self) -> (i64, i64) {
+        match &*self.state.read() {
+            State::Open(segments) => (segments.min_offset(), segments.max_offset()),
+            State::Closed(closed) => (closed.min_bytes, closed.max_bytes),
+        }
+    }
+
+    /// Whether its files are open and were not used for `idle`.
+    fn is_idle(&self, idle: Duration) -> bool {
+        let unused_for = monotonic_ms() - self.last_used.load(Ordering::Relaxed);
+        unused_for >= idle.as_millis() as i64 && self.is_open()
+    }
+
+    /// Whether its files are open (mapped).
+    pub fn is_open(&self) -> bool {
+        matches!(&*self.state.read(), State::Open(_))
+    }
+
+    /// Closes the files when the queue has not been used for `idle`, nobody uses it now
+    /// and everything in it is flushed; true if it closed them. Never waits for a user.
+    pub fn close_if_idle(&self, idle: Duration) -> bool {
+        if !self.is_idle(idle) {
+            return false;
+        }
+        let Some(mut state) = self.state.try_write() else {
+            return false;
+        };
+        let State::Open(segments) = &*state else {
+            return false;
+        };
+        // Users clone the files under the read lock: one reference left (ours) under the
+        // write lock means no append or read is under way and none can start.
+        if Arc::strong_count(segments) > 1 || segments.unflushed() > 0 {
+            return false;
+        }
+        let min_logical = self.min_logical_in(segments);
+        let max_bytes = segments.max_offset();
+        let min_entry_phys =
+            if min_logical * (ENTRY_SIZE as i64) < max_bytes {
+                entry_in(segments, min_logical).map_or(0, |e| {
+                    if e.is_blank() {
+                        0
+                    } else {
+                        e.phys_offset
+                    }
+                })
+            } else {
+                i64::MAX
+            };
+        let files = segments.files();
+        let first_file_end_phys = files
+            .first()
+            .filter(|_| files.len() > 1)
+            .and_then(|first| {
+                let last = first.wrote_position().checked_sub(ENTRY_SIZE)?;
+                first.read(last, ENTRY_SIZE).map(CqEntry::decode)
+            })
+            .map_or(i64::MAX, |e| e.phys_offset + i64::from(e.size));
+        *state = State::Closed(Closed {
+            min_bytes: segments.min_offset(),
+            max_bytes,
+            min_entry_phys,
+            first_file_end_phys,
+        });
+        true
+    }
+
     /// The next logical offset to be written.
     pub fn max_offset(&self) -> i64 {
-        self.segments.max_offset() / ENTRY_SIZE as i64
+        self.bounds_bytes().1 / ENTRY_SIZE as i64
     }
 
     pub fn min_offset(&self) -> i64 {
         self.min_logical
             .load(Ordering::Acquire)
-            .max(self.segments.min_offset() / ENTRY_SIZE as i64)
+            .max(self.bounds_bytes().0 / ENTRY_SIZE as i64)
+    }
+
+    fn min_logical_in(&self, segments: &SegmentQueue) -> i64 {
+        self.min_logical
+            .load(Ordering::Acquire)
+            .max(segments.min_offset() / ENTRY_SIZE as i64)
     }
 
     /// Physical end of the last entry (0 if none).
@@ -120,59 +285,49 @@ impl ConsumeQueue {
         size: i32,
         tags_code: i64,
     ) -> Result<(), StoreError> {
-        let current = self.max_offset();
+        let segments = self.segments()?;
+        let current = segments.max_offset() / ENTRY_SIZE as i64;
         if logical < current {
             return Ok(());
         }
-        if current == 0 && self.segments.is_empty() && logical > 0 {
+        if current == 0 && segments.is_empty() && logical > 0 {
             // First file created for a non-zero offset: start at its file boundary.
-            let per_file = (self.segments.file_size() / ENTRY_SIZE) as i64;
+            let per_file = (segments.file_size() / ENTRY_SIZE) as i64;
             let base = (logical / per_file) * per_file * ENTRY_SIZE as i64;
-            self.segments.create_next(base)?;
+            segments.create_next(base)?;
             self.min_logical.store(logical, Ordering::Release);
         }
-        let mut next = self.max_offset();
+        let mut next = segments.max_offset() / ENTRY_SIZE as i64;
         if logical > next {
             tracing::warn!(topic = %self.topic, queue = self.queue_id, expected = next, got = logical, "consume queue gap filled with blanks");
         }
         while next < logical {
-            self.append_entry(CqEntry {
-                phys_offset: 0,
-                size: BLANK_SIZE,
-                tags_code: 0,
-            })?;
+            append_entry(
+                &segments,
+                CqEntry {
+                    phys_offset: 0,
+                    size: BLANK_SIZE,
+                    tags_code: 0,
+                },
+            )?;
             next += 1;
         }
-        self.append_entry(CqEntry {
-            phys_offset,
-            size,
-            tags_code,
-        })?;
+        append_entry(
+            &segments,
+            CqEntry {
+                phys_offset,
+                size,
+                tags_code,
+            },
+        )?;
         self.max_phys
             .store(phys_offset + i64::from(size), Ordering::Release);
         Ok(())
     }
 
-    fn append_entry(&self, entry: CqEntry) -> Result<(), StoreError> {
-        let file = match self.segments.last() {
-            Some(f) if !f.is_full() => f,
-            Some(f) => self.segments.create_next(f.end())?,
-            None => self.segments.create_next(0)?,
-        };
-        file.try_append_bytes(&entry.encode())?
-            .ok_or_else(|| StoreError::Corrupt {
-                path: file.path().to_owned(),
-                reason: "consume queue file not aligned to 20-byte entries".into(),
-            })?;
-        Ok(())
-    }
-
     /// The entry at `logical`, if written.
     pub fn entry(&self, logical: i64) -> Option<CqEntry> {
-        let pos = logical.checked_mul(ENTRY_SIZE as i64)?;
-        let file = self.segments.find(pos)?;
-        let raw = file.read((pos - file.base()) as usize, ENTRY_SIZE)?;
-        Some(CqEntry::decode(raw))
+        entry_in(&*self.segments_to_read()?, logical)
     }
 
     /// Hands `visit` the entries from `logical` on, up to `max_bytes / 20` of them and never
@@ -186,7 +341,7 @@ impl ConsumeQueue {
         visit: impl FnOnce(&mut dyn Iterator<Item = CqEntry>) -> R,
     ) -> Option<R> {
         let pos = logical.checked_mul(ENTRY_SIZE as i64)?;
-        let file = self.segments.find(pos)?;
+        let file = self.segments_to_read()?.find(pos)?;
         let start = (pos - file.base()) as usize;
         let available = file.wrote_position().saturating_sub(start);
         let len = (available.min(max_bytes) / ENTRY_SIZE) * ENTRY_SIZE;
@@ -198,15 +353,20 @@ impl ConsumeQueue {
 
     /// Start of the file after the one holding `logical` (for OFFSET_FOUND_NULL).
     pub fn roll_next_file(&self, logical: i64) -> i64 {
-        let per_file = (self.segments.file_size() / ENTRY_SIZE) as i64;
+        let per_file = (self.file_size / ENTRY_SIZE) as i64;
         logical + per_file - logical % per_file
     }
 
     /// Recovery: finds the written end by scanning the last files, then drops every entry
     /// at the end that points beyond the CommitLog's valid end (however far recovery cut
-    /// the log back), so the queue and the log agree.
+    /// the log back), so the queue and the log agree. A closed queue whose entries all end
+    /// within the log stays closed.
     pub fn recover(&self, commit_log_end: i64) -> Result<(), StoreError> {
-        let files = self.segments.files();
+        if !self.is_open() && self.max_phys_offset() <= commit_log_end {
+            return Ok(());
+        }
+        let segments = self.segments()?;
+        let files = segments.files();
         let start = files.len().saturating_sub(3);
         let mut end = files.last().map_or(0, |f| f.end());
         for file in files.iter().skip(start) {
@@ -227,7 +387,7 @@ impl ConsumeQueue {
         }
         let first = files.first().map_or(0, |f| f.base());
         while end > first {
-            let Some(entry) = self.raw_entry_at(end - ENTRY_SIZE as i64) else {
+            let Some(entry) = raw_entry_at(&segments, end - ENTRY_SIZE as i64) else {
                 break;
             };
             if !entry.is_blank() && entry.phys_offset + i64::from(entry.size) <= commit_log_end {
@@ -235,11 +395,12 @@ impl ConsumeQueue {
             }
             end -= ENTRY_SIZE as i64;
         }
-        self.segments.truncate(end)?;
-        let last_real = (0..self.max_offset())
+        segments.truncate(end)?;
+        let max = segments.max_offset() / ENTRY_SIZE as i64;
+        let last_real = (0..max)
             .rev()
             .take(4096)
-            .filter_map(|o| self.entry(o))
+            .filter_map(|o| entry_in(&segments, o))
             .find(|e| !e.is_blank());
         self.max_phys.store(
             last_real.map_or(0, |e| e.phys_offset + i64::from(e.size)),
@@ -248,19 +409,24 @@ impl ConsumeQueue {
         Ok(())
     }
 
-    /// The entry at a byte position, written or not (recovery, before serving).
-    fn raw_entry_at(&self, pos: i64) -> Option<CqEntry> {
-        let file = self.segments.find(pos)?;
-        let raw = file.read_unpublished((pos - file.base()) as usize, ENTRY_SIZE)?;
-        Some(CqEntry::decode(raw))
+    /// Moves the min offset to the first entry whose message is still in the CommitLog
+    /// (a closed queue whose first entry is still there stays closed).
+    pub fn correct_min_offset(&self, commit_log_min: i64) {
+        if let State::Closed(closed) = &*self.state.read() {
+            if closed.unchanged_by_retention(commit_log_min) {
+                return;
+            }
+        }
+        if let Some(segments) = self.segments_to_read() {
+            self.correct_min_in(&segments, commit_log_min);
+        }
     }
 
-    /// Moves the min offset to the first entry whose message is still in the CommitLog.
-    pub fn correct_min_offset(&self, commit_log_min: i64) {
-        let mut logical = self.min_offset();
-        let max = self.max_offset();
+    fn correct_min_in(&self, segments: &SegmentQueue, commit_log_min: i64) {
+        let mut logical = self.min_logical_in(segments);
+        let max = segments.max_offset() / ENTRY_SIZE as i64;
         while logical < max {
-            match self.entry(logical) {
+            match entry_in(segments, logical) {
                 Some(e) if e.is_blank() || e.phys_offset < commit_log_min => logical += 1,
                 _ => break,
             }
@@ -269,8 +435,17 @@ impl ConsumeQueue {
     }
 
     /// Deletes files whose every entry points below `commit_log_min` (never the last file).
+    /// A closed queue that retention cannot change stays closed.
     pub fn delete_expired(&self, commit_log_min: i64) -> usize {
-        let removed = self.segments.remove_front(usize::MAX, |file| {
+        if let State::Closed(closed) = &*self.state.read() {
+            if closed.unchanged_by_retention(commit_log_min) {
+                return 0;
+            }
+        }
+        let Some(segments) = self.segments_to_read() else {
+            return 0;
+        };
+        let removed = segments.remove_front(usize::MAX, |file| {
             let last = file.wrote_position();
             if last < ENTRY_SIZE {
                 return false;
@@ -284,21 +459,54 @@ impl ConsumeQueue {
                 tracing::warn!(file = %f.path().display(), error = %e, "cannot delete consume queue file");
             }
         }
-        self.correct_min_offset(commit_log_min);
+        self.correct_min_in(&segments, commit_log_min);
         removed.len()
     }
 
+    /// Flushes what is written (nothing to do for a closed queue).
     pub fn flush(&self) -> std::io::Result<()> {
-        self.segments.flush().map(|_| ())
+        match self.open_segments() {
+            Some(segments) => segments.flush().map(|_| ()),
+            None => Ok(()),
+        }
     }
 
     pub fn unflushed(&self) -> usize {
-        self.segments.unflushed()
+        self.open_segments().map_or(0, |s| s.unflushed())
     }
 
     fn destroy(&self) -> Result<(), StoreError> {
-        self.segments.destroy()
+        self.segments()?.destroy()
     }
+}
+
+fn append_entry(segments: &SegmentQueue, entry: CqEntry) -> Result<(), StoreError> {
+    let file = match segments.last() {
+        Some(f) if !f.is_full() => f,
+        Some(f) => segments.create_next(f.end())?,
+        None => segments.create_next(0)?,
+    };
+    file.try_append_bytes(&entry.encode())?
+        .ok_or_else(|| StoreError::Corrupt {
+            path: file.path().to_owned(),
+            reason: "consume queue file not aligned to 20-byte entries".into(),
+        })?;
+    Ok(())
+}
+
+/// The entry at `logical` in `segments`, if written.
+fn entry_in(segments: &SegmentQueue, logical: i64) -> Option<CqEntry> {
+    let pos = logical.checked_mul(ENTRY_SIZE as i64)?;
+    let file = segments.find(pos)?;
+    let raw = file.read((pos - file.base()) as usize, ENTRY_SIZE)?;
+    Some(CqEntry::decode(raw))
+}
+
+/// The entry at a byte position, written or not (recovery, before serving).
+fn raw_entry_at(segments: &SegmentQueue, pos: i64) -> Option<CqEntry> {
+    let file = segments.find(pos)?;
+    let raw = file.read_unpublished((pos - file.base()) as usize, ENTRY_SIZE)?;
+    Some(CqEntry::decode(raw))
 }
 
 /// All ConsumeQueues of a store, under `consumequeue/<topic>/<queueId>/`.
@@ -306,12 +514,23 @@ pub struct ConsumeQueueStore {
     dir: PathBuf,
     file_size: usize,
     queues: RwLock<HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>>,
+    /// Directories that new queues and files added entries to, synced by
+    /// [`ConsumeQueueStore::sync_new_dirs`] before each checkpoint.
+    dir_syncs: Arc<PendingDirSyncs>,
 }
 
 impl ConsumeQueueStore {
-    /// Opens every queue found on disk.
-    pub fn load(dir: &Path, file_size: usize) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).at(dir)?;
+    /// Opens every queue found on disk, recovers it against the CommitLog's valid range
+    /// ([`ConsumeQueue::recover`], [`ConsumeQueue::correct_min_offset`]) and closes it
+    /// again, so a store of a million queues never maps more than one at a time while it
+    /// starts; each reopens at its next use.
+    pub fn load(
+        dir: &Path,
+        file_size: usize,
+        commit_log: std::ops::Range<i64>,
+    ) -> Result<Self, StoreError> {
+        let dir_syncs = Arc::new(PendingDirSyncs::default());
+        create_dir_all_syncing(dir, DirSync::Later(&dir_syncs))?;
         let mut queues: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
         for topic_entry in std::fs::read_dir(dir).at(dir)? {
             let topic_entry = topic_entry.at(dir)?;
@@ -330,7 +549,16 @@ impl ConsumeQueueStore {
                 else {
                     continue;
                 };
-                let cq = ConsumeQueue::open(&queue_entry.path(), &topic, queue_id, file_size)?;
+                let cq = ConsumeQueue::open(
+                    &queue_entry.path(),
+                    &topic,
+                    queue_id,
+                    file_size,
+                    dir_syncs.clone(),
+                )?;
+                cq.recover(commit_log.end)?;
+                cq.correct_min_offset(commit_log.start);
+                cq.close_if_idle(Duration::ZERO);
                 queues
                     .entry(topic.clone())
                     .or_default()
@@ -341,6 +569,7 @@ impl ConsumeQueueStore {
             dir: dir.to_owned(),
             file_size,
             queues: RwLock::new(queues),
+            dir_syncs,
         })
     }
 
@@ -363,15 +592,42 @@ impl ConsumeQueueStore {
         if !names::is_safe_file_name(topic) || queue_id < 0 {
             return Err(StoreError::UnsafeName(format!("{topic}/{queue_id}")));
         }
+        // Its directories are made outside the lock every lookup takes (only the
+        // dispatcher creates queues; a racing creator's copy, unwritten, is dropped).
+        let dir = self.dir.join(topic).join(queue_id.to_string());
+        let cq = Arc::new(ConsumeQueue::open(
+            &dir,
+            topic,
+            queue_id,
+            self.file_size,
+            self.dir_syncs.clone(),
+        )?);
         let mut queues = self.queues.write();
         let by_id = queues.entry(topic.to_owned()).or_default();
-        if let Some(cq) = by_id.get(&queue_id) {
-            return Ok(cq.clone());
-        }
-        let dir = self.dir.join(topic).join(queue_id.to_string());
-        let cq = Arc::new(ConsumeQueue::open(&dir, topic, queue_id, self.file_size)?);
-        by_id.insert(queue_id, cq.clone());
-        Ok(cq)
+        Ok(by_id.entry(queue_id).or_insert(cq).clone())
+    }
+
+    /// Makes the directory entries of the queues and files created so far durable (the
+    /// flush service calls it before each checkpoint).
+    pub fn sync_new_dirs(&self) -> Result<(), StoreError> {
+        self.dir_syncs.sync_all()
+    }
+
+    /// Closes the files of every queue unused for `idle` (see
+    /// [`ConsumeQueue::close_if_idle`]); how many it closed.
+    /// Idle queues are flushed first (a flush failure keeps the queue open: the flush
+    /// service reports it).
+    pub fn close_idle(&self, idle: Duration) -> usize {
+        self.all()
+            .iter()
+            .filter(|cq| cq.is_idle(idle) && cq.flush().is_ok() && cq.close_if_idle(idle))
+            .count()
+    }
+
+    /// Queues whose files are open (mapped), and all queues.
+    pub fn open_count(&self) -> (usize, usize) {
+        let all = self.all();
+        (all.iter().filter(|cq| cq.is_open()).count(), all.len())
     }
 
     /// Next logical offset of a queue (0 if it does not exist).
@@ -450,7 +706,7 @@ mod tests {
     #[test]
     fn entries_fill_files_in_order_and_gaps_are_blanks() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = ConsumeQueueStore::load(dir.path(), FILE).expect("load");
+        let store = ConsumeQueueStore::load(dir.path(), FILE, 0..i64::MAX).expect("load");
         let cq = store.find_or_create("T", 0).expect("queue");
         // Across a file roll (4 entries per file), then a gap of two.
         for logical in 0..6 {
@@ -463,5 +719,175 @@ mod tests {
         assert_eq!(cq.entry(5).map(|e| e.phys_offset), Some(500));
         assert_eq!(cq.entry(6).map(|e| e.size), Some(BLANK_SIZE));
         assert_eq!(cq.entry(8).map(|e| e.phys_offset), Some(800));
+    }
+
+    fn put_all(cq: &ConsumeQueue, logicals: std::ops::Range<i64>) {
+        for logical in logicals {
+            cq.put(logical, 1_000 + logical * 100, 100, logical)
+                .expect("put");
+        }
+    }
+
+    fn phys(cq: &ConsumeQueue, logical: i64) -> Option<i64> {
+        cq.entry(logical).map(|e| e.phys_offset)
+    }
+
+    #[test]
+    fn an_idle_queue_closes_answers_its_bounds_closed_and_reopens_where_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = ConsumeQueueStore::load(dir.path(), FILE, 0..i64::MAX).expect("load");
+        let cq = store.find_or_create("T", 0).expect("queue");
+        put_all(&cq, 0..6);
+        cq.flush().expect("flush");
+        assert!(!cq.close_if_idle(Duration::from_secs(60)), "just used");
+        assert!(cq.close_if_idle(Duration::ZERO));
+        assert_eq!(store.open_count(), (0, 1));
+        assert_eq!((cq.min_offset(), cq.max_offset()), (0, 6));
+        assert!(!cq.is_open(), "bounds are answered without the files");
+        assert_eq!(cq.unflushed(), 0);
+
+        put_all(&cq, 6..9);
+        assert!(cq.is_open(), "an append reopens it");
+        for logical in 0..9 {
+            assert_eq!(
+                phys(&cq, logical),
+                Some(1_000 + logical * 100),
+                "entry {logical}"
+            );
+        }
+        assert_eq!(cq.max_offset(), 9);
+
+        cq.flush().expect("flush");
+        assert!(cq.close_if_idle(Duration::ZERO));
+        assert_eq!(phys(&cq, 7), Some(1_700), "a read reopens it too");
+    }
+
+    #[test]
+    fn a_queue_in_use_or_not_flushed_stays_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = ConsumeQueueStore::load(dir.path(), FILE, 0..i64::MAX).expect("load");
+        let cq = store.find_or_create("T", 0).expect("queue");
+        put_all(&cq, 0..2);
+        assert!(!cq.close_if_idle(Duration::ZERO), "unflushed entries");
+        cq.flush().expect("flush");
+        let in_use = cq.segments().expect("open");
+        assert!(!cq.close_if_idle(Duration::ZERO), "a user holds the files");
+        drop(in_use);
+        assert!(cq.close_if_idle(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_loaded_store_has_every_queue_closed_recovered_and_retention_leaves_them_closed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let store = ConsumeQueueStore::load(dir.path(), FILE, 0..i64::MAX).expect("load");
+            for queue in 0..3 {
+                let cq = store.find_or_create("T", queue).expect("queue");
+                put_all(&cq, 0..6);
+                cq.flush().expect("flush");
+            }
+        }
+        // The CommitLog's valid range ends inside entry 5 of every queue.
+        let store = ConsumeQueueStore::load(dir.path(), FILE, 0..1_550).expect("reload");
+        assert_eq!(store.open_count(), (0, 3));
+        let cq = store.find("T", 1).expect("queue");
+        assert_eq!(cq.max_offset(), 5, "entry 5 ends beyond the log and is cut");
+        assert_eq!(cq.max_phys_offset(), 1_500);
+
+        // Retention below the first entry changes nothing and opens nothing.
+        cq.correct_min_offset(1_000);
+        assert_eq!(cq.delete_expired(1_000), 0);
+        assert!(!cq.is_open());
+        // Past the first three entries, the queue opens to move its min offset.
+        assert_eq!(cq.delete_expired(1_250), 0);
+        assert_eq!(cq.min_offset(), 3);
+        assert_eq!(phys(&cq, 3), Some(1_300));
+        // Past the first file (entries 0-3), closed again: the file goes.
+        cq.flush().expect("flush");
+        assert!(cq.close_if_idle(Duration::ZERO));
+        assert_eq!(cq.delete_expired(1_400), 1);
+        assert_eq!(cq.min_offset(), 4);
+    }
+
+    #[test]
+    fn closing_while_the_dispatcher_appends_and_readers_read_loses_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = ENTRY_SIZE * 1024;
+        let store = ConsumeQueueStore::load(dir.path(), file, 0..i64::MAX).expect("load");
+        let cq = store.find_or_create("T", 0).expect("queue");
+        let closes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let closer = {
+            let (cq, stop, closes) = (cq.clone(), stop.clone(), closes.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    let _ = cq.flush();
+                    if cq.close_if_idle(Duration::ZERO) {
+                        closes.fetch_add(1, Ordering::AcqRel);
+                    }
+                    std::thread::yield_now();
+                }
+            })
+        };
+        let reader = {
+            let (cq, stop) = (cq.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    let max = cq.max_offset();
+                    if max > 0 {
+                        let logical = max - 1;
+                        let entry = cq.entry(logical).expect("a written entry is readable");
+                        assert_eq!(entry.phys_offset, 1_000 + logical * 100);
+                    }
+                }
+            })
+        };
+        // Bursts of appends, each followed by a close (readers keep reading throughout).
+        let mut written = 0;
+        for round in 1..=50 {
+            put_all(&cq, written..written + 100);
+            written += 100;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while closes.load(Ordering::Acquire) < round && Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+        }
+        stop.store(true, Ordering::Release);
+        closer.join().expect("closer");
+        reader.join().expect("reader");
+        assert!(
+            closes.load(Ordering::Acquire) >= 50,
+            "closed {closes:?} times"
+        );
+        assert_eq!(cq.max_offset(), written);
+        for logical in 0..written {
+            assert_eq!(
+                phys(&cq, logical),
+                Some(1_000 + logical * 100),
+                "entry {logical}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_new_queue_leaves_its_directory_syncs_to_the_flush() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = ConsumeQueueStore::load(dir.path(), FILE, 0..i64::MAX).expect("load");
+        store.sync_new_dirs().expect("sync");
+        let cq = store.find_or_create("Fresh", 3).expect("queue");
+        put_all(&cq, 0..1);
+        let pending = store.dir_syncs.pending();
+        let expected = [
+            dir.path().to_owned(),
+            dir.path().join("Fresh"),
+            dir.path().join("Fresh/3"),
+        ];
+        assert_eq!(
+            pending,
+            expected.into_iter().collect(),
+            "the new entries of each directory"
+        );
+        store.sync_new_dirs().expect("sync");
+        assert!(store.dir_syncs.pending().is_empty());
     }
 }

@@ -85,6 +85,64 @@ pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 /// `create_dir_all`, then syncs the parent of every directory it created, so a new queue's
 /// directories survive a crash along with the files written into them.
 pub fn create_dir_all_durably(dir: &Path) -> Result<(), StoreError> {
+    create_dir_all_syncing(dir, DirSync::Now)
+}
+
+/// When the entries a new file or directory adds to its parent become durable.
+#[derive(Clone, Copy)]
+pub enum DirSync<'a> {
+    /// At once (an fsync per directory changed).
+    Now,
+    /// At the next [`PendingDirSyncs::sync_all`], before anything that relies on them is
+    /// claimed durable (ConsumeQueues: the flush service syncs them before each checkpoint,
+    /// so creating a queue costs the dispatcher no fsync).
+    Later(&'a PendingDirSyncs),
+}
+
+impl DirSync<'_> {
+    fn sync(self, dir: &Path) -> Result<(), StoreError> {
+        match self {
+            DirSync::Now => sync_dir(dir),
+            DirSync::Later(pending) => {
+                pending.note(dir);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Directories with new entries not yet synced (see [`DirSync::Later`]).
+#[derive(Debug, Default)]
+pub struct PendingDirSyncs(Mutex<std::collections::BTreeSet<PathBuf>>);
+
+impl PendingDirSyncs {
+    pub fn note(&self, dir: &Path) {
+        self.0.lock().insert(dir.to_owned());
+    }
+
+    /// The directories noted and not synced yet.
+    pub fn pending(&self) -> std::collections::BTreeSet<PathBuf> {
+        self.0.lock().clone()
+    }
+
+    /// Syncs every noted directory; on a failure the ones not synced stay noted.
+    pub fn sync_all(&self) -> Result<(), StoreError> {
+        let dirs = std::mem::take(&mut *self.0.lock());
+        let mut left = dirs.into_iter();
+        while let Some(dir) = left.next() {
+            if let Err(e) = sync_dir(&dir) {
+                let mut pending = self.0.lock();
+                pending.insert(dir);
+                pending.extend(left);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Creates `dir` and its missing parents, making each new entry durable as `sync` says.
+pub fn create_dir_all_syncing(dir: &Path, sync: DirSync<'_>) -> Result<(), StoreError> {
     let mut missing = Vec::new();
     let mut cursor = Some(dir);
     while let Some(d) = cursor.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
@@ -97,7 +155,7 @@ pub fn create_dir_all_durably(dir: &Path) -> Result<(), StoreError> {
     std::fs::create_dir_all(dir).at(dir)?;
     for created in missing.iter().rev() {
         if let Some(parent) = created.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_dir(parent)?;
+            sync.sync(parent)?;
         }
     }
     Ok(())
@@ -126,7 +184,7 @@ impl MappedFile {
     /// Creates (or reopens) a file of exactly `size` bytes, its disk blocks reserved, and
     /// maps it.
     pub fn open(path: &Path, base: i64, size: usize) -> Result<Self, StoreError> {
-        Self::open_with(path, base, size, true)
+        Self::open_with(path, base, size, true, DirSync::Now)
     }
 
     /// Like [`Self::open`], but the file takes disk only as it is written (a reopened one
@@ -134,13 +192,25 @@ impl MappedFile {
     /// [`Self::try_append_bytes`] reserves [`RESERVE_CHUNK`] at a time ahead of its writes
     /// (a full disk then fails that call, never a page fault). For ConsumeQueue files, most
     /// of which stay nearly empty (RocketMQ's are sparse too).
-    pub fn open_sparse(path: &Path, base: i64, size: usize) -> Result<Self, StoreError> {
-        Self::open_with(path, base, size, false)
+    /// A new file's directory entry becomes durable as `sync` says.
+    pub fn open_sparse(
+        path: &Path,
+        base: i64,
+        size: usize,
+        sync: DirSync<'_>,
+    ) -> Result<Self, StoreError> {
+        Self::open_with(path, base, size, false, sync)
     }
 
-    fn open_with(path: &Path, base: i64, size: usize, reserve: bool) -> Result<Self, StoreError> {
+    fn open_with(
+        path: &Path,
+        base: i64,
+        size: usize,
+        reserve: bool,
+        sync: DirSync<'_>,
+    ) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent() {
-            create_dir_all_durably(dir)?;
+            create_dir_all_syncing(dir, sync)?;
         }
         let file = open_read_write(path)?;
         let len = file.metadata().at(path)?.len();
@@ -163,13 +233,20 @@ impl MappedFile {
             if len == 0 {
                 // A new file's name only survives a crash once its directory is synced.
                 if let Some(dir) = path.parent() {
-                    sync_dir(dir)?;
+                    sync.sync(dir)?;
                 }
             }
         }
         // SAFETY: the file is opened read-write and sized; StellMQ's store lock keeps other
         // processes from mapping it. Truncation by another process would be a bug elsewhere.
         let mut map = unsafe { MmapMut::map_mut(&file) }.at(path)?;
+        if !reserve {
+            // No read-around: a fault in a sparse file would otherwise fill a large folio
+            // of its holes with zeros (up to megabytes, at fresh-memory speed), which made
+            // a new queue's first entry and a restart's scan of nearly empty queues cost
+            // milliseconds each. A fault now brings in the one page it needs.
+            map.advise(memmap2::Advice::Random).at(path)?;
+        }
         let ptr = map.as_mut_ptr();
         Ok(Self {
             path: path.to_owned(),
@@ -462,7 +539,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join(segment_name(0));
         let size = 256 * PAGE_SIZE;
-        let file = MappedFile::open_sparse(&path, 0, size).expect("open");
+        let file = MappedFile::open_sparse(&path, 0, size, DirSync::Now).expect("open");
         assert_eq!(
             std::fs::metadata(&path).expect("metadata").len(),
             size as u64
@@ -496,8 +573,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join(segment_name(0));
         let size = 64 * PAGE_SIZE;
-        drop(MappedFile::open_sparse(&path, 0, size).expect("create"));
-        let file = MappedFile::open_sparse(&path, 0, size).expect("reopen");
+        drop(MappedFile::open_sparse(&path, 0, size, DirSync::Now).expect("create"));
+        let file = MappedFile::open_sparse(&path, 0, size, DirSync::Now).expect("reopen");
         assert_eq!(file.reserved(), 0);
         // Recovery found the queue's entries starting in its third page.
         file.set_positions(2 * PAGE_SIZE);

@@ -8,15 +8,18 @@ use parking_lot::RwLock;
 
 use crate::allocator::{Allocator, Taken};
 use crate::error::{IoContext, StoreError};
-use crate::mapped_file::{segment_name, MappedFile};
+use crate::mapped_file::{
+    create_dir_all_syncing, segment_name, DirSync, MappedFile, PendingDirSyncs,
+};
 
 pub struct SegmentQueue {
     dir: PathBuf,
     file_size: usize,
     files: RwLock<Vec<Arc<MappedFile>>>,
     allocator: Option<Arc<Allocator>>,
-    /// New segments take disk only as they are written ([`MappedFile::open_sparse`]).
-    sparse: bool,
+    /// New segments take disk only as they are written ([`MappedFile::open_sparse`]); the
+    /// directory entries they add are synced later, through these.
+    sparse: Option<Arc<PendingDirSyncs>>,
 }
 
 impl SegmentQueue {
@@ -27,23 +30,31 @@ impl SegmentQueue {
         file_size: usize,
         allocator: Option<Arc<Allocator>>,
     ) -> Result<Self, StoreError> {
-        Self::load_with(dir, file_size, allocator, false)
+        Self::load_with(dir, file_size, allocator, None)
     }
 
     /// [`Self::load`] for a queue of sparse segments: they take disk as they are written
     /// (every append goes through [`MappedFile::try_append_bytes`]), new ones and reopened
-    /// ones alike.
-    pub fn load_sparse(dir: &Path, file_size: usize) -> Result<Self, StoreError> {
-        Self::load_with(dir, file_size, None, true)
+    /// ones alike. The directory entries of new ones (and of `dir` itself) are noted in
+    /// `dir_syncs` for a later sync ([`DirSync::Later`]).
+    pub fn load_sparse(
+        dir: &Path,
+        file_size: usize,
+        dir_syncs: Arc<PendingDirSyncs>,
+    ) -> Result<Self, StoreError> {
+        Self::load_with(dir, file_size, None, Some(dir_syncs))
     }
 
     fn load_with(
         dir: &Path,
         file_size: usize,
         allocator: Option<Arc<Allocator>>,
-        sparse: bool,
+        sparse: Option<Arc<PendingDirSyncs>>,
     ) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).at(dir)?;
+        match &sparse {
+            Some(syncs) => create_dir_all_syncing(dir, DirSync::Later(syncs))?,
+            None => std::fs::create_dir_all(dir).at(dir)?,
+        }
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir).at(dir)? {
             let entry = entry.at(dir)?;
@@ -70,8 +81,8 @@ impl SegmentQueue {
             }
             previous = Some(*base);
             let path = dir.join(segment_name(*base));
-            let file = if sparse {
-                MappedFile::open_sparse(&path, *base, file_size)?
+            let file = if let Some(syncs) = &sparse {
+                MappedFile::open_sparse(&path, *base, file_size, DirSync::Later(syncs))?
             } else {
                 MappedFile::open(&path, *base, file_size)?
             };
@@ -152,8 +163,8 @@ impl SegmentQueue {
     /// queues without an allocator, written from the store's own threads).
     pub fn create_next(&self, base: i64) -> Result<Arc<MappedFile>, StoreError> {
         let path = self.segment_path(base);
-        let file = Arc::new(if self.sparse {
-            MappedFile::open_sparse(&path, base, self.file_size)?
+        let file = Arc::new(if let Some(syncs) = &self.sparse {
+            MappedFile::open_sparse(&path, base, self.file_size, DirSync::Later(syncs))?
         } else {
             MappedFile::open(&path, base, self.file_size)?
         });

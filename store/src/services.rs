@@ -183,7 +183,15 @@ fn flush_queues_and_checkpoint(inner: &Inner, least_bytes: usize) -> bool {
     } else {
         ts
     };
-    let mut queues_ok = true;
+    // New queues' directory entries first: the checkpoint below must not claim entries
+    // of a file whose name a crash could lose.
+    let mut queues_ok = match inner.queues.sync_new_dirs() {
+        Ok(()) => true,
+        Err(e) => {
+            inner.poison(format!("consume queue directory sync failed: {e}"));
+            false
+        }
+    };
     for cq in inner.queues.all() {
         if cq.unflushed() > 0 && cq.unflushed() >= least_bytes {
             if let Err(e) = cq.flush() {
@@ -232,10 +240,24 @@ fn consume_queue_flush_loop(inner: &Inner) {
     while !stopping(inner) {
         inner.sleep(interval);
         let due = last_thorough.elapsed() >= thorough;
-        flush_queues_and_checkpoint(inner, if due { 1 } else { least });
+        let flushed = flush_queues_and_checkpoint(inner, if due { 1 } else { least });
         if due {
             last_thorough = Instant::now();
+            if flushed {
+                close_idle_queues(inner, thorough);
+            }
         }
+    }
+}
+
+/// After a thorough flush: closes the files of queues unused for as long as the pass
+/// takes to come round (`flushConsumeQueueThoroughInterval`, 60 s), so idle queues hold
+/// neither mappings nor descriptors (a million queues would exceed Linux's default
+/// `vm.max_map_count` of 65,530).
+fn close_idle_queues(inner: &Inner, idle: Duration) {
+    let closed = inner.queues.close_idle(idle);
+    if closed > 0 {
+        tracing::debug!(closed, "closed the files of idle consume queues");
     }
 }
 

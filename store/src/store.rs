@@ -115,10 +115,6 @@ impl MessageStore {
             Some(allocator.clone()),
         )?;
         let commit_log = CommitLog::new(segments, config.max_message_size);
-        let queues = ConsumeQueueStore::load(
-            &config.consume_queue_dir(),
-            config.mapped_file_size_consume_queue,
-        )?;
         let index = IndexService::load(
             &config.index_dir(),
             config.max_hash_slot_num,
@@ -131,9 +127,13 @@ impl MessageStore {
             checkpoint.values().min_timestamp(),
             config.check_crc_on_recover,
         )?;
+        let queues = ConsumeQueueStore::load(
+            &config.consume_queue_dir(),
+            config.mapped_file_size_consume_queue,
+            commit_log.min_offset()..outcome.valid_end,
+        )?;
         let mut reput_from = commit_log.min_offset();
         for cq in queues.all() {
-            cq.recover(outcome.valid_end)?;
             reput_from = reput_from.max(cq.max_phys_offset());
         }
         index.truncate(outcome.valid_end)?;
@@ -156,9 +156,6 @@ impl MessageStore {
         }
         let redispatched =
             dispatcher.run_once(&commit_log, &queues, IndexSink::Direct(&index), None)?;
-        for cq in queues.all() {
-            cq.correct_min_offset(commit_log.min_offset());
-        }
         std::fs::write(&abort_path, b"").at(&abort_path)?;
 
         // Have the next segment warm before the first append needs it.
@@ -530,6 +527,17 @@ impl MessageStore {
             std::thread::sleep(Duration::from_millis(1));
         }
         true
+    }
+
+    /// Closes the files of ConsumeQueues unused for `idle` (the flush service does it
+    /// after each thorough flush for those idle for that long); how many it closed.
+    pub fn close_idle_consume_queues(&self, idle: Duration) -> usize {
+        self.inner.queues.close_idle(idle)
+    }
+
+    /// ConsumeQueues whose files are open (mapped), and all ConsumeQueues.
+    pub fn consume_queues_open(&self) -> (usize, usize) {
+        self.inner.queues.open_count()
     }
 
     /// Topics with ConsumeQueues.

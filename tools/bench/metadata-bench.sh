@@ -1,16 +1,16 @@
 #!/bin/bash
-# usage: [TOPICS=100000] [GROUPS=0] [WINDOW=10000] [SAMPLE=500] tools/bench/metadata-bench.sh BIN_DIR...
+# usage: [TOPICS=100000] [GROUP_COUNT=0] [WINDOW=10000] [SAMPLE=500] tools/bench/metadata-bench.sh BIN_DIR...
 #
 # What a topic change costs as a broker's table grows (issue #38): for each release build
 # dir given (holding mqnamesrv, mqbroker, mqbench), starts a name server and a broker on free
 # ports with a store in a temp dir (removed afterwards), runs `mqbench metadata` (TOPICS
-# topics of 4 queues created one by one, then GROUPS groups; the median and p99 per WINDOW
+# topics of 4 queues created one by one, then GROUP_COUNT groups; the median and p99 per WINDOW
 # of table size; SAMPLE updates and deletions at the full size), and prints the broker's
 # resident memory, CPU time and the size of its config directory at the end. Builds nothing;
 # hold the cargo lock for it.
 set -u
 [ $# -ge 1 ] || { sed -n '2p' "$0" >&2; exit 2; }
-TOPICS=${TOPICS:-100000}; GROUPS_N=${GROUPS:-0}; WINDOW=${WINDOW:-10000}; SAMPLE=${SAMPLE:-500}
+TOPICS=${TOPICS:-100000}; GROUPS_N=${GROUP_COUNT:-0}; WINDOW=${WINDOW:-10000}; SAMPLE=${SAMPLE:-500}
 W=$(mktemp -d "${TMPDIR:-/tmp}/stellmq-metadata.XXXXXX") || exit 2
 PIDS=()
 cleanup() {
@@ -40,7 +40,7 @@ for bin in "$@"; do
   "$bin/mqbroker" -c "$dir/broker.conf" -n "127.0.0.1:$ns_port" > "$dir/broker.log" 2>&1 &
   broker_pid=$!; PIDS+=($broker_pid)
   wait_quiet 120 "$broker_pid" > /dev/null
-  echo "# $bin: TOPICS=$TOPICS GROUPS=$GROUPS_N $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# $bin: TOPICS=$TOPICS GROUP_COUNT=$GROUPS_N $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
   t0=$(cpu_ticks "$broker_pid"); n0=$(cpu_ticks "$ns_pid"); started=$(date +%s.%N)
   "$bin/mqbench" metadata -n "127.0.0.1:$ns_port" -b "127.0.0.1:$broker_port" \
     --topics "$TOPICS" --groups "$GROUPS_N" --window "$WINDOW" --sample "$SAMPLE" ||

@@ -54,6 +54,10 @@ struct Args {
     /// CommitLog segment size (mappedFileSizeCommitLog).
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
     segment_size: usize,
+    /// After the reads: this many new queues (4 per new topic) get their first message,
+    /// one at a time, each timed from its put to the moment a pull can see it.
+    #[arg(long, default_value_t = 0)]
+    new_queues: usize,
 }
 
 struct RunResult {
@@ -66,8 +70,12 @@ struct RunResult {
 }
 
 fn message(body: &Bytes, queue_id: i32) -> PutMessage {
+    message_to("BenchmarkTest", body, queue_id)
+}
+
+fn message_to(topic: &str, body: &Bytes, queue_id: i32) -> PutMessage {
     PutMessage {
-        topic: "BenchmarkTest".to_owned(),
+        topic: topic.to_owned(),
         queue_id,
         flag: 0,
         body: body.clone(),
@@ -131,6 +139,32 @@ async fn write_phase(store: Arc<MessageStore>, args: &Args) -> (u64, Duration, L
         stop.store(true, Ordering::Relaxed);
     }
     (total, started.elapsed(), latency)
+}
+
+/// One message to each of `count` queues (4 per topic), one at a time: the time from its
+/// put until the queue shows it (what a pull waits for). `round` 1 creates the queues;
+/// later rounds find them.
+async fn queues_phase(store: &MessageStore, count: usize, size: usize, round: i64) -> Latency {
+    let body = Bytes::from(vec![b'x'; size]);
+    let mut visible = Latency::default();
+    for i in 0..count {
+        let (topic, queue_id) = (format!("NewQueue{:06}", i / 4), (i % 4) as i32);
+        let started = Instant::now();
+        let r = store.put_message(message_to(&topic, &body, queue_id)).await;
+        if r.status != PutMessageStatus::PutOk {
+            eprintln!("put failed: {:?} {:?}", r.status, r.remark);
+            break;
+        }
+        while store.max_offset_in_queue(&topic, queue_id) < round {
+            if started.elapsed() > Duration::from_secs(10) {
+                eprintln!("{topic}/{queue_id}: not visible after 10 s");
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        visible.record(started.elapsed());
+    }
+    visible
 }
 
 /// Disk blocks (not apparent sizes: files may be sparse) under `dir`, in bytes.
@@ -209,15 +243,30 @@ fn one_run(
         warm_mapped_file_enable: !args.no_warm,
         ..Default::default()
     };
-    let store = Arc::new(MessageStore::open(config)?);
+    let store = Arc::new(MessageStore::open(config.clone())?);
     let (written, elapsed, latency) = runtime.block_on(write_phase(store.clone(), args));
-    if !store.wait_dispatched(Duration::from_secs(60)) {
+    let writes_ended = Instant::now();
+    if !store.wait_dispatched(Duration::from_secs(120)) {
         return Err(BenchError::DispatchBehind);
     }
+    let dispatch_lag = writes_ended.elapsed();
     let (read, read_bytes, read_elapsed) = read_phase(&store, args.queues);
     if read != written {
         return Err(BenchError::Lost { read, written });
     }
+    if args.new_queues > 0 {
+        let first = runtime.block_on(queues_phase(&store, args.new_queues, args.size, 1));
+        let second = runtime.block_on(queues_phase(&store, args.new_queues, args.size, 2));
+        println!(
+            "run {run}: {} new queues, put to visible: first message {}; second message {}",
+            args.new_queues,
+            first.summary(),
+            second.summary()
+        );
+    }
+    let maps_open = mappings();
+    let closed = store.close_idle_consume_queues(Duration::ZERO);
+    let maps_closed = mappings();
     let secs = elapsed.as_secs_f64();
     let record_bytes = (written as f64) * (args.size as f64);
     let result = RunResult {
@@ -239,8 +288,25 @@ fn one_run(
         cq_disk as f64 / f64::from(1 << 20),
         cq_disk as f64 / 1024.0 / f64::from(args.queues.max(1)),
     );
+    println!(
+        "run {run}: every message visible {:.0} ms after the last write; mappings {maps_open} with every queue open, {maps_closed} after closing {closed} idle queues",
+        dispatch_lag.as_secs_f64() * 1000.0
+    );
     drop(store);
+    let started = Instant::now();
+    let reopened = MessageStore::open(config)?;
+    let (open, all) = reopened.consume_queues_open();
+    println!(
+        "run {run}: reopened with {all} queues in {:.0} ms, {open} of them mapped",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    drop(reopened);
     Ok(result)
+}
+
+/// Memory mappings of this process (lines of /proc/self/maps; 0 where there is none).
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps").map_or(0, |maps| maps.lines().count())
 }
 
 fn main() {
