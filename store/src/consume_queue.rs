@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -74,6 +74,8 @@ pub struct ConsumeQueue {
     file_size: usize,
     /// Where new files note the directories to sync (the store's, shared).
     dir_syncs: Arc<PendingDirSyncs>,
+    /// Queues of the store with open files (this one counts while its are).
+    open_queues: Arc<AtomicUsize>,
     /// The queue's files while they are open; an idle queue's are closed (unmapped, their
     /// descriptors released) and reopened at the next use ([`ConsumeQueue::close_if_idle`]).
     state: RwLock<State>,
@@ -124,9 +126,12 @@ impl ConsumeQueue {
         queue_id: i32,
         file_size: usize,
         dir_syncs: Arc<PendingDirSyncs>,
+        open_queues: Arc<AtomicUsize>,
     ) -> Result<Self, StoreError> {
         let segments = SegmentQueue::load_sparse(dir, file_size, dir_syncs.clone())?;
+        open_queues.fetch_add(1, Ordering::AcqRel);
         Ok(Self {
+            open_queues,
             topic: topic.to_owned(),
             queue_id,
             dir: dir.to_owned(),
@@ -167,6 +172,7 @@ impl ConsumeQueue {
             last.set_positions((closed.max_bytes - last.base()).max(0) as usize);
         }
         *state = State::Open(segments.clone());
+        self.open_queues.fetch_add(1, Ordering::AcqRel);
         Ok(segments)
     }
 
@@ -251,6 +257,7 @@ impl ConsumeQueue {
             min_entry_phys,
             first_file_end_phys,
         });
+        self.open_queues.fetch_sub(1, Ordering::AcqRel);
         true
     }
 
@@ -480,6 +487,14 @@ impl ConsumeQueue {
     }
 }
 
+impl Drop for ConsumeQueue {
+    fn drop(&mut self) {
+        if self.is_open() {
+            self.open_queues.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 fn append_entry(segments: &SegmentQueue, entry: CqEntry) -> Result<(), StoreError> {
     let file = match segments.last() {
         Some(f) if !f.is_full() => f,
@@ -517,6 +532,8 @@ pub struct ConsumeQueueStore {
     /// Directories that new queues and files added entries to, synced by
     /// [`ConsumeQueueStore::sync_new_dirs`] before each checkpoint.
     dir_syncs: Arc<PendingDirSyncs>,
+    /// Queues with open files.
+    open_queues: Arc<AtomicUsize>,
 }
 
 impl ConsumeQueueStore {
@@ -530,6 +547,7 @@ impl ConsumeQueueStore {
         commit_log: std::ops::Range<i64>,
     ) -> Result<Self, StoreError> {
         let dir_syncs = Arc::new(PendingDirSyncs::default());
+        let open_queues = Arc::new(AtomicUsize::new(0));
         create_dir_all_syncing(dir, DirSync::Later(&dir_syncs))?;
         let mut queues: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
         for topic_entry in std::fs::read_dir(dir).at(dir)? {
@@ -555,6 +573,7 @@ impl ConsumeQueueStore {
                     queue_id,
                     file_size,
                     dir_syncs.clone(),
+                    open_queues.clone(),
                 )?;
                 cq.recover(commit_log.end)?;
                 cq.correct_min_offset(commit_log.start);
@@ -570,6 +589,7 @@ impl ConsumeQueueStore {
             file_size,
             queues: RwLock::new(queues),
             dir_syncs,
+            open_queues,
         })
     }
 
@@ -601,6 +621,7 @@ impl ConsumeQueueStore {
             queue_id,
             self.file_size,
             self.dir_syncs.clone(),
+            self.open_queues.clone(),
         )?);
         let mut queues = self.queues.write();
         let by_id = queues.entry(topic.to_owned()).or_default();
@@ -626,8 +647,8 @@ impl ConsumeQueueStore {
 
     /// Queues whose files are open (mapped), and all queues.
     pub fn open_count(&self) -> (usize, usize) {
-        let all = self.all();
-        (all.iter().filter(|cq| cq.is_open()).count(), all.len())
+        let all = self.queues.read().values().map(HashMap::len).sum();
+        (self.open_queues.load(Ordering::Acquire), all)
     }
 
     /// Next logical offset of a queue (0 if it does not exist).
@@ -748,6 +769,7 @@ mod tests {
 
         put_all(&cq, 6..9);
         assert!(cq.is_open(), "an append reopens it");
+        assert_eq!(store.open_count(), (1, 1));
         for logical in 0..9 {
             assert_eq!(
                 phys(&cq, logical),
@@ -888,6 +910,20 @@ mod tests {
             "the new entries of each directory"
         );
         store.sync_new_dirs().expect("sync");
+        assert!(store.dir_syncs.pending().is_empty());
+    }
+
+    #[test]
+    fn a_queue_deleted_before_the_flush_leaves_nothing_to_sync_and_no_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = ConsumeQueueStore::load(dir.path(), FILE, 0..i64::MAX).expect("load");
+        let cq = store.find_or_create("Brief", 0).expect("queue");
+        put_all(&cq, 0..1);
+        drop(cq);
+        store.delete_topic("Brief").expect("deleted");
+        store
+            .sync_new_dirs()
+            .expect("a vanished directory is not an error");
         assert!(store.dir_syncs.pending().is_empty());
     }
 }

@@ -125,16 +125,21 @@ impl PendingDirSyncs {
         self.0.lock().clone()
     }
 
-    /// Syncs every noted directory; on a failure the ones not synced stay noted.
+    /// Syncs every noted directory (one deleted since, with its queue or topic, needs
+    /// none); on a failure the ones not synced stay noted.
     pub fn sync_all(&self) -> Result<(), StoreError> {
         let dirs = std::mem::take(&mut *self.0.lock());
         let mut left = dirs.into_iter();
         while let Some(dir) = left.next() {
-            if let Err(e) = sync_dir(&dir) {
-                let mut pending = self.0.lock();
-                pending.insert(dir);
-                pending.extend(left);
-                return Err(e);
+            match std::fs::File::open(&dir).and_then(|d| d.sync_all()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    let mut pending = self.0.lock();
+                    pending.insert(dir.clone());
+                    pending.extend(left);
+                    return Err(StoreError::io(&dir, e));
+                }
             }
         }
         Ok(())

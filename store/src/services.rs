@@ -246,9 +246,17 @@ fn consume_queue_flush_loop(inner: &Inner) {
             if flushed {
                 close_idle_queues(inner, thorough);
             }
+        } else if flushed && inner.queues.open_count().0 > MAX_OPEN_QUEUES {
+            close_idle_queues(inner, BUSY_IDLE);
         }
     }
 }
+
+/// Queues with open files beyond which those idle for [`BUSY_IDLE`] close at every flush
+/// pass, not only those idle for a minute: each open queue holds at least one mapping, and
+/// Linux's default `vm.max_map_count` is 65,530.
+const MAX_OPEN_QUEUES: usize = 20_000;
+const BUSY_IDLE: Duration = Duration::from_secs(1);
 
 /// After a thorough flush: closes the files of queues unused for as long as the pass
 /// takes to come round (`flushConsumeQueueThoroughInterval`, 60 s), so idle queues hold

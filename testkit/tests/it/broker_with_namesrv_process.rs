@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use stellmq_client::{Message, Producer, ProducerConfig};
 use stellmq_testkit::process::{broker_boot_line, command, namesrv_boot_line};
-use stellmq_testkit::{consumer_config, eventually, recording_consumer, Process};
+use stellmq_testkit::{consumer_config, eventually, recording_consumer, Process, RawClient};
 
 /// `mqbroker --with-namesrv --namesrv-port 0 -c <conf>` with `conf` written to `dir`;
 /// returns the process and the name server's address.
@@ -55,6 +55,15 @@ async fn send_and_receive(ns: &str, topic: &str, body: &str) {
         .send(Message::new(topic, body.to_owned()))
         .await
         .expect("the send through the in-process name server succeeds");
+    // The broker registers the auto-created topic after answering the send; a consumer
+    // started before the name server has its route would only find it at its next route
+    // poll.
+    let names = RawClient::new(ns);
+    eventually("the name server routes the topic", async || {
+        names.route(topic).await.is_ok()
+    })
+    .await;
+    names.shutdown().await;
     let group = format!("{topic}_consumer");
     let (consumer, seen) = recording_consumer(consumer_config(ns, &group), topic, "*").await;
     eventually("the consumer receives the message", async || {
