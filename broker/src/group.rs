@@ -14,8 +14,8 @@ use thiserror::Error;
 use crate::context::now_ms;
 use crate::limits::{AutoCreateLimits, AutoCreateRefused};
 use crate::metadata_journal::{JournalSlot, MetadataChange, MetadataJournal};
-use crate::metadata_store::{MetadataError, MetadataStore, Named};
 use crate::persist::{self, Generations, Persisted, WriteBehind};
+use stellmq_metadata::{MetadataError, MetadataStore, Named};
 
 /// Groups created at startup (protocol.md 7.5); the last four may consume in broadcast mode.
 const SYSTEM_GROUPS: &[&str] = &[

@@ -16,7 +16,6 @@ pub mod group;
 pub mod ha;
 pub mod limits;
 pub mod metadata_journal;
-pub mod metadata_store;
 pub mod metrics;
 pub mod offset;
 mod persist;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use stellmq_remoting::protocol::body::{ConsumerOffsetSerializeWrapper, IntKeyMap};
 
-use crate::metadata_store::{MetadataError, MetadataStore};
 use crate::persist;
+use stellmq_metadata::{MetadataError, MetadataStore};
 
 pub struct ConsumerOffsetManager {
     store: Arc<MetadataStore>,

@@ -8,15 +8,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
-use stellmq_config::{read_with_backup, write_atomically};
+use stellmq_config::write_atomically;
 use stellmq_remoting::protocol::body::fastjson;
 
-#[cfg(doc)]
-use crate::metadata_store::MetadataStore;
-use crate::metadata_store::{Changes, MetadataError};
 use parking_lot::Mutex;
+#[cfg(doc)]
+use stellmq_metadata::MetadataStore;
+use stellmq_metadata::{Changes, MetadataError};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -25,15 +24,7 @@ pub fn config_path(store_root: &Path, name: &str) -> PathBuf {
 }
 
 /// Loads a config file (or its backup); `None` when neither exists or parses.
-pub fn load<T: DeserializeOwned>(path: &Path) -> std::io::Result<Option<T>> {
-    read_with_backup(path, |bytes| match fastjson::decode::<T>(bytes) {
-        Ok(value) => Some(value),
-        Err(e) => {
-            tracing::warn!(file = %path.display(), error = %e, "cannot parse config file");
-            None
-        }
-    })
-}
+pub use stellmq_metadata::load_json as load;
 
 /// Writes a config file atomically (blocking: call it from a blocking thread).
 pub fn store<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
@@ -257,8 +248,7 @@ mod tests {
         fn write_pending(&self) -> Result<(), MetadataError> {
             self.writes.commit_with(|changes| {
                 if self.failing.load(Ordering::Acquire) {
-                    let e = redb::StorageError::Io(std::io::Error::other("disk gone"));
-                    return Err(MetadataError::Db(e.into()));
+                    return Err(MetadataError::Closed);
                 }
                 self.commits.fetch_add(1, Ordering::Relaxed);
                 let mut committed = self.committed.lock();

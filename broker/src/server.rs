@@ -48,7 +48,7 @@ pub enum BrokerError {
     #[error("invalid address {0}")]
     BadAddress(String),
     #[error(transparent)]
-    Metadata(#[from] crate::metadata_store::MetadataError),
+    Metadata(#[from] stellmq_metadata::MetadataError),
     #[error("ACL: {0}")]
     Acl(#[from] stellmq_acl::AclError),
     #[error("TLS: {0}")]

@@ -19,7 +19,6 @@ use crate::group::SubscriptionGroupManager;
 use crate::ha::{HaGroup, HaMaster, HaSlave};
 use crate::limits::AutoCreateLimits;
 use crate::metadata_journal::{JournalApplier, MetadataJournal};
-use crate::metadata_store::MetadataStore;
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::config_path;
 use crate::processor::pop::hold::Arrivals;
@@ -34,6 +33,7 @@ use crate::topic::TopicConfigManager;
 use crate::transaction::Resolved;
 use crate::writer::AckRule;
 use crate::writer::MessageWriter;
+use stellmq_metadata::MetadataStore;
 use stellmq_store::epoch::EpochFile;
 
 /// How often a slave retries its connection to the master (RocketMQ waits 5 s): a healed

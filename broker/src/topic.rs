@@ -17,8 +17,8 @@ use crate::config::BrokerConfig;
 use crate::context::now_ms;
 use crate::limits::{AutoCreateLimits, AutoCreateRefused};
 use crate::metadata_journal::{JournalSlot, MetadataChange, MetadataJournal};
-use crate::metadata_store::{MetadataError, MetadataStore, Named};
 use crate::persist::{self, Generations, Persisted, WriteBehind};
+use stellmq_metadata::{MetadataError, MetadataStore, Named};
 
 pub const AUTO_CREATE_TOPIC_KEY: &str = "TBW102";
 pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";

@@ -159,7 +159,7 @@ impl Deref for TestBroker {
 /// Removes `topic` from a stopped broker's metadata store, as if it had been deleted without
 /// its files (the broker under `store_root` must not run).
 pub fn forget_topic(store_root: &std::path::Path, topic: &str) {
-    use stellmq_broker::metadata_store::{MetadataStore, Named};
+    use stellmq_metadata::{MetadataStore, Named};
     let store = MetadataStore::open(&store_root.join("config")).expect("the metadata store opens");
     let (topics, version) = store.topics().expect("the topics load");
     assert!(topics.contains_key(topic), "{topic} is not configured");

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use serde_json::Value;
 use stellmq_client::AdminClient;
-use stellmq_remoting::protocol::body::{SubscriptionGroupConfig, TopicConfig};
+use stellmq_remoting::protocol::body::{
+    fastjson, ConsumerOffsetSerializeWrapper, SubscriptionGroupConfig, TopicConfig,
+};
 use stellmq_testkit::process::command;
 use stellmq_testkit::Stack;
 
@@ -136,5 +138,79 @@ async fn export_configs_and_metrics_of_a_cluster() {
             .is_some(),
         "{metrics}"
     );
+    stack.stop().await;
+}
+
+/// `rocksDBConfigToJson` with the name server's `-n` dropped: it reads a store, offline.
+fn offline(args: &[&str]) -> std::process::Output {
+    command("mqadmin")
+        .args(args)
+        .env_remove("NAMESRV_ADDR")
+        .output()
+        .expect("runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_brokers_metadata_store_prints_as_rocketmqs_json() {
+    let mut stack = stack().await;
+    let commit = stellmq_testkit::request(
+        stellmq_remoting::protocol::RequestCode::UPDATE_CONSUMER_OFFSET,
+        &[
+            ("consumerGroup", "export-g"),
+            ("topic", "Exported"),
+            ("queueId", "2"),
+            ("commitOffset", "0"),
+        ],
+    );
+    stack.raw().call_ok(commit).await;
+    let config = stack
+        .broker()
+        .config()
+        .store
+        .store_path_root_dir
+        .join("config");
+    let path = config.to_string_lossy().into_owned();
+
+    let busy = tokio::task::spawn_blocking({
+        let path = path.clone();
+        move || offline(&["rocksDBConfigToJson", "-p", &path, "-t", "topics"])
+    })
+    .await
+    .expect("join");
+    assert!(!busy.status.success(), "a running broker holds the store");
+    assert!(
+        String::from_utf8_lossy(&busy.stderr).contains("is the broker stopped?"),
+        "{}",
+        String::from_utf8_lossy(&busy.stderr)
+    );
+
+    stack.stop_broker().await;
+    let printed = |kind: &str| {
+        let out = offline(&["rocksDBConfigToJson", "-p", &path, "-t", kind]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let print = |kind: &str| serde_json::from_slice::<Value>(&printed(kind)).expect("JSON");
+    let topics = print("topics");
+    assert_eq!(topics["topicConfigTable"]["Exported"]["readQueueNums"], 3);
+    assert!(topics["dataVersion"]["counter"].as_i64() > Some(0));
+    let groups = print("subscriptionGroups");
+    assert_eq!(
+        groups["subscriptionGroupTable"]["export-g"]["groupName"],
+        "export-g"
+    );
+    // RocketMQ's dialect: queue ids as bare integer keys.
+    let offsets: ConsumerOffsetSerializeWrapper =
+        fastjson::decode(&printed("consumerOffsets")).expect("RocketMQ's JSON");
+    assert_eq!(
+        offsets.offset_table["Exported@export-g"].0.get(&2),
+        Some(&0)
+    );
+    let unknown = offline(&["rocksDBConfigToJson", "-p", &path, "-t", "acl"]);
+    assert!(!unknown.status.success());
     stack.stop().await;
 }

@@ -13,6 +13,7 @@ mod group;
 pub mod help;
 mod housekeeping;
 mod message;
+mod metadata_store;
 mod monitor;
 mod msg_actions;
 mod namesrv;
@@ -249,6 +250,11 @@ pub enum Command {
     AddWritePerm(namesrv::BrokerNameArg),
     #[command(name = "exportMetadata", about = "export metadata")]
     ExportMetadata(export::ExportMetadata),
+    #[command(
+        name = "rocksDBConfigToJson",
+        about = "Print a stopped broker's metadata store (topics, subscriptionGroups, consumerOffsets) as RocketMQ's JSON"
+    )]
+    RocksDbConfigToJson(metadata_store::ConfigToJson),
     #[command(name = "exportConfigs", about = "export configs")]
     ExportConfigs(export::ExportCluster),
     #[command(name = "exportMetrics", about = "export metrics")]
@@ -354,7 +360,8 @@ pub async fn run(cli: Cli) -> Result<(), ClientError> {
     result
 }
 
-/// Runs a controller command (no name server needed); any other command comes back.
+/// Runs a controller or offline command (no name server needed); any other command
+/// comes back.
 async fn run_controller_command(
     namesrv: Option<String>,
     tls: stellmq_client::ClientTlsConfig,
@@ -375,6 +382,7 @@ async fn run_controller_command(
         CleanBrokerMetadata(a) => controller::clean_broker_metadata(a).await,
         GetControllerConfig(a) => controller::get_controller_config(a).await,
         UpdateControllerConfig(a) => controller::update_controller_config(a).await,
+        RocksDbConfigToJson(a) => metadata_store::config_to_json(a),
         other => return Err(other),
     })
 }
@@ -455,8 +463,9 @@ async fn dispatch(
         | ElectMaster(_)
         | CleanBrokerMetadata(_)
         | GetControllerConfig(_)
-        | UpdateControllerConfig(_) => Err(ClientError::Invalid(
-            "controller commands are run before connecting to a name server".into(),
+        | UpdateControllerConfig(_)
+        | RocksDbConfigToJson(_) => Err(ClientError::Invalid(
+            "controller and offline commands are run before connecting to a name server".into(),
         )),
     }
 }

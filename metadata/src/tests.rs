@@ -169,3 +169,17 @@ fn an_unreadable_json_file_to_import_stops_the_start_and_imports_nothing() {
     assert!(store.topics().expect("topics").0.contains_key("Orders"));
     assert!(store.groups().expect("groups").0.contains_key("billing"));
 }
+
+#[test]
+fn an_existing_store_opens_as_it_is_and_a_missing_one_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(
+        MetadataStore::open_existing(dir.path()).is_err(),
+        "nothing there"
+    );
+    assert!(!dir.path().join(FILE_NAME).exists(), "and nothing created");
+    write(dir.path(), "topics.json", TOPICS_JSON);
+    drop(MetadataStore::open(dir.path()).expect("open"));
+    let store = MetadataStore::open_existing(&dir.path().join(FILE_NAME)).expect("the file");
+    assert!(store.topics().expect("topics").0.contains_key("Orders"));
+}

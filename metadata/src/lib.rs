@@ -1,9 +1,8 @@
-//! The broker's metadata (topics, subscription groups and consumer offsets) in one
-//! embedded transactional store, `storePathRootDir/config/metadata.redb` (issue #38).
+//! A broker's metadata (topics, subscription groups and consumer offsets) in one embedded
+//! transactional store, `storePathRootDir/config/metadata.redb` (issue #38).
 //!
-//! A change costs what it changes: the tables stay in memory, each manager queues its
-//! changed keys ([`crate::persist::WriteBehind`]), and a writer commits them in one
-//! transaction, never the whole table. RocketMQ 5 made the same move from JSON files to
+//! A change costs what it changes: the broker keeps the tables in memory, queues each
+//! changed key, and commits what is queued in one transaction, never the whole table. RocketMQ 5 made the same move from JSON files to
 //! RocksDB; StellMQ uses redb, a pure-Rust copy-on-write B-tree: ACID commits that survive
 //! a crash at any point (checksummed, one fsync per commit), a commit cost that stays flat
 //! as the table grows (about 150 us from 0 to 100,000 topics on this machine), and no C++
@@ -23,13 +22,12 @@ use parking_lot::RwLock;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use stellmq_remoting::protocol::body::{
-    ConsumerOffsetSerializeWrapper, DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper,
-    TopicConfig, TopicConfigSerializeWrapper,
+use stellmq_config::read_with_backup;
+use stellmq_protocol::body::{
+    fastjson, ConsumerOffsetSerializeWrapper, DataVersion, SubscriptionGroupConfig,
+    SubscriptionGroupWrapper, TopicConfig, TopicConfigSerializeWrapper,
 };
 use thiserror::Error;
-
-use crate::persist;
 
 /// The store's file under `storePathRootDir/config`.
 pub const FILE_NAME: &str = "metadata.redb";
@@ -133,6 +131,24 @@ impl MetadataStore {
         Ok(store)
     }
 
+    /// Opens an existing store in `config_dir` (or the store file itself) as it is: no
+    /// creation, no import (blocking). For offline tools; a running broker holds its lock.
+    pub fn open_existing(config_dir: &Path) -> Result<Self, MetadataError> {
+        let path = if config_dir.is_dir() {
+            config_dir.join(FILE_NAME)
+        } else {
+            config_dir.to_owned()
+        };
+        let db = Database::open(&path).map_err(|e| MetadataError::Open {
+            path: path.clone(),
+            source: e.into(),
+        })?;
+        Ok(Self {
+            db: RwLock::new(Some(db)),
+            path,
+        })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -175,13 +191,12 @@ impl MetadataStore {
         let import_error =
             |file: &'static str| move |source| MetadataError::Import { file, source };
         let topics: Option<TopicConfigSerializeWrapper> =
-            persist::load(&file("topics.json")).map_err(import_error("topics.json"))?;
+            load_json(&file("topics.json")).map_err(import_error("topics.json"))?;
         let groups: Option<SubscriptionGroupWrapper> =
-            persist::load(&file("subscriptionGroup.json"))
+            load_json(&file("subscriptionGroup.json"))
                 .map_err(import_error("subscriptionGroup.json"))?;
         let offsets: Option<ConsumerOffsetSerializeWrapper> =
-            persist::load(&file("consumerOffset.json"))
-                .map_err(import_error("consumerOffset.json"))?;
+            load_json(&file("consumerOffset.json")).map_err(import_error("consumerOffset.json"))?;
         let mut write = self.begin_write()?;
         let counts = (
             topics.as_ref().map_or(0, |t| t.topic_config_table.len()),
@@ -332,6 +347,18 @@ impl MetadataStore {
         write_offsets(&mut write, changes)?;
         write.commit().map_err(db_error)
     }
+}
+
+/// Loads one of RocketMQ's JSON config files (either dialect; its `.bak` when the file is
+/// unreadable); `None` when neither exists or parses.
+pub fn load_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<Option<T>> {
+    read_with_backup(path, |bytes| match fastjson::decode::<T>(bytes) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            tracing::warn!(file = %path.display(), error = %e, "cannot parse config file");
+            None
+        }
+    })
 }
 
 fn write_named<V: Serialize>(
