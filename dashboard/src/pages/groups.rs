@@ -1,5 +1,5 @@
-//! Consumer groups: every subscription group of every master, with its online consumers
-//! and how far behind it is.
+//! Consumer groups: every subscription group of every master, a page at a time (`page`,
+//! `size`), with the online consumers and lag of the groups shown.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -7,7 +7,7 @@ use axum::extract::{RawQuery, State};
 use axum::response::Html;
 use stellmq_client::AdminClient;
 
-use super::query_fields;
+use super::{query_fields, Paging};
 use crate::error::PageResult;
 use crate::html::{cell, link, Form, Page, Table};
 use crate::server::AppState;
@@ -44,11 +44,21 @@ pub async fn list(State(console): State<AppState>, RawQuery(query): RawQuery) ->
             )
             .submit("Filter"),
     );
+    let matching: Vec<_> = groups
+        .iter()
+        .filter(|(group, _)| group.contains(filter) && (with_system || !is_system_group(group)))
+        .collect();
+    let paging = Paging::from(&fields);
+    let system = if with_system { "1" } else { "" };
+    let nav = paging.nav(
+        "/groups",
+        &[("q", filter), ("system", system)],
+        matching.len(),
+    );
+    page.raw(&nav);
+    // Consumers and lag are asked for the groups shown only.
     let mut table = Table::new("groups", &["Group", "Brokers", "Online consumers", "Lag"]);
-    for (group, brokers) in &groups {
-        if !group.contains(filter) || (!with_system && is_system_group(group)) {
-            continue;
-        }
+    for (group, brokers) in paging.slice(&matching) {
         let (online, lag) = summary(&console.admin, group, brokers).await;
         table.row_html(&[
             link("/group", &[("name", group)], group),
@@ -64,6 +74,7 @@ pub async fn list(State(console): State<AppState>, RawQuery(query): RawQuery) ->
         ]);
     }
     page.raw(&table.finish());
+    page.raw(&nav);
     Ok(Html(page.finish()))
 }
 

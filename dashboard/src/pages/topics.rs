@@ -1,10 +1,10 @@
-//! Topics: every topic the name servers route, by kind, with a filter and the form that
-//! creates one.
+//! Topics: every topic the name servers route, by kind, a page at a time (`page`, `size`),
+//! with a filter and the form that creates one.
 
 use axum::extract::{RawQuery, State};
 use axum::response::Html;
 
-use super::query_fields;
+use super::{query_fields, Paging};
 use crate::error::PageResult;
 use crate::html::{cell, link, Form, Page, Table};
 use crate::server::AppState;
@@ -12,12 +12,12 @@ use crate::server::AppState;
 pub async fn list(State(console): State<AppState>, RawQuery(query): RawQuery) -> PageResult {
     let fields = query_fields(query);
     let filter = fields.get("q").unwrap_or("");
+    let paging = Paging::from(&fields);
     let mut topics = console.admin.topic_list().await?;
     topics.sort();
+    let matching: Vec<&String> = topics.iter().filter(|t| t.contains(filter)).collect();
     let mut table = Table::new("topics", &["Topic", "Kind"]);
-    let mut shown = 0;
-    for topic in topics.iter().filter(|t| t.contains(filter)) {
-        shown += 1;
+    for topic in paging.slice(&matching) {
         table.row_html(&[link("/topic", &[("name", topic)], topic), cell(kind(topic))]);
     }
     let mut page = Page::new("Topics");
@@ -28,8 +28,11 @@ pub async fn list(State(console): State<AppState>, RawQuery(query): RawQuery) ->
     );
     page.heading("Create or update a topic");
     page.raw(&create_form());
-    page.text(&format!("{shown} of {} topic(s)", topics.len()));
+    page.text(&format!("{} of {} topic(s)", matching.len(), topics.len()));
+    let nav = paging.nav("/topics", &[("q", filter)], matching.len());
+    page.raw(&nav);
     page.raw(&table.finish());
+    page.raw(&nav);
     Ok(Html(page.finish()))
 }
 

@@ -157,6 +157,43 @@ async fn a_topic_created_from_the_form_appears_in_the_route_and_takes_a_test_mes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_topic_and_group_lists_are_shown_a_page_at_a_time() {
+    let c = ConsoleStack::start().await;
+    let admin = AdminClient::new(c.stack.ns_addr()).expect("admin client");
+    for i in 0..150 {
+        let name = format!("Paged{i:03}");
+        let topic = stellmq_remoting::protocol::body::TopicConfig::with_queues(&name, 1, 1, 6);
+        admin
+            .create_topic(c.stack.addr(), &topic)
+            .await
+            .expect("topic");
+        let group = SubscriptionGroupConfig::new(format!("paged-g{i:03}"));
+        admin
+            .create_group(c.stack.addr(), &group)
+            .await
+            .expect("group");
+    }
+    admin.shutdown().await;
+    c.stack.broker().register_now().await;
+
+    let first = c.page("/topics?q=Paged").await;
+    assert!(first.contains("1-100 of 150"), "{first}");
+    assert!(first.contains("name=Paged099") && !first.contains("name=Paged100"));
+    assert!(
+        first.contains("href=\"/topics?q=Paged&amp;page=2&amp;size=100\""),
+        "{first}"
+    );
+    let second = c.page("/topics?q=Paged&page=2").await;
+    assert!(second.contains("101-150 of 150") && second.contains("name=Paged149"));
+    assert!(!second.contains("name=Paged099") && !second.contains(">next<"));
+
+    let groups = c.page("/groups?q=paged-g&size=40&page=4").await;
+    assert!(groups.contains("121-150 of 150"), "{groups}");
+    assert!(groups.contains("name=paged-g120\"") && !groups.contains("name=paged-g119\""));
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_input_is_escaped_and_bad_requests_are_answered() {
     let c = ConsoleStack::start().await;
     let hostile = "%3Cscript%3Ealert(1)%3C%2Fscript%3E";
