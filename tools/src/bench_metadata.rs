@@ -3,8 +3,8 @@
 //! Creates `--topics` topics one by one with UPDATE_AND_CREATE_TOPIC (and `--groups` groups
 //! with UPDATE_AND_CREATE_SUBSCRIPTIONGROUP), each waiting for the broker's answer, which
 //! comes once the change is durable. It prints the median and p99 of the creations within
-//! each `--window` of the table's size, then times `--sample` updates and deletions at
-//! the full size, which it removes again.
+//! each `--window` of the table's size, then times `--sample` updates, route queries
+//! (GET_ROUTEINFO_BY_TOPIC from the name server) and deletions at the full size.
 
 use std::time::{Duration, Instant};
 
@@ -83,6 +83,13 @@ pub async fn run(a: MetadataArgs) -> Result<(), ClientError> {
         updates.record(begin.elapsed());
     }
     crate::outln!("update at {} topics: {}", a.topics, updates.summary());
+    let mut routes = Latency::default();
+    for &i in &picked {
+        let begin = Instant::now();
+        admin.topic_route(&topic(i, a.queues).topic_name).await?;
+        routes.record(begin.elapsed());
+    }
+    crate::outln!("route query at {} topics: {}", a.topics, routes.summary());
     let mut deletes = Latency::default();
     for &i in &picked {
         let begin = Instant::now();
