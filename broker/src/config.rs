@@ -196,8 +196,15 @@ properties_config! {
         default_query_max_num: i32 = "defaultQueryMaxNum" => 32,
         /// Compress registration bodies (accepted for compatibility; bodies are sent plain).
         compressed_register: bool = "compressedRegister" => false,
-        /// Register even when the name server has this data version (StellMQ always does).
+        /// Register the whole table every `registerNameServerPeriod`; off, a master asks
+        /// each name server for the version it holds (QUERY_DATA_VERSION) and registers only
+        /// where it differs (see `registration.rs`).
         force_register: bool = "forceRegister" => true,
+        /// Serve GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG a page at a time
+        /// when the request asks for pages (RocketMQ 5's paging headers).
+        enable_split_metadata: bool = "enableSplitMetadata" => true,
+        /// The most topics or groups one page holds.
+        split_metadata_size: i32 = "splitMetadataSize" => 2000,
         /// A slave corrects a consumer's offset past its queues (PULL_OFFSET_MOVED) as a
         /// master does; off (RocketMQ's default), it answers PULL_RETRY_IMMEDIATELY at the
         /// same offset and points the consumer at the master, since a slave that is behind

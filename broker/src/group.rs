@@ -178,6 +178,25 @@ impl SubscriptionGroupManager {
         self.store.groups().expect("the store reads").0
     }
 
+    pub fn data_version(&self) -> DataVersion {
+        *self.version.read()
+    }
+
+    /// One page of the table (see [`crate::paging::page`]) with the current version.
+    pub fn page(
+        &self,
+        asked_version: Option<&str>,
+        seq: Option<i32>,
+        max: usize,
+    ) -> SubscriptionGroupWrapper {
+        let data_version = *self.version.read();
+        let table = crate::paging::page(&self.table.read(), asked_version, &data_version, seq, max);
+        SubscriptionGroupWrapper {
+            data_version,
+            subscription_group_table: table,
+        }
+    }
+
     pub fn wrapper(&self) -> SubscriptionGroupWrapper {
         SubscriptionGroupWrapper {
             data_version: *self.version.read(),

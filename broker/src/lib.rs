@@ -18,6 +18,7 @@ pub mod limits;
 pub mod metadata_journal;
 pub mod metrics;
 pub mod offset;
+pub mod paging;
 mod persist;
 pub mod processor;
 pub mod registration;

@@ -169,12 +169,14 @@ impl Processors {
             }),
             topic_admin: Arc::new(TopicAdminProcessor {
                 identity: s.identity.clone(),
+                config: s.config.clone(),
                 topics: s.topics.clone(),
                 offsets: s.offsets.clone(),
                 store: s.store.clone(),
             }),
             group_admin: Arc::new(GroupAdminProcessor {
                 groups: s.groups.clone(),
+                config: s.config.clone(),
                 offsets: s.offsets.clone(),
                 is_slave: !s.is_master(),
             }),

@@ -1,13 +1,18 @@
 //! A slave copies its master's topics, subscription groups, consumer offsets and delay
-//! offsets from the master's main port every 10 s after a 3 s delay (protocol.md 9.4), so consumers that fail over
-//! to it find their topics and resume where the group was.
+//! offsets from the master's main port every 10 s after a 3 s delay (protocol.md 9.4), so
+//! consumers that fail over to it find their topics and resume where the group was.
+//!
+//! Topics and groups are copied only when the master's version differs from the slave's
+//! (changes normally reach the slave through the metadata journal first), and then a page
+//! at a time: an unchanged table of 100,000 topics costs a page of one every 10 s.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use stellmq_remoting::net::{ClientConfig, RemotingClient, RemotingError};
 use stellmq_remoting::protocol::body::{
-    fastjson, ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper,
+    fastjson, ConsumerOffsetSerializeWrapper, DataVersion, DelayOffsetSerializeWrapper,
     SubscriptionGroupWrapper, TopicConfigSerializeWrapper,
 };
 use stellmq_remoting::protocol::error::BodyError;
@@ -59,18 +64,36 @@ impl SlaveSync {
     }
 
     async fn sync_once(&self, client: &RemotingClient, master: &str) -> Result<(), SyncError> {
-        let topics: TopicConfigSerializeWrapper =
-            fetch(client, master, RequestCode::GET_ALL_TOPIC_CONFIG).await?;
-        if self.topics.replace_from_master(topics) {
-            tracing::info!(event = "SLAVE_SYNCED_TOPICS", %master, "topics copied from the master");
-        }
-        let groups: SubscriptionGroupWrapper = fetch(
+        let pages = Pages {
             client,
             master,
-            RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-        )
-        .await?;
-        self.groups.replace_from_master(groups);
+            code: RequestCode::GET_ALL_TOPIC_CONFIG,
+            names: ("topicSeq", "maxTopicNum", "totalTopicNum"),
+        };
+        if let Some((data_version, topic_config_table)) =
+            pages.copy_if_changed(self.topics.data_version()).await?
+        {
+            let topics = TopicConfigSerializeWrapper {
+                data_version,
+                topic_config_table,
+            };
+            if self.topics.replace_from_master(topics) {
+                tracing::info!(event = "SLAVE_SYNCED_TOPICS", %master, "topics copied from the master");
+            }
+        }
+        let pages = Pages {
+            code: RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            names: ("groupSeq", "maxGroupNum", "totalGroupNum"),
+            ..pages
+        };
+        if let Some((data_version, subscription_group_table)) =
+            pages.copy_if_changed(self.groups.data_version()).await?
+        {
+            self.groups.replace_from_master(SubscriptionGroupWrapper {
+                data_version,
+                subscription_group_table,
+            });
+        }
         let offsets: ConsumerOffsetSerializeWrapper =
             fetch(client, master, RequestCode::GET_ALL_CONSUMER_OFFSET).await?;
         self.offsets.replace_from_master(offsets);
@@ -102,8 +125,112 @@ enum SyncError {
         #[source]
         source: BodyError,
     },
+    #[error("{code:?}: the master's table kept changing while it was copied")]
+    Moving { code: RequestCode },
     #[error("saving the copied offsets: {0}")]
     Persist(#[source] tokio::task::JoinError),
+}
+
+/// Entries per page a slave asks for.
+const PAGE: i32 = 2000;
+/// Times a copy starts over because the master's table changed under it.
+const RESTARTS: usize = 5;
+
+/// A table the master serves a page at a time (RocketMQ 5's `enableSplitMetadata`).
+struct Pages<'a> {
+    client: &'a RemotingClient,
+    master: &'a str,
+    code: RequestCode,
+    /// The header names of the position, the page size and the total.
+    names: (&'static str, &'static str, &'static str),
+}
+
+/// A table's version and entries (topics or groups), as the wrappers carry them.
+type Table<V> = (DataVersion, BTreeMap<String, V>);
+
+/// A page's version and entries, whatever the wrapper (`topicConfigTable` or
+/// `subscriptionGroupTable`).
+#[derive(serde::Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    bound(deserialize = "V: serde::de::DeserializeOwned")
+)]
+struct Page<V> {
+    #[serde(default)]
+    data_version: DataVersion,
+    #[serde(default, alias = "subscriptionGroupTable")]
+    topic_config_table: BTreeMap<String, V>,
+}
+
+impl Pages<'_> {
+    /// The master's table when its version is not `own`: a page of one tells the version;
+    /// then pages of [`PAGE`], from the first again whenever the version moves. A master
+    /// that does not page (no total in its answer) sends the whole table at once.
+    async fn copy_if_changed<V: serde::de::DeserializeOwned>(
+        &self,
+        own: DataVersion,
+    ) -> Result<Option<Table<V>>, SyncError> {
+        let own_json = String::from_utf8_lossy(&fastjson::encode(&own)).into_owned();
+        let (probe, total) = self.page::<V>(0, 1, &own_json).await?;
+        let Some(total) = total else {
+            return Ok(Some((probe.data_version, probe.topic_config_table)));
+        };
+        if probe.data_version == own {
+            return Ok(None);
+        }
+        let mut version = probe.data_version;
+        let mut table = BTreeMap::new();
+        let mut restarts = 0;
+        loop {
+            let version_json = String::from_utf8_lossy(&fastjson::encode(&version)).into_owned();
+            let seq = i32::try_from(table.len()).unwrap_or(i32::MAX);
+            let (page, _) = self.page::<V>(seq, PAGE, &version_json).await?;
+            if page.data_version != version {
+                restarts += 1;
+                if restarts > RESTARTS {
+                    return Err(SyncError::Moving { code: self.code });
+                }
+                version = page.data_version;
+                table.clear();
+                continue;
+            }
+            let got = page.topic_config_table.len();
+            table.extend(page.topic_config_table);
+            if got == 0 || table.len() >= usize::try_from(total).unwrap_or(0) {
+                return Ok(Some((version, table)));
+            }
+        }
+    }
+
+    async fn page<V: serde::de::DeserializeOwned>(
+        &self,
+        seq: i32,
+        max: i32,
+        version: &str,
+    ) -> Result<(Page<V>, Option<i32>), SyncError> {
+        let (seq_name, max_name, total_name) = self.names;
+        let mut fields = ExtFields::new();
+        fields.insert(seq_name, seq.to_string());
+        fields.insert(max_name, max.to_string());
+        fields.insert("dataVersion", version.to_owned());
+        let code = self.code;
+        let response = self
+            .client
+            .invoke_ok(
+                self.master,
+                RemotingCommand::request(code, fields),
+                CALL_TIMEOUT,
+            )
+            .await
+            .map_err(|source| SyncError::Call { code, source })?;
+        let total = response
+            .ext_fields
+            .get(total_name)
+            .and_then(|t| t.parse().ok());
+        let page =
+            fastjson::decode(&response.body).map_err(|source| SyncError::Body { code, source })?;
+        Ok((page, total))
+    }
 }
 
 async fn fetch<T: serde::de::DeserializeOwned>(

@@ -385,6 +385,21 @@ impl TopicConfigManager {
         with_broker_perm(data_version, table, broker_perm)
     }
 
+    /// One page of the table (see [`crate::paging::page`]) with the current version.
+    pub fn page(
+        &self,
+        asked_version: Option<&str>,
+        seq: Option<i32>,
+        max: usize,
+    ) -> TopicConfigSerializeWrapper {
+        let data_version = self.data_version();
+        let table = crate::paging::page(&self.table.read(), asked_version, &data_version, seq, max);
+        TopicConfigSerializeWrapper {
+            data_version,
+            topic_config_table: table,
+        }
+    }
+
     /// Like [`Self::wrapper`], with only `topics` (those that still exist).
     pub fn wrapper_of(
         &self,

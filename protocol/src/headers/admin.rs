@@ -205,3 +205,38 @@ command_header! {
         optional topic: String = "topic",
     }
 }
+
+command_header! {
+    /// GET_ALL_TOPIC_CONFIG (21), RocketMQ 5's paged form (`enableSplitMetadata`): the
+    /// topics from `topicSeq` in name order, at most `maxTopicNum`; from the first when
+    /// `dataVersion` is not the broker's. Without any of them, the whole table.
+    pub struct GetAllTopicConfigRequestHeader {
+        optional topic_seq: i32 = "topicSeq",
+        optional data_version: String = "dataVersion",
+        optional max_topic_num: i32 = "maxTopicNum",
+    }
+}
+
+command_header! {
+    /// Response to GET_ALL_TOPIC_CONFIG: the broker's topic count.
+    pub struct GetAllTopicConfigResponseHeader {
+        optional total_topic_num: i32 = "totalTopicNum",
+    }
+}
+
+command_header! {
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), RocketMQ 5's paged form, as
+    /// [`GetAllTopicConfigRequestHeader`] for groups.
+    pub struct GetAllSubscriptionGroupRequestHeader {
+        optional group_seq: i32 = "groupSeq",
+        optional data_version: String = "dataVersion",
+        optional max_group_num: i32 = "maxGroupNum",
+    }
+}
+
+command_header! {
+    /// Response to GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the broker's group count.
+    pub struct GetAllSubscriptionGroupResponseHeader {
+        optional total_group_num: i32 = "totalGroupNum",
+    }
+}

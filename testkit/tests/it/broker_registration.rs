@@ -137,3 +137,61 @@ async fn with_force_register_the_periodic_round_sends_the_whole_table() {
     broker.shutdown().await;
     ns.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_copies_a_changed_topic_table_a_page_at_a_time() {
+    let ns = NameServer::start().await;
+    let master = TestBroker::start(ns.addr(), |c| {
+        c.broker.split_metadata_size = 40;
+    })
+    .await;
+    let admin = AdminClient::new(ns.addr()).expect("admin");
+    for i in 0..150 {
+        let config = TopicConfig::with_queues(format!("Copied{i:03}"), 1, 1, 6);
+        admin
+            .create_topic(master.addr(), &config)
+            .await
+            .expect("created");
+    }
+    admin.shutdown().await;
+    // The slave replicates nothing (its HA address leads nowhere), so the topics can only
+    // reach it through the metadata copy, which pages by 40.
+    let slave = master
+        .start_slave(1, |c| c.broker.ha_master_address = "127.0.0.1:1".into())
+        .await;
+    let on_slave = RawClient::new(slave.addr());
+    let topic_on_slave = async |topic: &str| {
+        let get = request(RequestCode::GET_TOPIC_CONFIG, &[("topic", topic)]);
+        on_slave.call(get).await.code == 0
+    };
+    eventually("the slave has every topic", async || {
+        topic_on_slave("Copied000").await && topic_on_slave("Copied149").await
+    })
+    .await;
+    let all = on_slave
+        .call_ok(request(RequestCode::GET_ALL_TOPIC_CONFIG, &[]))
+        .await;
+    let total: usize = all
+        .ext_fields
+        .get("totalTopicNum")
+        .and_then(|t| t.parse().ok())
+        .expect("total");
+    let on_master = RawClient::new(master.addr());
+    let master_all = on_master
+        .call_ok(request(RequestCode::GET_ALL_TOPIC_CONFIG, &[]))
+        .await;
+    let master_total: usize = master_all
+        .ext_fields
+        .get("totalTopicNum")
+        .and_then(|t| t.parse().ok())
+        .expect("total");
+    assert_eq!(
+        total, master_total,
+        "the slave holds the master's whole table"
+    );
+    on_slave.shutdown().await;
+    on_master.shutdown().await;
+    slave.shutdown().await;
+    master.shutdown().await;
+    ns.shutdown().await;
+}

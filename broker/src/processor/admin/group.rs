@@ -6,7 +6,8 @@ use std::sync::Arc;
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{fastjson, SubscriptionGroupConfig};
 use stellmq_remoting::protocol::headers::{
-    DeleteSubscriptionGroupRequestHeader, GetSubscriptionGroupConfigRequestHeader,
+    CommandHeader, DeleteSubscriptionGroupRequestHeader, GetAllSubscriptionGroupRequestHeader,
+    GetAllSubscriptionGroupResponseHeader, GetSubscriptionGroupConfigRequestHeader,
 };
 use stellmq_remoting::protocol::names::NameKind;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -18,6 +19,8 @@ use crate::processor::{guard, header};
 
 pub struct GroupAdminProcessor {
     pub groups: Arc<SubscriptionGroupManager>,
+    /// Read for the paging settings of GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
+    pub config: Arc<parking_lot::RwLock<crate::config::BrokerConfig>>,
     pub offsets: Arc<ConsumerOffsetManager>,
     /// Slaves take their groups from the master.
     pub is_slave: bool,
@@ -85,12 +88,30 @@ impl GroupAdminProcessor {
         }
     }
 
-    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (also what slaves copy).
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (also what slaves copy): the whole table, or a page
+    /// of it when the request asks for one (RocketMQ 5's `enableSplitMetadata`).
     pub(crate) fn all_configs(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetAllSubscriptionGroupRequestHeader = header(request)?;
+        let (split, split_size) = {
+            let c = self.config.read();
+            (c.enable_split_metadata, c.split_metadata_size)
+        };
+        let paged = h.group_seq.is_some() || h.data_version.is_some() || h.max_group_num.is_some();
+        let wrapper = if split && paged {
+            let max = crate::paging::page_size(h.max_group_num, split_size);
+            self.groups
+                .page(h.data_version.as_deref(), h.group_seq, max)
+        } else {
+            self.groups.wrapper()
+        };
+        let total = GetAllSubscriptionGroupResponseHeader {
+            total_group_num: Some(i32::try_from(self.groups.len()).unwrap_or(i32::MAX)),
+        };
         Ok(Some(
             request
                 .success_to()
-                .with_body(fastjson::encode(&self.groups.wrapper())),
+                .with_ext_fields(total.to_ext_fields())
+                .with_body(fastjson::encode(&wrapper)),
         ))
     }
 }

@@ -9,7 +9,8 @@ use stellmq_remoting::protocol::body::{
     TopicStatsTable,
 };
 use stellmq_remoting::protocol::headers::{
-    CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicConfigRequestHeader,
+    CommandHeader, CreateTopicRequestHeader, DeleteTopicRequestHeader,
+    GetAllTopicConfigRequestHeader, GetAllTopicConfigResponseHeader, GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
 };
 use stellmq_remoting::protocol::names::NameKind;
@@ -24,6 +25,8 @@ use crate::topic::{CreateTopicError, TopicConfigManager};
 
 pub struct TopicAdminProcessor {
     pub identity: Arc<BrokerIdentity>,
+    /// Read for the paging settings of GET_ALL_TOPIC_CONFIG.
+    pub config: Arc<parking_lot::RwLock<crate::config::BrokerConfig>>,
     pub topics: Arc<TopicConfigManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
     pub store: Arc<MessageStore>,
@@ -160,12 +163,30 @@ impl TopicAdminProcessor {
         }
     }
 
-    /// GET_ALL_TOPIC_CONFIG (also what slaves copy).
+    /// GET_ALL_TOPIC_CONFIG (also what slaves copy): the whole table, or a page of it when
+    /// the request asks for one (RocketMQ 5's `enableSplitMetadata`).
     pub(crate) fn all_configs(&self, request: &RemotingCommand) -> ProcessResult {
+        let h: GetAllTopicConfigRequestHeader = header(request)?;
+        let (split, split_size) = {
+            let c = self.config.read();
+            (c.enable_split_metadata, c.split_metadata_size)
+        };
+        let paged = h.topic_seq.is_some() || h.data_version.is_some() || h.max_topic_num.is_some();
+        let wrapper = if split && paged {
+            let max = crate::paging::page_size(h.max_topic_num, split_size);
+            self.topics
+                .page(h.data_version.as_deref(), h.topic_seq, max)
+        } else {
+            self.topics.wrapper(None)
+        };
+        let total = GetAllTopicConfigResponseHeader {
+            total_topic_num: Some(i32::try_from(self.topics.len()).unwrap_or(i32::MAX)),
+        };
         Ok(Some(
             request
                 .success_to()
-                .with_body(fastjson::encode(&self.topics.wrapper(None))),
+                .with_ext_fields(total.to_ext_fields())
+                .with_body(fastjson::encode(&wrapper)),
         ))
     }
 

@@ -158,3 +158,57 @@ async fn all_configs_and_stats_show_a_topic_until_it_is_deleted() {
     let missing = broker.call(stats("Admin")).await;
     assert_eq!(missing.code, ResponseCode::TOPIC_NOT_EXIST.as_i32());
 }
+
+fn all_topics(seq: Option<i32>, max: Option<i32>, version: Option<&str>) -> RemotingCommand {
+    let header = stellmq_remoting::protocol::headers::GetAllTopicConfigRequestHeader {
+        topic_seq: seq,
+        data_version: version.map(str::to_owned),
+        max_topic_num: max,
+    };
+    RemotingCommand::request(RequestCode::GET_ALL_TOPIC_CONFIG, header.to_ext_fields())
+}
+
+fn names_and_total(response: &RemotingCommand) -> (Vec<String>, usize) {
+    assert_success(response);
+    let body: TopicConfigSerializeWrapper = fastjson::decode(&response.body).expect("a wrapper");
+    let total = response.ext_fields.get("totalTopicNum").expect("the total");
+    (
+        body.topic_config_table.into_keys().collect(),
+        total.parse().expect("a number"),
+    )
+}
+
+#[tokio::test]
+async fn the_topic_table_is_served_whole_or_a_page_at_a_time_in_name_order() {
+    let broker = Fixture::start().await;
+    for topic in ["PageE", "PageA", "PageC", "PageD", "PageB"] {
+        assert_success(&broker.call(create(topic, 1)).await);
+    }
+    let (all, total) = names_and_total(&broker.call(all_topics(None, None, None)).await);
+    assert_eq!(all.len(), total, "without paging headers: everything");
+
+    let version = fastjson::encode(&broker.state.topics.data_version());
+    let version = std::str::from_utf8(&version).expect("utf8");
+    let (first, _) = names_and_total(
+        &broker
+            .call(all_topics(Some(0), Some(2), Some(version)))
+            .await,
+    );
+    let start = all.iter().position(|t| t == "PageA").expect("PageA") as i32;
+    let (page, total_again) = names_and_total(
+        &broker
+            .call(all_topics(Some(start), Some(2), Some(version)))
+            .await,
+    );
+    assert_eq!(page, ["PageA", "PageB"]);
+    assert_eq!(total_again, total);
+    assert_eq!(first, all[..2]);
+
+    // A stale version starts over from the first entry.
+    let (stale, _) = names_and_total(
+        &broker
+            .call(all_topics(Some(start), Some(2), Some("{\"counter\":0}")))
+            .await,
+    );
+    assert_eq!(stale, all[..2]);
+}
