@@ -926,4 +926,17 @@ mod tests {
             .expect("a vanished directory is not an error");
         assert!(store.dir_syncs.pending().is_empty());
     }
+
+    #[test]
+    fn a_burst_of_new_queues_is_synced_in_one_pass() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = ConsumeQueueStore::load(dir.path(), FILE, 0..i64::MAX).expect("load");
+        store.sync_new_dirs().expect("sync");
+        for queue in 0..100 {
+            put_all(&store.find_or_create("Burst", queue).expect("queue"), 0..1);
+        }
+        assert!(store.dir_syncs.pending().len() > 100);
+        store.sync_new_dirs().expect("one syncfs");
+        assert!(store.dir_syncs.pending().is_empty());
+    }
 }

@@ -126,9 +126,14 @@ impl PendingDirSyncs {
     }
 
     /// Syncs every noted directory (one deleted since, with its queue or topic, needs
-    /// none); on a failure the ones not synced stay noted.
+    /// none); on a failure the ones not synced stay noted. Past [`SYNCFS_BEYOND`] of them,
+    /// one `syncfs` of their file system does it in one call (a burst of new queues noted
+    /// thousands).
     pub fn sync_all(&self) -> Result<(), StoreError> {
         let dirs = std::mem::take(&mut *self.0.lock());
+        if dirs.len() > SYNCFS_BEYOND && sync_file_system_of(&dirs) {
+            return Ok(());
+        }
         let mut left = dirs.into_iter();
         while let Some(dir) = left.next() {
             match std::fs::File::open(&dir).and_then(|d| d.sync_all()) {
@@ -143,6 +148,24 @@ impl PendingDirSyncs {
             }
         }
         Ok(())
+    }
+}
+
+/// Noted directories beyond which [`PendingDirSyncs::sync_all`] syncs their file system.
+const SYNCFS_BEYOND: usize = 64;
+
+/// `syncfs` of the file system holding the first of `dirs` that still exists (they are
+/// all under one store root); false when none exists or the call failed.
+fn sync_file_system_of(dirs: &std::collections::BTreeSet<PathBuf>) -> bool {
+    let Some(dir) = dirs.iter().find_map(|d| std::fs::File::open(d).ok()) else {
+        return false;
+    };
+    match rustix::fs::syncfs(&dir) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "syncfs failed; syncing the directories one by one");
+            false
+        }
     }
 }
 
