@@ -19,28 +19,57 @@ async fn routed(ns: &RawClient, topic: &str) -> bool {
     ns.route(topic).await.is_ok()
 }
 
+/// A name server behind a tap, and a master of [`TABLE`] topics registered there.
+struct Registered {
+    ns: NameServer,
+    tap: TcpTap,
+    broker: TestBroker,
+    admin: AdminClient,
+    /// A client of the name server.
+    names: RawClient,
+}
+
+impl Registered {
+    async fn start(force_register: bool) -> Self {
+        let ns = NameServer::start().await;
+        let tap = TcpTap::start(ns.addr()).await;
+        let broker = TestBroker::start(tap.addr(), |c| {
+            c.broker.force_register = force_register;
+        })
+        .await;
+        let admin = AdminClient::new(ns.addr()).expect("admin");
+        for i in 0..TABLE {
+            let config = TopicConfig::with_queues(format!("Table{i:03}"), 4, 4, 6);
+            admin
+                .create_topic(broker.addr(), &config)
+                .await
+                .expect("created");
+        }
+        let names = RawClient::new(ns.addr());
+        let last = format!("Table{:03}", TABLE - 1);
+        eventually("the table is registered", async || {
+            routed(&names, &last).await
+        })
+        .await;
+        Self {
+            ns,
+            tap,
+            broker,
+            admin,
+            names,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_master_registers_changed_topics_alone_and_an_unchanged_table_not_at_all() {
-    let ns = NameServer::start().await;
-    let tap = TcpTap::start(ns.addr()).await;
-    let broker = TestBroker::start(tap.addr(), |c| {
-        c.broker.force_register = false;
-    })
-    .await;
-    let admin = AdminClient::new(ns.addr()).expect("admin");
-    for i in 0..TABLE {
-        let config = TopicConfig::with_queues(format!("Table{i:03}"), 4, 4, 6);
-        admin
-            .create_topic(broker.addr(), &config)
-            .await
-            .expect("created");
-    }
-    let names = RawClient::new(ns.addr());
-    let last = format!("Table{:03}", TABLE - 1);
-    eventually("the table is registered", async || {
-        routed(&names, &last).await
-    })
-    .await;
+    let Registered {
+        ns,
+        tap,
+        broker,
+        admin,
+        names,
+    } = Registered::start(false).await;
     let before_full = sent(&tap);
     assert_eq!(broker.handle().register_now().await, 1);
     let full = sent(&tap) - before_full;
@@ -108,23 +137,13 @@ async fn a_master_registers_changed_topics_alone_and_an_unchanged_table_not_at_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_force_register_the_periodic_round_sends_the_whole_table() {
-    let ns = NameServer::start().await;
-    let tap = TcpTap::start(ns.addr()).await;
-    let broker = TestBroker::start(tap.addr(), |_| {}).await;
-    let admin = AdminClient::new(ns.addr()).expect("admin");
-    for i in 0..TABLE {
-        let config = TopicConfig::with_queues(format!("Table{i:03}"), 4, 4, 6);
-        admin
-            .create_topic(broker.addr(), &config)
-            .await
-            .expect("created");
-    }
-    let names = RawClient::new(ns.addr());
-    let last = format!("Table{:03}", TABLE - 1);
-    eventually("the table is registered", async || {
-        routed(&names, &last).await
-    })
-    .await;
+    let Registered {
+        ns,
+        tap,
+        broker,
+        admin,
+        names,
+    } = Registered::start(true).await;
     let before = sent(&tap);
     assert_eq!(broker.handle().register_round().await, 1);
     let round = sent(&tap) - before;
