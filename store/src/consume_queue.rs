@@ -119,6 +119,10 @@ fn monotonic_ms() -> i64 {
     START.get_or_init(Instant::now).elapsed().as_millis() as i64
 }
 
+/// [`monotonic_ms`] as of the flush service's last pass (about every second): what a use
+/// notes, so appends and reads read no clock and write the use only once per pass.
+static COARSE_NOW_MS: AtomicI64 = AtomicI64::new(0);
+
 impl ConsumeQueue {
     fn open(
         dir: &Path,
@@ -154,7 +158,10 @@ impl ConsumeQueue {
 
     /// The queue's files, reopened if it was closed; notes the use.
     fn segments(&self) -> Result<Arc<SegmentQueue>, StoreError> {
-        self.last_used.store(monotonic_ms(), Ordering::Relaxed);
+        let now = COARSE_NOW_MS.load(Ordering::Relaxed);
+        if now > self.last_used.load(Ordering::Relaxed) {
+            self.last_used.store(now, Ordering::Relaxed);
+        }
         if let State::Open(segments) = &*self.state.read() {
             return Ok(segments.clone());
         }
@@ -628,6 +635,11 @@ impl ConsumeQueueStore {
         Ok(by_id.entry(queue_id).or_insert(cq).clone())
     }
 
+    /// Moves the clock uses are noted with (the flush service, every pass).
+    pub fn tick(&self) {
+        COARSE_NOW_MS.fetch_max(monotonic_ms(), Ordering::Relaxed);
+    }
+
     /// Makes the directory entries of the queues and files created so far durable (the
     /// flush service calls it before each checkpoint).
     pub fn sync_new_dirs(&self) -> Result<(), StoreError> {
@@ -639,6 +651,7 @@ impl ConsumeQueueStore {
     /// Idle queues are flushed first (a flush failure keeps the queue open: the flush
     /// service reports it).
     pub fn close_idle(&self, idle: Duration) -> usize {
+        self.tick();
         self.all()
             .iter()
             .filter(|cq| cq.is_idle(idle) && cq.flush().is_ok() && cq.close_if_idle(idle))

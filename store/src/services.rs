@@ -239,6 +239,7 @@ fn consume_queue_flush_loop(inner: &Inner) {
     let mut last_thorough = Instant::now();
     while !stopping(inner) {
         inner.sleep(interval);
+        inner.queues.tick();
         let due = last_thorough.elapsed() >= thorough;
         let flushed = flush_queues_and_checkpoint(inner, if due { 1 } else { least });
         if due {
