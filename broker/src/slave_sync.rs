@@ -178,6 +178,11 @@ impl Pages<'_> {
         if probe.data_version == own {
             return Ok(None);
         }
+        let total = usize::try_from(total).unwrap_or(0);
+        if probe.topic_config_table.len() >= total {
+            // A master that does not split (`enableSplitMetadata=false`) sent it all.
+            return Ok(Some((probe.data_version, probe.topic_config_table)));
+        }
         let mut version = probe.data_version;
         let mut table = BTreeMap::new();
         let mut restarts = 0;
@@ -194,9 +199,11 @@ impl Pages<'_> {
                 table.clear();
                 continue;
             }
-            let got = page.topic_config_table.len();
+            let before = table.len();
             table.extend(page.topic_config_table);
-            if got == 0 || table.len() >= usize::try_from(total).unwrap_or(0) {
+            // A page that adds nothing (past the end, or a master that ignores the
+            // position) ends the copy instead of asking again forever.
+            if table.len() == before || table.len() >= total {
                 return Ok(Some((version, table)));
             }
         }

@@ -658,10 +658,15 @@ impl ConsumeQueueStore {
             .count()
     }
 
+    /// Queues whose files are open (mapped).
+    pub fn open_queues(&self) -> usize {
+        self.open_queues.load(Ordering::Acquire)
+    }
+
     /// Queues whose files are open (mapped), and all queues.
     pub fn open_count(&self) -> (usize, usize) {
         let all = self.queues.read().values().map(HashMap::len).sum();
-        (self.open_queues.load(Ordering::Acquire), all)
+        (self.open_queues(), all)
     }
 
     /// Next logical offset of a queue (0 if it does not exist).

@@ -247,7 +247,7 @@ fn consume_queue_flush_loop(inner: &Inner) {
             if flushed {
                 close_idle_queues(inner, thorough);
             }
-        } else if flushed && inner.queues.open_count().0 > MAX_OPEN_QUEUES {
+        } else if flushed && inner.queues.open_queues() > MAX_OPEN_QUEUES {
             close_idle_queues(inner, BUSY_IDLE);
         }
     }
