@@ -28,6 +28,7 @@ mod routes;
 pub mod runtime;
 pub mod schedule;
 mod server;
+pub mod settings;
 pub mod slave_sync;
 mod state;
 pub mod stats;

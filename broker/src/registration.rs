@@ -24,15 +24,15 @@ use stellmq_remoting::protocol::headers::{
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::BrokerConfig;
 use crate::context::BrokerIdentity;
 use crate::ha::HaSlave;
+use crate::settings::LiveConfig;
 use crate::topic::TopicConfigManager;
 
 pub struct Registrar {
     client: RemotingClient,
     identity: Arc<BrokerIdentity>,
-    config: Arc<RwLock<BrokerConfig>>,
+    config: Arc<LiveConfig>,
     topics: Arc<TopicConfigManager>,
     /// On a slave: told the master's HA address each name server reports.
     ha_slave: Option<Arc<HaSlave>>,
@@ -59,7 +59,7 @@ impl Registrar {
     pub fn new(
         client: ClientConfig,
         identity: Arc<BrokerIdentity>,
-        config: Arc<RwLock<BrokerConfig>>,
+        config: Arc<LiveConfig>,
         topics: Arc<TopicConfigManager>,
         ha_slave: Option<Arc<HaSlave>>,
     ) -> Self {

@@ -26,7 +26,7 @@ pub fn master(s: &BrokerState, bc: &BrokerConfig, restore_pop: bool) -> ServiceS
     let persist_every = Duration::from_millis(bc.flush_delay_offset_interval);
     let schedule = s.schedule.clone();
     let timers = s.timers.clone();
-    let pop = s.pop.clone();
+    let pop = s.consumption.pop.clone();
     let revive_interval = Duration::from_millis(bc.revive_interval.max(10));
     let check = Arc::new(TransactionCheckService::new(
         s.identity.clone(),

@@ -111,7 +111,7 @@ impl Processors {
         let bc = s.config.read().clone();
         let send = SendProcessor::new(
             s.identity.clone(),
-            s.config.clone(),
+            s.config.send(),
             s.store.clone(),
             s.topics.clone(),
             s.groups.clone(),
@@ -130,22 +130,22 @@ impl Processors {
                 resolved: s.resolved_transactions.clone(),
             }),
             pull: Arc::new(PullProcessor {
-                hold: s.hold.clone(),
+                hold: s.consumption.hold.clone(),
             }),
             pop: Arc::new(PopProcessor {
-                core: s.pop.clone(),
-                hold: s.pop_hold.clone(),
+                core: s.consumption.pop.clone(),
+                hold: s.consumption.pop_hold.clone(),
             }),
             peek: Arc::new(PeekProcessor {
-                core: s.pop.clone(),
-                hold: s.pop_hold.clone(),
+                core: s.consumption.pop.clone(),
+                hold: s.consumption.pop_hold.clone(),
             }),
             ack: Arc::new(AckProcessor {
-                core: s.pop.clone(),
-                hold: s.pop_hold.clone(),
+                core: s.consumption.pop.clone(),
+                hold: s.consumption.pop_hold.clone(),
             }),
             change_invisible: Arc::new(ChangeInvisibleProcessor {
-                core: s.pop.clone(),
+                core: s.consumption.pop.clone(),
             }),
             query: Arc::new(QueryProcessor {
                 store: s.store.clone(),
@@ -190,10 +190,10 @@ impl Processors {
             }),
             epoch_admin: Arc::new(EpochAdminProcessor {
                 identity: s.identity.clone(),
-                roles: s.roles.clone(),
+                roles: s.replication.roles.clone(),
             }),
             role_notice: Arc::new(RoleNoticeProcessor {
-                notices: s.role_notices.clone(),
+                notices: s.replication.role_notices.clone(),
             }),
             stats_admin: Arc::new(StatsAdminProcessor {
                 store: s.store.clone(),
@@ -201,8 +201,8 @@ impl Processors {
                 producers: s.producers.clone(),
                 started: Instant::now(),
                 boot_timestamp: now_ms(),
-                ha_master: s.ha_master.clone(),
-                ha_slave: s.ha_slave.clone(),
+                ha_master: s.replication.ha_master.clone(),
+                ha_slave: s.replication.ha_slave.clone(),
                 traffic: s.traffic.clone(),
                 runtime: s.runtime.clone(),
             }),

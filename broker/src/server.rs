@@ -110,12 +110,12 @@ impl BrokerHandle {
 
     /// A master's replication service (connected slaves, acknowledged offsets).
     pub fn ha_master(&self) -> Option<&Arc<HaMaster>> {
-        self.state.ha_master.as_ref()
+        self.state.replication.ha_master.as_ref()
     }
 
     /// A slave's replication from its master.
     pub fn ha_slave(&self) -> Option<&Arc<HaSlave>> {
-        self.state.ha_slave.as_ref()
+        self.state.replication.ha_slave.as_ref()
     }
 
     /// Controller mode: the role switcher the controller client loop drives
@@ -131,12 +131,12 @@ impl BrokerHandle {
 
     /// Long-polling pulls currently parked.
     pub fn parked_pulls(&self) -> usize {
-        self.state.hold.parked_count()
+        self.state.consumption.hold.parked_count()
     }
 
     /// POPs and notifications currently held (long polling).
     pub fn parked_pops(&self) -> usize {
-        self.state.pop_hold.parked_count()
+        self.state.consumption.pop_hold.parked_count()
     }
 
     /// Registers the whole table with the name servers now.
@@ -189,7 +189,13 @@ impl BrokerHandle {
         );
         let s = self.state;
         let (offsets, schedule, topics, groups, metadata, store, pop) = (
-            s.offsets, s.schedule, s.topics, s.groups, s.metadata, s.store, s.pop,
+            s.offsets,
+            s.schedule,
+            s.topics,
+            s.groups,
+            s.metadata,
+            s.store,
+            s.consumption.pop,
         );
         let _ = tokio::task::spawn_blocking(move || {
             offsets.persist();
@@ -284,7 +290,11 @@ pub async fn start(mut config: BrokerStartConfig) -> Result<BrokerHandle, Broker
         state.config.clone(),
         state.topics.clone(),
         // In controller mode the controller names the master, not the name servers.
-        state.ha_slave.clone().filter(|_| state.epochs.is_none()),
+        state
+            .replication
+            .ha_slave
+            .clone()
+            .filter(|_| state.replication.epochs.is_none()),
     ));
     let roles = role_switcher(&state, &registrar, &bc, &outbound);
     registrar.register_initially().await;
@@ -337,10 +347,10 @@ fn spawn_services(
         tokio::spawn(registrar.clone().run(stop.clone())),
         tokio::spawn(s.traffic.clone().run(stop.clone())),
         tokio::spawn(s.runtime.clone().run(s.store.clone(), stop.clone())),
-        tokio::spawn(s.hold.clone().run(stop.clone())),
-        tokio::spawn(s.pop_hold.clone().run(stop.clone())),
+        tokio::spawn(s.consumption.hold.clone().run(stop.clone())),
+        tokio::spawn(s.consumption.pop_hold.clone().run(stop.clone())),
         tokio::spawn(persist_orders(
-            s.pop.clone(),
+            s.consumption.pop.clone(),
             Duration::from_millis(bc.flush_consumer_offset_interval.max(100)),
             stop.clone(),
         )),
@@ -368,7 +378,7 @@ fn spawn_services(
         // The role switcher starts the services of the role the controller gives.
         return tasks;
     }
-    if s.ha_slave.is_some() {
+    if s.replication.ha_slave.is_some() {
         tasks.extend((crate::role_services::slave(s, registrar, outbound))(
             stop.clone(),
         ));
@@ -401,7 +411,7 @@ fn start_controller_loop(
         LoopSettings::from_config(bc),
     )?;
     let (sender, notices) = notice_channel();
-    let _ = state.role_notices.set(sender);
+    let _ = state.replication.role_notices.set(sender);
     Ok(tokio::spawn(manager.run(notices, state.stop.clone())))
 }
 
@@ -413,9 +423,9 @@ fn role_switcher(
     outbound: &ClientConfig,
 ) -> Option<Arc<RoleSwitcher>> {
     let (epochs, ha_master, ha_slave) = (
-        state.epochs.clone()?,
-        state.ha_master.clone()?,
-        state.ha_slave.clone()?,
+        state.replication.epochs.clone()?,
+        state.replication.ha_master.clone()?,
+        state.replication.ha_slave.clone()?,
     );
     let parts = SwitchParts {
         role: state.identity.role.clone(),
@@ -431,14 +441,14 @@ fn role_switcher(
         stop: state.stop.clone(),
     };
     let roles = Arc::new(RoleSwitcher::new(parts, bc.broker_id));
-    let _ = state.roles.set(roles.clone());
+    let _ = state.replication.roles.set(roles.clone());
     Some(roles)
 }
 
 /// Creates the revive log topic and rebuilds the POP checkpoints from it (a master's, before
 /// it serves).
 pub(crate) async fn restore_pop(state: &BrokerState) -> Result<(), BrokerError> {
-    let pop = state.pop.clone();
+    let pop = state.consumption.pop.clone();
     pop.ensure_revive_topic();
     let replayed =
         tokio::task::spawn_blocking(move || pop.load_orders().map(|()| revive::replay(&pop)))
@@ -503,7 +513,7 @@ async fn persist_orders(
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        let has_batches = !pop.orders.is_empty();
+        let has_batches = pop.has_orderly_batches();
         if !has_batches && !had_batches {
             continue;
         }

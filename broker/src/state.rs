@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
 use stellmq_acl::{AccessValidator, AclSource};
 use stellmq_store::{MessageStore, StoreOptions};
 use tokio::net::TcpListener;
@@ -22,11 +21,12 @@ use crate::metadata_journal::{JournalApplier, MetadataJournal};
 use crate::offset::ConsumerOffsetManager;
 use crate::persist::config_path;
 use crate::processor::pop::hold::Arrivals;
-use crate::processor::pop::{PopCore, PopHoldService};
+use crate::processor::pop::{PopCore, PopHoldService, PopParts};
 use crate::processor::pull::{HoldLimits, PullCore, PullHoldService};
 use crate::replicas::role::RuntimeRole;
 use crate::schedule::ScheduleMessageService;
 use crate::server::BrokerError;
+use crate::settings::LiveConfig;
 use crate::stats::BrokerStats;
 use crate::timer::TimerService;
 use crate::topic::TopicConfigManager;
@@ -44,7 +44,8 @@ const HA_RECONNECT: Duration = Duration::from_secs(1);
 pub struct BrokerState {
     /// The configuration as started (runtime updates go to `config`).
     pub start: BrokerStartConfig,
-    pub config: Arc<RwLock<BrokerConfig>>,
+    /// The configuration in force, and the settings of send, pull and POP derived from it.
+    pub config: Arc<LiveConfig>,
     pub identity: Arc<BrokerIdentity>,
     pub store: Arc<MessageStore>,
     pub delay_levels: usize,
@@ -60,15 +61,30 @@ pub struct BrokerState {
     pub traffic: Arc<BrokerStats>,
     /// TPS windows and daily totals for runtime info.
     pub runtime: Arc<crate::runtime::RuntimeStats>,
+    /// Pulls and POPs: their long polling, POP's checkpoints and their clock.
+    pub consumption: Consumption,
+    pub writer: Arc<MessageWriter>,
+    pub resolved_transactions: Arc<Resolved>,
+    /// Master-slave replication and, in controller mode, roles and epochs.
+    pub replication: Replication,
+    /// The plain ACL when aclEnable is on.
+    pub acl: Option<Arc<AccessValidator>>,
+    pub stop: CancellationToken,
+}
+
+/// How messages leave the broker: pulls and POPs, each with its long polling.
+pub struct Consumption {
     pub hold: Arc<PullHoldService>,
-    /// POP consumption: checkpoints, orderly batches, and its long polling.
+    /// POP consumption: checkpoints, orderly batches and the revive log.
     pub pop: Arc<PopCore>,
+    pub pop_hold: Arc<PopHoldService>,
     /// The clock of POP invisible times and revive and of long-poll deadlines (tests move
     /// it forward).
     pub clock: Arc<crate::context::Clock>,
-    pub pop_hold: Arc<PopHoldService>,
-    pub writer: Arc<MessageWriter>,
-    pub resolved_transactions: Arc<Resolved>,
+}
+
+/// A broker's replicas: the HA sides it serves and, in controller mode, its epochs and role.
+pub struct Replication {
     pub ha_master: Option<Arc<HaMaster>>,
     pub ha_slave: Option<Arc<HaSlave>>,
     /// Controller mode: the epoch file (`<storePathRootDir>/epochFileCheckpoint`).
@@ -77,9 +93,6 @@ pub struct BrokerState {
     pub roles: Arc<std::sync::OnceLock<Arc<crate::replicas::RoleSwitcher>>>,
     /// Controller mode: where NOTIFY_BROKER_ROLE_CHANGED goes (the controller client loop).
     pub role_notices: Arc<std::sync::OnceLock<crate::replicas::manager::NoticeSender>>,
-    /// The plain ACL when aclEnable is on.
-    pub acl: Option<Arc<AccessValidator>>,
-    pub stop: CancellationToken,
 }
 
 /// The sockets a broker serves on, bound before anything else so that port 0 works.
@@ -243,14 +256,14 @@ impl BrokerState {
             None => writer,
         });
         journal_metadata(&store, &writer, &identity, &tables, ha_slave.as_ref());
-        let config_lock = Arc::new(RwLock::new(bc.clone()));
+        let config_lock = Arc::new(LiveConfig::new(bc.clone()));
         let consumers = Arc::new(ConsumerManager::default());
         let traffic = Arc::new(BrokerStats::default());
         let clock = Arc::new(crate::context::Clock::default());
         let hold = PullHoldService::new(
             Arc::new(PullCore {
                 identity: identity.clone(),
-                config: config_lock.clone(),
+                settings: config_lock.pull(),
                 store: store.clone(),
                 topics: tables.topics.clone(),
                 groups: tables.groups.clone(),
@@ -268,15 +281,18 @@ impl BrokerState {
             tokio::runtime::Handle::current(),
         );
         let pop = Arc::new(PopCore::new(
-            identity.clone(),
-            config_lock.clone(),
-            store.clone(),
-            tables.topics.clone(),
-            tables.groups.clone(),
-            tables.offsets.clone(),
-            writer.clone(),
-            traffic.clone(),
-            clock.clone(),
+            PopParts {
+                identity: identity.clone(),
+                settings: config_lock.pop(),
+                store: store.clone(),
+                topics: tables.topics.clone(),
+                groups: tables.groups.clone(),
+                offsets: tables.offsets.clone(),
+                writer: writer.clone(),
+                traffic: traffic.clone(),
+                clock: clock.clone(),
+            },
+            &bc,
         ));
         let pop_hold = PopHoldService::new(&pop, tokio::runtime::Handle::current());
         store.set_arriving_listener(Arc::new(Arrivals {
@@ -299,17 +315,21 @@ impl BrokerState {
             producers: Arc::default(),
             traffic,
             runtime: Arc::default(),
-            hold,
-            pop,
-            clock,
-            pop_hold,
+            consumption: Consumption {
+                hold,
+                pop,
+                pop_hold,
+                clock,
+            },
             writer,
             resolved_transactions: Arc::default(),
-            ha_master,
-            ha_slave,
-            epochs,
-            roles: Arc::default(),
-            role_notices: Arc::default(),
+            replication: Replication {
+                ha_master,
+                ha_slave,
+                epochs,
+                roles: Arc::default(),
+                role_notices: Arc::default(),
+            },
             acl,
             stop,
         })

@@ -133,13 +133,13 @@ impl Fixture {
     /// Moves the broker's clock forward (POP invisible times and revive, long-poll
     /// deadlines of pulls and POPs).
     pub fn advance(&self, by: Duration) {
-        self.state.clock.advance(by);
+        self.state.consumption.clock.advance(by);
     }
 
     /// One pass of the revive service; the messages it put back, once they are consumable.
     pub async fn revive(&self) -> usize {
         let service = crate::processor::pop::revive::ReviveService {
-            core: self.state.pop.clone(),
+            core: self.state.consumption.pop.clone(),
             interval: Duration::from_secs(1),
         };
         let revived = service.revive_once().await;

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
 use stellmq_metrics::is_system_group;
 use stellmq_metrics::prometheus_client::collector::Collector;
 use stellmq_metrics::prometheus_client::encoding::DescriptorEncoder;
@@ -16,16 +15,16 @@ use super::encode::{counters, flag, gauges, Labels};
 use super::lag;
 use super::traffic::{MessageType, TrafficMetrics};
 use crate::clients::{ConsumerManager, ProducerManager};
-use crate::config::BrokerConfig;
 use crate::group::SubscriptionGroupManager;
 use crate::ha::{HaMaster, HaSlave};
 use crate::offset::ConsumerOffsetManager;
+use crate::settings::LiveConfig;
 use crate::topic::TopicConfigManager;
 
 /// The broker parts a scrape reads.
 pub struct BrokerCollector {
     pub traffic: Arc<TrafficMetrics>,
-    pub config: Arc<RwLock<BrokerConfig>>,
+    pub config: Arc<LiveConfig>,
     pub store: Arc<MessageStore>,
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,

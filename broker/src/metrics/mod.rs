@@ -51,8 +51,8 @@ pub async fn start(
         offsets: state.offsets.clone(),
         consumers: state.consumers.clone(),
         producers: state.producers.clone(),
-        ha_master: state.ha_master.clone(),
-        ha_slave: state.ha_slave.clone(),
+        ha_master: state.replication.ha_master.clone(),
+        ha_slave: state.replication.ha_slave.clone(),
     }));
     registry.register_collector(Box::new(rpc));
     Ok(MetricsServer::start(addr, Arc::new(registry), ServerLimits::default()).await?)

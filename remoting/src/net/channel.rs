@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
@@ -32,10 +31,11 @@ use super::pending::{PendingTable, Reply};
 use crate::protocol::command::FLAG_ONEWAY;
 use crate::protocol::{frame, RemotingCommand};
 
-/// Coalesce queued frames into one write up to this many bytes.
-const COALESCE_BYTES: usize = 256 * 1024;
-/// The read buffer grows by this much when it runs out of room.
-const READ_CHUNK: usize = 64 * 1024;
+mod read;
+mod write;
+use read::read_loop;
+use write::write_loop;
+
 /// Bytes counted for a queued frame besides its body and header fields.
 const FRAME_OVERHEAD: usize = 256;
 
@@ -553,216 +553,5 @@ impl Drop for PendingResponse {
         if !self.settled {
             self.channel.inner.pending.forget(self.opaque);
         }
-    }
-}
-
-async fn read_loop<R: AsyncRead + Unpin>(
-    channel: Channel,
-    mut reader: R,
-    handler: Arc<dyn InboundHandler>,
-    config: ChannelConfig,
-) {
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
-    let max_in_flight = config.max_in_flight_requests.max(1);
-    // One idle timer for the connection's life, moved on when it fires early (re-arming one
-    // per read cost a timer registration and two clock reads on every read).
-    let idle = tokio::time::sleep(config.idle_timeout);
-    tokio::pin!(idle);
-    let reason = loop {
-        // Too many of this peer's requests in flight: stop reading (and decoding what is
-        // buffered) until one finishes; only this connection waits.
-        if channel.in_flight_requests() >= max_in_flight {
-            let done = channel.inner.request_done.notified();
-            tokio::pin!(done);
-            done.as_mut().enable();
-            if channel.in_flight_requests() >= max_in_flight {
-                tokio::select! {
-                    _ = channel.inner.closed.cancelled() => break "closed",
-                    _ = done => {}
-                    // Requests in flight: not idle.
-                    _ = &mut idle => idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout),
-                }
-                continue;
-            }
-        }
-        match dispatch_frames(&channel, &mut buf, handler.as_ref(), &config) {
-            // Complete frames may be left in the buffer: dispatch them before reading more.
-            Ok(Dispatched::StoppedAtLimit) => continue,
-            Ok(Dispatched::All) => {}
-            Err(e) => {
-                tracing::warn!(peer = %channel.peer(), error = %e, "closing connection after a bad frame");
-                break "bad frame";
-            }
-        }
-        if buf.capacity() - buf.len() < READ_CHUNK / 8 {
-            buf.reserve(READ_CHUNK);
-        }
-        tokio::select! {
-            _ = channel.inner.closed.cancelled() => break "closed",
-            _ = channel.inner.stop_reading.cancelled() => {
-                // Graceful shutdown: stop taking requests; the owner closes us after draining.
-                channel.inner.closed.cancelled().await;
-                break "shutdown";
-            }
-            _ = &mut idle => {
-                let idle_left = config.idle_timeout.saturating_sub(channel.idle_for());
-                if idle_left.is_zero() {
-                    break "idle timeout";
-                }
-                idle.as_mut().reset(tokio::time::Instant::now() + idle_left);
-            }
-            read = reader.read_buf(&mut buf) => match read {
-                Ok(0) => break "peer closed",
-                Ok(_) => channel.touch_read(),
-                Err(e) => {
-                    tracing::debug!(peer = %channel.peer(), error = %e, "read failed");
-                    break "read error";
-                }
-            },
-        }
-    };
-    tracing::debug!(peer = %channel.peer(), reason, "connection closed");
-    channel.close();
-    // Fail every request still waiting on this connection.
-    channel.inner.pending.fail_all();
-    handler.on_close(&channel);
-}
-
-enum Dispatched {
-    /// Every complete frame in the buffer was handed on.
-    All,
-    /// The connection reached its in-flight limit first.
-    StoppedAtLimit,
-}
-
-/// Decodes and hands on the complete frames in `buf`, stopping early when the connection
-/// has as many requests in flight as it may.
-fn dispatch_frames(
-    channel: &Channel,
-    buf: &mut BytesMut,
-    handler: &dyn InboundHandler,
-    config: &ChannelConfig,
-) -> Result<Dispatched, crate::protocol::FrameError> {
-    // The frames of one read arrived together: one clock read for all of them.
-    let received_at = Instant::now();
-    loop {
-        if channel.in_flight_requests() >= config.max_in_flight_requests.max(1) {
-            return Ok(Dispatched::StoppedAtLimit);
-        }
-        let Some(command) = frame::decode(buf, config.max_frame_size)? else {
-            return Ok(Dispatched::All);
-        };
-        if command.is_response() {
-            channel.complete(command);
-        } else {
-            handler.on_request(channel.clone(), command, received_at);
-        }
-    }
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(
-    channel: Channel,
-    mut writer: W,
-    mut rx: mpsc::UnboundedReceiver<(RemotingCommand, usize)>,
-    stall_timeout: Duration,
-) {
-    let mut out = BytesMut::with_capacity(64 * 1024);
-    loop {
-        let (first, mut weight) = tokio::select! {
-            biased;
-            next = rx.recv() => match next {
-                Some(item) => item,
-                None => break,
-            },
-            _ = channel.inner.closed.cancelled() => {
-                rx.close();
-                if channel.inner.aborted.is_cancelled() {
-                    break;
-                }
-                // Flush what was already queued (e.g. final responses), then stop.
-                while let Ok((command, _)) = rx.try_recv() {
-                    frame::encode(&command, &mut out);
-                }
-                if !out.is_empty() {
-                    let _ = tokio::time::timeout(stall_timeout, async {
-                        writer.write_all(&out).await?;
-                        writer.flush().await
-                    })
-                    .await;
-                }
-                break;
-            }
-        };
-        frame::encode(&first, &mut out);
-        if rx.is_empty() && channel.more_frames_coming() {
-            // Other requests of this connection are under way: let the tasks that are ready
-            // run first, so what they queue goes out in this write. A write syscall costs
-            // more than a poll (on loopback the sender also pays the receiver's side). A
-            // lone request is written at once: yielding then only adds a park and a wake.
-            tokio::task::yield_now().await;
-        }
-        while out.len() < COALESCE_BYTES {
-            match rx.try_recv() {
-                Ok((command, w)) => {
-                    frame::encode(&command, &mut out);
-                    weight += w;
-                }
-                Err(_) => break,
-            }
-        }
-        channel
-            .inner
-            .queued_bytes
-            .fetch_sub(weight, Ordering::AcqRel);
-        channel.inner.drained.notify_waiters();
-        let written = tokio::select! {
-            r = write_with_progress(&mut writer, &out, stall_timeout) => r,
-            _ = channel.inner.aborted.cancelled() => Err(WriteError::Aborted),
-        };
-        if let Err(reason) = written {
-            tracing::debug!(peer = %channel.peer(), %reason, "write failed");
-            if matches!(reason, WriteError::Stalled(_)) {
-                tracing::warn!(peer = %channel.peer(), "peer stopped reading; closing the connection");
-            }
-            channel.close();
-            break;
-        }
-        out.clear();
-        channel.touch();
-    }
-    let _ = writer.shutdown().await;
-}
-
-/// Why a write to the socket ended the connection.
-#[derive(Debug, thiserror::Error)]
-enum WriteError {
-    #[error("no progress for {0:?}: the peer stopped reading")]
-    Stalled(Duration),
-    #[error("the socket closed")]
-    Closed,
-    #[error("aborted")]
-    Aborted,
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-
-/// Writes all of `data` and flushes it, failing when one write makes no progress for
-/// `stall_timeout`. (The flush is free on TCP; a TLS session may hold records back until it.)
-async fn write_with_progress<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    mut data: &[u8],
-    stall_timeout: Duration,
-) -> Result<(), WriteError> {
-    while !data.is_empty() {
-        match deadline::within(stall_timeout, writer.write(data)).await {
-            None => return Err(WriteError::Stalled(stall_timeout)),
-            Some(Err(e)) => return Err(e.into()),
-            Some(Ok(0)) => return Err(WriteError::Closed),
-            Some(Ok(n)) => data = data.get(n..).unwrap_or_default(),
-        }
-    }
-    match deadline::within(stall_timeout, writer.flush()).await {
-        None => Err(WriteError::Stalled(stall_timeout)),
-        Some(result) => Ok(result?),
     }
 }

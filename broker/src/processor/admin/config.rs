@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use parking_lot::RwLock;
 use stellmq_config::{format_properties, parse_config_changes};
 use stellmq_remoting::net::tls::TlsConfig;
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
@@ -10,12 +9,13 @@ use stellmq_remoting::protocol::headers::{CommandHeader, GetBrokerConfigResponse
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::MessageStoreConfig;
 
-use crate::config::{BrokerConfig, CONFIG_BLACK_LIST, SECRET_KEYS};
+use crate::config::{CONFIG_BLACK_LIST, SECRET_KEYS};
 use crate::group::SubscriptionGroupManager;
+use crate::settings::LiveConfig;
 use crate::topic::TopicConfigManager;
 
 pub struct ConfigAdminProcessor {
-    pub broker: Arc<RwLock<BrokerConfig>>,
+    pub broker: Arc<LiveConfig>,
     pub store: MessageStoreConfig,
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
@@ -61,7 +61,7 @@ impl ConfigAdminProcessor {
             .set_auto_create(updated.auto_create_topic_enable);
         self.groups
             .set_auto_create(updated.auto_create_subscription_group);
-        *self.broker.write() = updated;
+        self.broker.replace(updated);
         tracing::info!(event = "BROKER_CONFIG_UPDATED", keys = ?changes.keys().collect::<Vec<_>>(), "broker config updated");
         if permission_changed {
             self.topics.changed_all();

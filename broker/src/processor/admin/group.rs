@@ -20,7 +20,7 @@ use crate::processor::{guard, header};
 pub struct GroupAdminProcessor {
     pub groups: Arc<SubscriptionGroupManager>,
     /// Read for the paging settings of GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
-    pub config: Arc<parking_lot::RwLock<crate::config::BrokerConfig>>,
+    pub config: Arc<crate::settings::LiveConfig>,
     pub offsets: Arc<ConsumerOffsetManager>,
     /// Slaves take their groups from the master.
     pub is_slave: bool,

@@ -26,7 +26,7 @@ use crate::topic::{CreateTopicError, TopicConfigManager};
 pub struct TopicAdminProcessor {
     pub identity: Arc<BrokerIdentity>,
     /// Read for the paging settings of GET_ALL_TOPIC_CONFIG.
-    pub config: Arc<parking_lot::RwLock<crate::config::BrokerConfig>>,
+    pub config: Arc<crate::settings::LiveConfig>,
     pub topics: Arc<TopicConfigManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
     pub store: Arc<MessageStore>,

@@ -119,7 +119,7 @@ pub struct PopHoldService {
 impl PopHoldService {
     pub fn new(core: &Arc<PopCore>, runtime: tokio::runtime::Handle) -> Arc<Self> {
         let (max_total, max_per_topic) = {
-            let c = core.config.read();
+            let c = core.settings.get();
             (c.max_pop_polling_size.max(1), c.pop_polling_size.max(1))
         };
         Arc::new(Self {

@@ -192,7 +192,7 @@ pub(super) async fn run(
     if got.records.is_empty() {
         let deadline = born
             .saturating_add(h.poll_time)
-            .min(now.saturating_add(core.config.read().long_polling_max_suspend_millis as i64));
+            .min(now.saturating_add(core.settings.get().long_polling_max_suspend_millis as i64));
         if h.poll_time > 0 && now < deadline {
             return Ok(Popped::Park(Parking {
                 topic: h.topic.clone(),
@@ -286,7 +286,7 @@ fn build_filter(
         expression_type: h.exp_type.clone(),
         ..Default::default()
     };
-    let sql_enabled = core.config.read().enable_property_filter;
+    let sql_enabled = core.settings.get().enable_property_filter;
     SubscriptionFilter::new(&sub, sql_enabled, &core.selectors).map_err(|e| match e {
         FilterError::NotSupported(_) => parse_failed(e.to_string()),
         FilterError::Parse(_) => parse_failed(e.to_string()),

@@ -28,7 +28,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use stellmq_remoting::net::{ProcessorError, RequestContext};
 use stellmq_remoting::protocol::body::{perm, SubscriptionGroupConfig, TopicConfig};
 use stellmq_remoting::protocol::message::{property, Properties};
@@ -41,6 +41,7 @@ use crate::context::{BrokerIdentity, Clock};
 use crate::filter::SelectorCache;
 use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
+use crate::settings::Settings;
 use crate::stats::BrokerStats;
 use crate::topic::TopicConfigManager;
 use crate::writer::{response_code, MessageWriter};
@@ -64,54 +65,86 @@ pub fn revive_topic(cluster: &str) -> String {
     format!("{REVIVE_TOPIC_PREFIX}{cluster}")
 }
 
-/// Everything the POP processors and the revive service share.
-pub struct PopCore {
+/// The broker settings POP reads (replaced when the configuration changes).
+#[derive(Debug, Clone)]
+pub struct PopSettings {
+    pub broker_permission: i32,
+    pub enable_property_filter: bool,
+    pub long_polling_max_suspend_millis: u64,
+    /// Held POPs in all (`maxPopPollingSize`) and per topic and queue (`popPollingSize`).
+    pub max_pop_polling_size: usize,
+    pub pop_polling_size: usize,
+}
+
+impl From<&BrokerConfig> for PopSettings {
+    fn from(c: &BrokerConfig) -> Self {
+        Self {
+            broker_permission: c.broker_permission,
+            enable_property_filter: c.enable_property_filter,
+            long_polling_max_suspend_millis: c.long_polling_max_suspend_millis,
+            max_pop_polling_size: c.max_pop_polling_size,
+            pop_polling_size: c.pop_polling_size,
+        }
+    }
+}
+
+/// What POP shares with the rest of the broker.
+pub struct PopParts {
     pub identity: Arc<BrokerIdentity>,
-    pub config: Arc<RwLock<BrokerConfig>>,
+    pub settings: Settings<PopSettings>,
     pub store: Arc<MessageStore>,
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
     pub writer: Arc<MessageWriter>,
     pub traffic: Arc<BrokerStats>,
-    pub selectors: SelectorCache,
-    pub checkpoints: CheckpointTable,
-    pub orders: OrderTable,
-    pub locks: QueueLocks,
-    pub revive_topic: String,
-    pub revive_queue_num: i32,
-    ck_counter: AtomicU64,
     /// Invisible times, revive and POP long-poll deadlines run on this clock.
     pub clock: Arc<Clock>,
+}
+
+/// Everything the POP processors and the revive service share. Its parts are private to
+/// the POP module: the rest of the broker reaches POP through its processors and services.
+pub struct PopCore {
+    identity: Arc<BrokerIdentity>,
+    settings: Settings<PopSettings>,
+    store: Arc<MessageStore>,
+    topics: Arc<TopicConfigManager>,
+    groups: Arc<SubscriptionGroupManager>,
+    offsets: Arc<ConsumerOffsetManager>,
+    writer: Arc<MessageWriter>,
+    traffic: Arc<BrokerStats>,
+    clock: Arc<Clock>,
+    selectors: SelectorCache,
+    checkpoints: CheckpointTable,
+    orders: OrderTable,
+    locks: QueueLocks,
+    revive_topic: String,
+    revive_queue_num: i32,
+    ck_counter: AtomicU64,
     /// `config/consumerOrderInfo.json`: the orderly batches, saved.
     order_file: std::path::PathBuf,
 }
 
 impl PopCore {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        identity: Arc<BrokerIdentity>,
-        config: Arc<RwLock<BrokerConfig>>,
-        store: Arc<MessageStore>,
-        topics: Arc<TopicConfigManager>,
-        groups: Arc<SubscriptionGroupManager>,
-        offsets: Arc<ConsumerOffsetManager>,
-        writer: Arc<MessageWriter>,
-        traffic: Arc<BrokerStats>,
-        clock: Arc<Clock>,
-    ) -> Self {
+    /// POP over `parts`; the revive log's topic and queue count and the bound on batches in
+    /// flight come from `config` as started.
+    pub fn new(parts: PopParts, config: &BrokerConfig) -> Self {
+        let PopParts {
+            identity,
+            settings,
+            store,
+            topics,
+            groups,
+            offsets,
+            writer,
+            traffic,
+            clock,
+        } = parts;
         let order_file = crate::persist::config_path(store.root_dir(), "consumerOrderInfo.json");
-        let (revive_topic, revive_queue_num, max) = {
-            let c = config.read();
-            (
-                revive_topic(&c.broker_cluster_name),
-                c.revive_queue_num.clamp(1, 64),
-                c.pop_max_inflight_checkpoints,
-            )
-        };
+        let max = config.pop_max_inflight_checkpoints;
         Self {
             identity,
-            config,
+            settings,
             store,
             topics,
             groups,
@@ -122,12 +155,17 @@ impl PopCore {
             checkpoints: CheckpointTable::new(max),
             orders: OrderTable::new(max),
             locks: QueueLocks::default(),
-            revive_topic,
-            revive_queue_num,
+            revive_topic: revive_topic(&config.broker_cluster_name),
+            revive_queue_num: config.revive_queue_num.clamp(1, 64),
             ck_counter: AtomicU64::new(0),
             clock,
             order_file,
         }
+    }
+
+    /// Whether orderly batches are in flight (their file is then saved periodically).
+    pub fn has_orderly_batches(&self) -> bool {
+        !self.orders.is_empty()
     }
 
     /// Loads the saved orderly batches (blocking; at start).
@@ -152,7 +190,7 @@ impl PopCore {
     }
 
     fn broker_forbidden(&self, what: &str) -> Option<ProcessorError> {
-        let readable = perm::is_readable(self.config.read().broker_permission);
+        let readable = perm::is_readable(self.settings.get().broker_permission);
         if !readable {
             return Some(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,

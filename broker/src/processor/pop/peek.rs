@@ -87,7 +87,7 @@ pub(super) fn run_notification(
     let born = h.born_time.unwrap_or(now);
     let deadline = born
         .saturating_add(h.poll_time)
-        .min(now.saturating_add(core.config.read().long_polling_max_suspend_millis as i64));
+        .min(now.saturating_add(core.settings.get().long_polling_max_suspend_millis as i64));
     if !has_msg && h.poll_time > 0 && now < deadline {
         let retry_topic =
             pop_retry_topic(&h.topic, &h.consumer_group).map_err(super::guard::refusal)?;

@@ -308,7 +308,7 @@ async fn held_pop(
         channel.invoke(request, Duration::from_secs(20)).await
     });
     eventually("the POP is held", || {
-        broker.state.pop_hold.parked_count() == 1
+        broker.state.consumption.pop_hold.parked_count() == 1
     })
     .await;
     waiting
@@ -327,10 +327,10 @@ async fn a_long_polling_pop_is_answered_by_a_new_message_or_at_its_poll_time() {
 
     // Nothing comes: the held POP ends when its poll time has passed on the broker's clock.
     let waiting = held_pop(&broker, &consumer.channel).await;
-    broker.state.pop_hold.check_all();
+    broker.state.consumption.pop_hold.check_all();
     assert!(!waiting.is_finished(), "still within its poll time");
     broker.advance(Duration::from_secs(31));
-    broker.state.pop_hold.check_all();
+    broker.state.consumption.pop_hold.check_all();
     let answer = waiting.await.expect("ran").expect("answered");
     assert_eq!(answer.code, ResponseCode::POLLING_TIMEOUT.as_i32());
 }
@@ -383,4 +383,18 @@ async fn an_orderly_pop_holds_its_queue_until_the_batch_is_acked_or_its_time_is_
         ["m3"],
         "after the acked batch"
     );
+}
+
+#[tokio::test]
+async fn a_runtime_permission_change_reaches_the_next_pop() {
+    let broker = Fixture::start().await;
+    send_all(&broker, "PopPerm", &["m"]).await;
+    let update = |perm: &'static str| {
+        crate::testing::request(RequestCode::UPDATE_BROKER_CONFIG, &[]).with_body(perm.as_bytes())
+    };
+    assert_success(&broker.call(update("brokerPermission=2\n")).await);
+    let refused = broker.call(pop_request(GROUP, "PopPerm", 30_000, 0)).await;
+    assert_eq!(refused.code, ResponseCode::NO_PERMISSION.as_i32());
+    assert_success(&broker.call(update("brokerPermission=6\n")).await);
+    assert_eq!(bodies(&pop(&broker, "PopPerm", 30_000).await), ["m"]);
 }

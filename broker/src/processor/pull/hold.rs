@@ -216,7 +216,7 @@ impl PullHoldService {
     /// poll.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         let interval = {
-            let c = self.core.config.read();
+            let c = self.core.settings.get();
             if c.long_polling_enable {
                 Duration::from_millis(200)
             } else {

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
 use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
 use stellmq_remoting::protocol::body::{perm, MessageModel, SubscriptionData};
 use stellmq_remoting::protocol::headers::{
@@ -27,6 +26,7 @@ use crate::context::{BrokerIdentity, Clock};
 use crate::filter::{self, FilterError, SelectorCache, SubscriptionFilter};
 use crate::group::SubscriptionGroupManager;
 use crate::offset::ConsumerOffsetManager;
+use crate::settings::Settings;
 use crate::stats::{BrokerStats, GROUP_GET_NUMS, GROUP_GET_SIZE};
 use crate::topic::TopicConfigManager;
 use hold::{key, Parked};
@@ -35,7 +35,7 @@ pub use hold::{HoldLimits, PullHoldService, PARKED_FULL_REMARK};
 /// Everything a pull reads.
 pub struct PullCore {
     pub identity: Arc<BrokerIdentity>,
-    pub config: Arc<RwLock<BrokerConfig>>,
+    pub settings: Settings<PullSettings>,
     pub store: Arc<MessageStore>,
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
@@ -61,15 +61,16 @@ enum Pulled {
     },
 }
 
-/// The broker settings a pull reads, copied out of the shared config once per pull.
-struct PullSettings {
-    broker_permission: i32,
-    enable_property_filter: bool,
-    slave_read_enable: bool,
-    long_polling_enable: bool,
-    short_polling_time_mills: u64,
-    long_polling_max_suspend_millis: u64,
-    offset_check_in_slave: bool,
+/// The broker settings a pull reads (replaced when the configuration changes).
+#[derive(Debug, Clone)]
+pub struct PullSettings {
+    pub broker_permission: i32,
+    pub enable_property_filter: bool,
+    pub slave_read_enable: bool,
+    pub long_polling_enable: bool,
+    pub short_polling_time_mills: u64,
+    pub long_polling_max_suspend_millis: u64,
+    pub offset_check_in_slave: bool,
 }
 
 impl From<&BrokerConfig> for PullSettings {
@@ -150,7 +151,7 @@ impl PullCore {
         allow_suspend: bool,
     ) -> Result<Pulled, ProcessorError> {
         let h: PullMessageRequestHeader = header(request)?;
-        let config = PullSettings::from(&*self.config.read());
+        let config = self.settings.get();
         if !perm::is_readable(config.broker_permission) {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,

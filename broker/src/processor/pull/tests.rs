@@ -6,7 +6,7 @@ use stellmq_remoting::net::RemotingError;
 
 use stellmq_remoting::protocol::headers::{CommandHeader, PullMessageResponseHeader};
 use stellmq_remoting::protocol::message::MessageRecord;
-use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use crate::testing::{pull_request, send_request, Fixture};
 
@@ -86,7 +86,7 @@ async fn held_pull(
             .await
     });
     crate::testing::eventually("the pull is parked", || {
-        broker.state.hold.parked_count() == 1
+        broker.state.consumption.hold.parked_count() == 1
     })
     .await;
     poll
@@ -99,14 +99,14 @@ async fn a_long_poll_waits_for_the_next_message_and_gets_it() {
     broker.dispatched().await;
     let poll = held_pull(&broker, 20_000).await;
     // A pass of the periodic check finds nothing new and the deadline far: it stays parked.
-    broker.state.hold.check_all();
+    broker.state.consumption.hold.check_all();
     tokio::task::yield_now().await;
     assert!(!poll.is_finished(), "nothing to read yet: the pull waits");
-    assert_eq!(broker.state.hold.parked_count(), 1);
+    assert_eq!(broker.state.consumption.hold.parked_count(), 1);
     send(&broker, b"second").await;
     let response = poll.await.expect("the poll ran").expect("answered");
     assert_eq!(bodies(&response), [b"second".to_vec()]);
-    assert_eq!(broker.state.hold.parked_count(), 0);
+    assert_eq!(broker.state.consumption.hold.parked_count(), 0);
 }
 
 #[tokio::test]
@@ -153,15 +153,37 @@ async fn a_long_poll_with_nothing_arriving_is_answered_not_found_at_its_deadline
     broker.dispatched().await;
     let poll = held_pull(&broker, 15_000).await;
     broker.advance(Duration::from_secs(14));
-    broker.state.hold.check_all();
+    broker.state.consumption.hold.check_all();
     tokio::task::yield_now().await;
     assert!(
         !poll.is_finished(),
         "a second before its deadline it still waits"
     );
     broker.advance(Duration::from_secs(2));
-    broker.state.hold.check_all();
+    broker.state.consumption.hold.check_all();
     let response = poll.await.expect("the poll ran").expect("answered");
     assert_eq!(response.code, ResponseCode::PULL_NOT_FOUND.as_i32());
     assert_eq!(offsets(&response).next_begin_offset, 1);
+}
+
+#[tokio::test]
+async fn a_runtime_permission_change_reaches_the_next_pull() {
+    let broker = Fixture::start().await;
+    send(&broker, b"m").await;
+    broker.dispatched().await;
+    let update = |perm: &'static str| {
+        crate::testing::request(RequestCode::UPDATE_BROKER_CONFIG, &[]).with_body(perm.as_bytes())
+    };
+    // Write-only: pulls are refused, and served again once readable.
+    let changed = broker.call(update("brokerPermission=2\n")).await;
+    assert_eq!(changed.code, ResponseCode::SUCCESS.as_i32());
+    let refused = broker.call(pull_request(GROUP, "Feed", 0, 0, 0)).await;
+    assert_eq!(refused.code, ResponseCode::NO_PERMISSION.as_i32());
+    assert!(refused
+        .remark
+        .is_some_and(|r| r.contains("pulling message is forbidden")));
+    let changed = broker.call(update("brokerPermission=6\n")).await;
+    assert_eq!(changed.code, ResponseCode::SUCCESS.as_i32());
+    let served = broker.call(pull_request(GROUP, "Feed", 0, 0, 0)).await;
+    assert_eq!(bodies(&served), vec![b"m".to_vec()]);
 }

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use parking_lot::RwLock;
 use rand::Rng;
 use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
 use stellmq_remoting::protocol::body::{perm, SubscriptionGroupConfig, TopicConfig};
@@ -35,6 +34,7 @@ use crate::context::BrokerIdentity;
 use crate::group::SubscriptionGroupManager;
 use crate::metrics::MessageType;
 use crate::processor::guard;
+use crate::settings::Settings;
 use crate::stats::{BrokerStats, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE};
 use crate::timer;
 use crate::topic::{self, CreateTopicError, TopicConfigManager};
@@ -46,7 +46,7 @@ const PAGE_CACHE_BUSY_MS: i64 = 1000;
 
 pub struct SendProcessor {
     identity: Arc<BrokerIdentity>,
-    config: Arc<RwLock<BrokerConfig>>,
+    settings: Settings<SendSettings>,
     store: Arc<MessageStore>,
     topics: Arc<TopicConfigManager>,
     groups: Arc<SubscriptionGroupManager>,
@@ -55,6 +55,32 @@ pub struct SendProcessor {
     /// Where replies go (request/reply); none until [`SendProcessor::with_replies`].
     replies: Option<reply::Replies>,
     traffic: Arc<BrokerStats>,
+}
+
+/// The broker settings a send reads (replaced when the configuration changes).
+#[derive(Debug, Clone)]
+pub struct SendSettings {
+    pub broker_permission: i32,
+    pub start_accept_send_request_time_stamp: i64,
+    pub wait_time_mills_in_send_queue: u64,
+    pub reject_transaction_message: bool,
+    pub timer_wheel_enable: bool,
+    pub timer_max_delay_sec: i64,
+    pub max_batch_message_count: usize,
+}
+
+impl From<&BrokerConfig> for SendSettings {
+    fn from(c: &BrokerConfig) -> Self {
+        Self {
+            broker_permission: c.broker_permission,
+            start_accept_send_request_time_stamp: c.start_accept_send_request_time_stamp,
+            wait_time_mills_in_send_queue: c.wait_time_mills_in_send_queue,
+            reject_transaction_message: c.reject_transaction_message,
+            timer_wheel_enable: c.timer_wheel_enable,
+            timer_max_delay_sec: c.timer_max_delay_sec,
+            max_batch_message_count: c.max_batch_message_count,
+        }
+    }
 }
 
 /// Which send header a request code carries: `SendMessageRequestHeader` (SEND_MESSAGE,
@@ -119,7 +145,7 @@ fn topic_refusal(e: CreateTopicError) -> ProcessorError {
 impl SendProcessor {
     pub fn new(
         identity: Arc<BrokerIdentity>,
-        config: Arc<RwLock<BrokerConfig>>,
+        settings: Settings<SendSettings>,
         store: Arc<MessageStore>,
         topics: Arc<TopicConfigManager>,
         groups: Arc<SubscriptionGroupManager>,
@@ -128,7 +154,7 @@ impl SendProcessor {
     ) -> Self {
         Self {
             identity,
-            config,
+            settings,
             store,
             topics,
             groups,
@@ -168,7 +194,7 @@ impl SendProcessor {
         ctx: &RequestContext,
         h: &SendMessageRequestHeader,
     ) -> Result<Target, ProcessorError> {
-        let config = self.config.read();
+        let config = self.settings.get();
         let accept_from = config.start_accept_send_request_time_stamp;
         if accept_from > 0 && accept_from > crate::context::now_ms() {
             return Err(ProcessorError::system(format!(
@@ -210,7 +236,6 @@ impl SendProcessor {
                 format!("Sending message to topic[{}] is forbidden.", h.topic),
             ));
         }
-        drop(config);
         let (topic_config, created) = self.resolve_topic(h)?;
         if !perm::is_writeable(topic_config.perm) {
             return Err(ProcessorError::new(
@@ -323,7 +348,7 @@ impl SendProcessor {
         let mut props = SendProperties::read(h.properties.as_deref().unwrap_or(""));
         let message_type = MessageType::of(&props);
         let half = transaction::is_half_request(&props);
-        if half && self.config.read().reject_transaction_message {
+        if half && self.settings.get().reject_transaction_message {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
                 format!(
@@ -394,7 +419,7 @@ impl SendProcessor {
     /// When a timer message is due (None: not a timer, or timers are off, or already due).
     fn timer_due(&self, props: &impl PropertyLookup) -> Result<Option<i64>, ProcessorError> {
         let (enabled, max_delay_sec) = {
-            let c = self.config.read();
+            let c = self.settings.get();
             (c.timer_wheel_enable, c.timer_max_delay_sec)
         };
         if !enabled {
@@ -443,7 +468,7 @@ impl SendProcessor {
                 format!("the message body size over max value, MAX: {max_size}"),
             ));
         }
-        let max_count = self.config.read().max_batch_message_count;
+        let max_count = self.settings.get().max_batch_message_count;
         let items =
             batch::decode_at_most(request.body.clone(), max_count).map_err(|e| match e {
                 batch::BatchError::TooMany { max } => ProcessorError::new(
@@ -550,7 +575,8 @@ impl SendProcessor {
             .groups
             .find_or_create(&h.group)
             .map_err(guard::group_refusal)?;
-        if !perm::is_writeable(self.config.read().broker_permission) || !self.identity.is_master() {
+        if !perm::is_writeable(self.settings.get().broker_permission) || !self.identity.is_master()
+        {
             return Err(ProcessorError::new(
                 ResponseCode::NO_PERMISSION,
                 format!(
