@@ -139,6 +139,27 @@ impl BrokerHandle {
         self.state.consumption.pop_hold.parked_count()
     }
 
+    /// Timer messages stored and not delivered yet (RocketMQ's timer backlog).
+    pub fn timer_backlog(&self) -> i64 {
+        self.state.timers.backlog()
+    }
+
+    /// The clock of POP invisible times, revive and long-poll deadlines. Tests move it
+    /// forward instead of sleeping through an invisible time; nothing else does.
+    pub fn clock(&self) -> &Arc<crate::context::Clock> {
+        &self.state.consumption.clock
+    }
+
+    /// Runs one pass of the POP revive service now (a master's): what is past its invisible
+    /// time goes back to its retry topic or the DLQ. Returns how many messages it put back.
+    pub async fn revive_now(&self) -> usize {
+        let service = revive::ReviveService {
+            core: self.state.consumption.pop.clone(),
+            interval: Duration::from_secs(1),
+        };
+        service.revive_once().await
+    }
+
     /// Registers the whole table with the name servers now.
     pub async fn register_now(&self) -> usize {
         self.registrar.register_all().await

@@ -169,6 +169,18 @@ impl TimerService {
         }
     }
 
+    /// Timer messages in the timer queue not delivered yet (0: nothing left to deliver).
+    pub fn backlog(&self) -> i64 {
+        let end = self.store.max_offset_in_queue(TIMER_TOPIC, 0);
+        let state = self.state.lock();
+        let progress = &state.progress;
+        let delivered_above = progress
+            .delivered
+            .range(progress.delivered_below..end)
+            .count() as i64;
+        (end - progress.delivered_below - delivered_above).max(0)
+    }
+
     /// Loads new timers, delivers the due ones; returns how many were delivered.
     pub async fn tick(&self) -> usize {
         self.load_new();

@@ -12,7 +12,7 @@ pub use properties::{
     keys as property, split_keys, wait_store_ok, Properties, PropertyLookup, PropertyView,
 };
 pub use record::{MessageRecord, MessageVersion, RecordHead, RecordView};
-pub use time::{now_ms, UtcTime};
+pub use time::{now_ms, Clock, UtcTime};
 
 use std::io::{Read, Write};
 

@@ -9,6 +9,29 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// The wall clock of time-driven state (a broker's POP invisible times, revive and long-poll
+/// deadlines; a proxy's auto-renewals): the system's, moved forward by what
+/// [`Clock::advance`] added. Tests jump past an invisible time instead of sleeping through
+/// it; in production nothing advances it.
+#[derive(Debug, Default)]
+pub struct Clock {
+    advanced_ms: std::sync::atomic::AtomicI64,
+}
+
+impl Clock {
+    /// Milliseconds since the Unix epoch, as [`now_ms`] plus what was advanced.
+    pub fn now_ms(&self) -> i64 {
+        now_ms().saturating_add(self.advanced_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Moves this clock forward by `by`.
+    pub fn advance(&self, by: std::time::Duration) {
+        let ms = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.advanced_ms
+            .fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// A UTC calendar time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UtcTime {

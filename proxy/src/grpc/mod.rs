@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use stellmq_client::ClientTlsConfig;
 use stellmq_remoting::net::tls::TlsError;
+use stellmq_remoting::protocol::message::Clock;
 use stellmq_remoting::protocol::names;
 use tokio_stream::Stream;
 use tonic::{Request, Response};
@@ -47,6 +48,8 @@ pub struct Proxy {
     pub clients: Arc<Clients>,
     pub transactions: Arc<Transactions>,
     pub renewals: Renewals,
+    /// The clock of auto-renewals (tests move it forward instead of sleeping).
+    pub clock: Arc<Clock>,
     /// The gRPC port as bound (what routes advertise).
     grpc_port: AtomicU16,
     stream_ids: AtomicU64,
@@ -72,13 +75,16 @@ impl Proxy {
         ));
         let checks = telemetry::transaction_check_relay(clients.clone(), transactions.clone());
         let cluster = Cluster::new(&config, tls, checks)?;
+        let clock = Arc::new(Clock::default());
         let renewals = Renewals::new(
             config.renew_max_num,
             Duration::from_millis(config.renew_ahead_time_millis),
             Duration::from_millis(config.renew_max_time_millis),
+            clock.clone(),
         );
         Ok(Arc::new(Self {
             renewals,
+            clock,
             grpc_port: AtomicU16::new(config.grpc_server_port),
             config,
             cluster,

@@ -6,10 +6,12 @@
 //! client goes away, what it held becomes visible again within a second.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
-use stellmq_remoting::protocol::message::now_ms;
+use stellmq_remoting::protocol::message::Clock;
 
 use super::ack::parse_handle;
 use crate::cluster::Cluster;
@@ -40,7 +42,8 @@ struct Held {
     topic: String,
     /// The handle in force now.
     current: String,
-    received: Instant,
+    /// When the client received it, on the renewals' clock.
+    received_ms: i64,
     renewals: usize,
 }
 
@@ -50,6 +53,10 @@ pub struct Renewals {
     max: usize,
     ahead: Duration,
     max_age: Duration,
+    /// Handle deadlines and ages are read on this clock (tests move it forward).
+    clock: Arc<Clock>,
+    /// Renewals made since the start.
+    renewed: AtomicU64,
 }
 
 /// A renewal to make: who, and the handle to renew.
@@ -61,13 +68,20 @@ struct Due {
 }
 
 impl Renewals {
-    pub fn new(max: usize, ahead: Duration, max_age: Duration) -> Self {
+    pub fn new(max: usize, ahead: Duration, max_age: Duration, clock: Arc<Clock>) -> Self {
         Self {
             table: Mutex::new(HashMap::new()),
             max,
             ahead,
             max_age,
+            clock,
+            renewed: AtomicU64::new(0),
         }
+    }
+
+    /// Renewals made since the start.
+    pub fn renewed(&self) -> u64 {
+        self.renewed.load(Ordering::Relaxed)
     }
 
     /// Renews `handle` for `client_id` until it is acked; false when too many are held (the
@@ -86,7 +100,7 @@ impl Renewals {
             Held {
                 topic: topic.to_owned(),
                 current: handle.to_owned(),
-                received: Instant::now(),
+                received_ms: self.clock.now_ms(),
                 renewals: 0,
             },
         );
@@ -137,6 +151,7 @@ impl Renewals {
                         held.current = current;
                         held.renewals += 1;
                     }
+                    self.renewed.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(reason) => {
                     tracing::debug!(group = %due.key.group, %reason, "a held message could not be renewed");
@@ -169,11 +184,11 @@ impl Renewals {
     }
 
     fn due(&self) -> Vec<Due> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let ahead = self.ahead.as_millis() as i64;
+        let max_age = i64::try_from(self.max_age.as_millis()).unwrap_or(i64::MAX);
         let mut table = self.table.lock();
-        let max_age = self.max_age;
-        table.retain(|_, held| held.received.elapsed() < max_age);
+        table.retain(|_, held| now.saturating_sub(held.received_ms) < max_age);
         table
             .iter()
             .filter_map(|(key, held)| {
@@ -195,7 +210,12 @@ mod tests {
 
     #[test]
     fn the_client_keeps_its_handle_and_gets_the_latest() {
-        let r = Renewals::new(2, Duration::from_secs(10), Duration::from_secs(60));
+        let r = Renewals::new(
+            2,
+            Duration::from_secs(10),
+            Duration::from_secs(60),
+            Arc::default(),
+        );
         assert!(r.track("c", "g", "t", "h1"));
         assert!(r.track("c", "g", "t", "h2"));
         assert!(!r.track("c", "g", "t", "h3"), "bounded");
@@ -215,14 +235,26 @@ mod tests {
 
     #[test]
     fn due_when_the_end_is_near_with_growing_steps() {
-        let r = Renewals::new(10, Duration::from_secs(10), Duration::from_secs(60));
-        let soon = format!("0 {} 5000 1 0 b 0 7 99", now_ms());
-        let later = format!("0 {} 600000 1 0 b 0 8 99", now_ms());
+        let clock = Arc::new(Clock::default());
+        let r = Renewals::new(
+            10,
+            Duration::from_secs(10),
+            Duration::from_secs(60),
+            clock.clone(),
+        );
+        let soon = format!("0 {} 5000 1 0 b 0 7 99", clock.now_ms());
+        let later = format!("0 {} 600000 1 0 b 0 8 99", clock.now_ms());
         r.track("c", "g", "t", &soon);
         r.track("c", "g", "t", &later);
         let due = r.due();
         assert_eq!(due.len(), 1);
         assert_eq!(due[0].current, soon);
         assert_eq!(due[0].step_ms, 60_000);
+        // On the clock moved on, the later one is due too, until the maximum age.
+        clock.advance(Duration::from_secs(595));
+        assert_eq!(r.due().len(), 2);
+        clock.advance(Duration::from_secs(60));
+        assert!(r.due().is_empty(), "held longer than renewMaxTimeMillis");
+        assert!(r.is_empty());
     }
 }

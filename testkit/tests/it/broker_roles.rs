@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use stellmq_broker::ha::sync_state::SyncStateSet;
 use stellmq_broker::processor::admin::epoch::EpochEntryCacheBody;
@@ -577,7 +576,11 @@ async fn a_promoted_slave_delivers_each_timer_message_once() {
         bodies(b.store()).contains(&"timer-late".to_owned())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // Nothing left that the new master could deliver (again).
+    wait_for("the new master has no timer left", T, || {
+        b.timer_backlog() == 0
+    })
+    .await;
     assert_eq!(
         bodies(b.store()),
         ["timer-early", "after", "timer-late"],

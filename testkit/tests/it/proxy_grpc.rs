@@ -666,8 +666,19 @@ async fn held_messages_are_renewed_until_acked_with_the_first_handle() {
         .as_ref()
         .and_then(|s| s.receipt_handle.clone())
         .expect("a receipt handle");
-    // Well past the 2 s invisible time: renewed, so nobody else gets it.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Within the renew-ahead time (1.5 s) of its 2 s invisible time on the proxy's clock: the
+    // next renew pass (every 100 ms) renews it.
+    env.proxy.proxy.clock.advance(Duration::from_secs(1));
+    let renewals = &env.proxy.proxy.renewals;
+    eventually("the proxy renewed the held message", async || {
+        renewals.renewed() >= 1
+    })
+    .await;
+    // Well past the first invisible time on the broker's clock: renewed, so nothing is
+    // revived and nobody else gets it.
+    let broker = env.stack.broker();
+    broker.clock().advance(Duration::from_secs(4));
+    assert_eq!(broker.revive_now().await, 0, "renewed: nothing to revive");
     let (status, again) = receive_once(&mut env.client, "push-2", receive.clone()).await;
     assert_eq!(
         status,
@@ -694,7 +705,10 @@ async fn held_messages_are_renewed_until_acked_with_the_first_handle() {
         .into_inner();
     assert_eq!(code(&acked.status), Code::Ok, "{:?}", acked.status);
     assert!(env.proxy.proxy.renewals.is_empty(), "no longer renewed");
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Past the renewed invisible time (1 min): acked, so never back.
+    let broker = env.stack.broker();
+    broker.clock().advance(Duration::from_secs(61));
+    assert_eq!(broker.revive_now().await, 0, "acked: nothing to revive");
     let (status, _) = receive_once(&mut env.client, "push-2", receive).await;
     assert_eq!(status, Code::MessageNotFound, "acked: never back");
     env.stop().await;

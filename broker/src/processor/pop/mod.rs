@@ -121,6 +121,9 @@ pub struct PopCore {
     revive_topic: String,
     revive_queue_num: i32,
     ck_counter: AtomicU64,
+    /// One revive pass at a time (the service's, or one asked for), so no batch is put back
+    /// twice.
+    revive_pass: tokio::sync::Mutex<()>,
     /// `config/consumerOrderInfo.json`: the orderly batches, saved.
     order_file: std::path::PathBuf,
 }
@@ -158,6 +161,7 @@ impl PopCore {
             revive_topic: revive_topic(&config.broker_cluster_name),
             revive_queue_num: config.revive_queue_num.clamp(1, 64),
             ck_counter: AtomicU64::new(0),
+            revive_pass: tokio::sync::Mutex::new(()),
             clock,
             order_file,
         }

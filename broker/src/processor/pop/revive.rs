@@ -139,6 +139,7 @@ impl ReviveService {
 
     /// Revives every batch due now; returns the messages put back.
     pub async fn revive_once(&self) -> usize {
+        let _pass = self.core.revive_pass.lock().await;
         let due = self
             .core
             .checkpoints
