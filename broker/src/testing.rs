@@ -52,6 +52,22 @@ impl InboundHandler for KeepRequests {
     }
 }
 
+/// Answers what the broker asks a client with its function, and keeps each question.
+struct Answering<F> {
+    keep: mpsc::Sender<RemotingCommand>,
+    answer: F,
+}
+
+impl<F> InboundHandler for Answering<F>
+where
+    F: Fn(&RemotingCommand) -> RemotingCommand + Send + Sync + 'static,
+{
+    fn on_request(&self, channel: Channel, request: RemotingCommand, _received_at: Instant) {
+        channel.try_send((self.answer)(&request));
+        let _ = self.keep.try_send(request);
+    }
+}
+
 /// A master named `broker-fixture` with [`BrokerStartConfig::small`]'s small files and no
 /// name server, storing under `root`.
 pub(crate) fn small_master(root: &std::path::Path) -> BrokerStartConfig {
@@ -128,6 +144,22 @@ impl Fixture {
     /// Another client connection, from `127.0.0.1:<port>`.
     pub fn connect(&self, port: u16) -> Client {
         connect(&self.server, port)
+    }
+
+    /// A client connection from `127.0.0.1:<port>` that answers what the broker asks it
+    /// (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, ...) with `answer`.
+    pub fn connect_answering(
+        &self,
+        port: u16,
+        answer: impl Fn(&RemotingCommand) -> RemotingCommand + Send + Sync + 'static,
+    ) -> Client {
+        let (keep, asked) = mpsc::channel(SERVER_REQUESTS_KEPT);
+        let peer = SocketAddr::from(([127, 0, 0, 1], port));
+        let handler = Arc::new(Answering { keep, answer });
+        Client {
+            channel: self.server.connect_in_memory(peer, handler),
+            asked,
+        }
     }
 
     /// Moves the broker's clock forward (POP invisible times and revive, long-poll

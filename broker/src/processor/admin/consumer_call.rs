@@ -184,3 +184,6 @@ impl ConsumerCallProcessor {
 fn relay_of(code: RequestCode, request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::request(code, request.ext_fields.clone()).with_body(request.body.clone())
 }
+
+#[cfg(test)]
+mod tests;

@@ -61,3 +61,6 @@ impl HalfAdminProcessor {
             .map_err(|e| ProcessorError::system(format!("the message at {offset} is damaged: {e}")))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -57,3 +57,6 @@ impl RoleNoticeProcessor {
         Ok(Some(request.success_to()))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -86,3 +86,6 @@ impl StoreAdminProcessor {
         Ok(Some(request.success_to()))
     }
 }
+
+#[cfg(test)]
+mod tests;
