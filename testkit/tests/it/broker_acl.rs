@@ -1,6 +1,7 @@
 //! A broker with aclEnable: signed requests of known accounts pass as their permissions
 //! allow, everything else is refused with NO_PERMISSION and stores nothing, admin requests
-//! need an admin account, the ACL admin requests edit the file, and edits on disk apply.
+//! need an admin account, and edits on disk apply (the ACL admin requests are tested next to
+//! their processor: broker/src/processor/admin/acl/tests.rs).
 
 use std::path::Path;
 use std::time::Duration;
@@ -231,117 +232,6 @@ async fn only_admins_change_topics_groups_and_offsets() {
     }
     let created = stack.call(signed(create(), ADMIN)).await;
     assert_eq!(created.code, SUCCESS, "{:?}", created.remark);
-    stack.stop().await;
-}
-
-#[tokio::test]
-async fn acl_admin_requests_edit_the_file_and_apply_at_once() {
-    let home = tempfile::tempdir().expect("home");
-    let stack = acl_stack(home.path()).await;
-    let newcomer = ("newcomer1", "newSecret1");
-    assert_eq!(
-        stack.call(signed(send("topicN", "x"), newcomer)).await.code,
-        NO_PERMISSION
-    );
-
-    let add = request(
-        RequestCode::UPDATE_AND_CREATE_ACL_CONFIG,
-        &[
-            ("accessKey", "newcomer1"),
-            ("secretKey", "newSecret1"),
-            ("defaultTopicPerm", "PUB"),
-            ("topicPerms", "topicX=DENY,topicN=PUB"),
-            ("admin", "false"),
-        ],
-    );
-    let added = stack.call(signed(add, ADMIN)).await;
-    assert_eq!(added.code, SUCCESS, "{:?}", added.remark);
-    assert_eq!(
-        stack.call(signed(send("topicN", "x"), newcomer)).await.code,
-        SUCCESS
-    );
-    assert_eq!(
-        stack.call(signed(send("topicX", "x"), newcomer)).await.code,
-        NO_PERMISSION
-    );
-    let on_disk = std::fs::read_to_string(home.path().join("conf/plain_acl.yml")).expect("file");
-    assert!(
-        on_disk.contains("newcomer1") && on_disk.contains("topicX=DENY"),
-        "{on_disk}"
-    );
-
-    let bad = request(
-        RequestCode::UPDATE_AND_CREATE_ACL_CONFIG,
-        &[("accessKey", "short"), ("secretKey", "newSecret1")],
-    );
-    let refused = stack.call(signed(bad, ADMIN)).await;
-    assert_eq!(
-        refused.code, 209,
-        "UPDATE_AND_CREATE_ACL_CONFIG_FAILED: {:?}",
-        refused.remark
-    );
-
-    let version = stack
-        .call(signed(
-            request(RequestCode::GET_BROKER_CLUSTER_ACL_INFO, &[]),
-            ADMIN,
-        ))
-        .await;
-    assert_eq!(version.code, SUCCESS);
-    let v: serde_json::Value =
-        serde_json::from_str(version.ext_fields.get("version").expect("version")).expect("json");
-    assert_eq!(v["counter"], 1, "one edit so far: {v}");
-    assert_eq!(version.ext_fields.get("brokerName"), Some("broker-a"));
-
-    let config = stack
-        .call(signed(
-            request(RequestCode::GET_BROKER_CLUSTER_ACL_CONFIG, &[]),
-            ADMIN,
-        ))
-        .await;
-    let body: serde_json::Value = serde_json::from_slice(&config.body).expect("json body");
-    assert_eq!(body["globalWhiteAddrs"][0], "10.10.103.*");
-    assert!(body["plainAccessConfigs"]
-        .as_array()
-        .expect("accounts")
-        .iter()
-        .any(|a| a["accessKey"] == "newcomer1"));
-
-    let delete = request(
-        RequestCode::DELETE_ACL_CONFIG,
-        &[("accessKey", "newcomer1")],
-    );
-    assert_eq!(stack.call(signed(delete, ADMIN)).await.code, SUCCESS);
-    assert_eq!(
-        stack.call(signed(send("topicN", "x"), newcomer)).await.code,
-        NO_PERMISSION
-    );
-
-    let white = request(
-        RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
-        &[
-            ("globalWhiteAddrs", "127.0.0.1"),
-            ("aclFileFullPath", "/etc/passwd"),
-        ],
-    );
-    let outside = stack.call(signed(white, ADMIN)).await;
-    assert_eq!(
-        outside.code, 211,
-        "a path outside the ACL is refused: {:?}",
-        outside.remark
-    );
-    let white = request(
-        RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
-        &[("globalWhiteAddrs", "127.0.0.1")],
-    );
-    assert_eq!(stack.call(signed(white, ADMIN)).await.code, SUCCESS);
-    assert_eq!(
-        stack
-            .call(send("topicA", "unsigned from a white address"))
-            .await
-            .code,
-        SUCCESS
-    );
     stack.stop().await;
 }
 

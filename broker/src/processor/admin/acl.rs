@@ -191,3 +191,6 @@ fn plain_access_config(account: AccountConfig) -> PlainAccessConfig {
 fn json_text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests;
