@@ -109,3 +109,6 @@ impl OffsetAdminProcessor {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;

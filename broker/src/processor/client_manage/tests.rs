@@ -75,3 +75,75 @@ async fn a_heartbeat_with_a_broken_body_is_refused_and_registers_nothing() {
     assert!(response.remark.is_some_and(|r| !r.is_empty()));
     assert!(broker.state.consumers.client_ids(GROUP).is_empty());
 }
+
+fn group_request(code: RequestCode) -> RemotingCommand {
+    crate::testing::request(code, &[("consumerGroup", GROUP)])
+}
+
+#[tokio::test]
+async fn members_are_listed_with_their_connections_and_the_group_gets_its_retry_topic() {
+    use stellmq_remoting::protocol::body::{fastjson, ConsumerConnection, ConsumerIdList};
+    let broker = Fixture::start().await;
+    let first = broker.connect(2);
+    beat(&first, "first@1").await;
+    let second = broker.connect(3);
+    beat(&second, "second@1").await;
+    let list = broker
+        .call(group_request(RequestCode::GET_CONSUMER_LIST_BY_GROUP))
+        .await;
+    let ids: ConsumerIdList = fastjson::decode(&list.body).expect("ids");
+    assert_eq!(ids.consumer_id_list, ["first@1", "second@1"]);
+    let connections = broker
+        .call(group_request(RequestCode::GET_CONSUMER_CONNECTION_LIST))
+        .await;
+    let connections: ConsumerConnection = fastjson::decode(&connections.body).expect("connections");
+    assert_eq!(connections.connection_set.len(), 2);
+    assert!(connections.subscription_table.contains_key("Feed"));
+    assert!(broker.state.topics.contains(&format!("%RETRY%{GROUP}")));
+}
+
+#[tokio::test]
+async fn an_unregistered_consumer_leaves_and_an_empty_group_is_offline() {
+    let broker = Fixture::start().await;
+    let mut first = broker.connect(2);
+    beat(&first, "first@1").await;
+    notified(&mut first, GROUP).await;
+    let second = broker.connect(3);
+    beat(&second, "second@1").await;
+    notified(&mut first, GROUP).await;
+    let leave = |client_id: &str| {
+        crate::testing::request(
+            RequestCode::UNREGISTER_CLIENT,
+            &[
+                ("clientID", client_id),
+                ("consumerGroup", GROUP),
+                ("producerGroup", ""),
+            ],
+        )
+    };
+    let left = second
+        .channel
+        .invoke(leave("second@1"), Duration::from_secs(10))
+        .await
+        .expect("answered");
+    assert_eq!(left.code, ResponseCode::SUCCESS.as_i32());
+    notified(&mut first, GROUP).await;
+    assert_eq!(broker.state.consumers.client_ids(GROUP), ["first@1"]);
+    let left = first
+        .channel
+        .invoke(leave("first@1"), Duration::from_secs(10))
+        .await
+        .expect("answered");
+    assert_eq!(left.code, ResponseCode::SUCCESS.as_i32());
+    let none = broker
+        .call(group_request(RequestCode::GET_CONSUMER_LIST_BY_GROUP))
+        .await;
+    assert_eq!(none.code, ResponseCode::SYSTEM_ERROR.as_i32());
+    assert!(none
+        .remark
+        .is_some_and(|r| r.contains("no consumer for this group")));
+    let offline = broker
+        .call(group_request(RequestCode::GET_CONSUMER_CONNECTION_LIST))
+        .await;
+    assert_eq!(offline.code, ResponseCode::CONSUMER_NOT_ONLINE.as_i32());
+}

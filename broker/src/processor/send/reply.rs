@@ -146,3 +146,6 @@ enum PushError {
         source: stellmq_remoting::net::RemotingError,
     },
 }
+
+#[cfg(test)]
+mod tests;
