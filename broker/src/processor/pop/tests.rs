@@ -398,3 +398,69 @@ async fn a_runtime_permission_change_reaches_the_next_pop() {
     assert_success(&broker.call(update("brokerPermission=6\n")).await);
     assert_eq!(bodies(&pop(&broker, "PopPerm", 30_000).await), ["m"]);
 }
+
+fn peek_like(code: RequestCode, topic: &str, extra: &[(&str, &str)]) -> RemotingCommand {
+    let mut fields = vec![("consumerGroup", GROUP), ("topic", topic), ("queueId", "0")];
+    fields.extend_from_slice(extra);
+    crate::testing::request(code, &fields)
+}
+
+async fn has_message(broker: &Fixture, topic: &str) -> bool {
+    let answer = broker
+        .call(peek_like(
+            RequestCode::NOTIFICATION,
+            topic,
+            &[("pollTime", "0")],
+        ))
+        .await;
+    assert_success(&answer);
+    answer.ext_fields.get("hasMsg") == Some("true")
+}
+
+#[tokio::test]
+async fn a_peek_reads_without_popping_and_a_notification_tells_what_a_pop_would_find() {
+    let broker = Fixture::start().await;
+    send_all(&broker, "Peeked", &["p0", "p1"]).await;
+    let peek = broker
+        .call(peek_like(
+            RequestCode::PEEK_MESSAGE,
+            "Peeked",
+            &[("maxMsgNums", "32")],
+        ))
+        .await;
+    assert_success(&peek);
+    let peeked = MessageRecord::decode_all(peek.body.clone(), false).expect("records");
+    let peeked: Vec<&[u8]> = peeked.iter().map(|r| &r.body[..]).collect();
+    assert_eq!(peeked, [&b"p0"[..], &b"p1"[..]]);
+    assert!(has_message(&broker, "Peeked").await);
+    // Peeking took nothing: a POP still gets both.
+    let popped = pop(&broker, "Peeked", 60_000).await;
+    assert_eq!(bodies(&popped), ["p0", "p1"]);
+    assert!(!has_message(&broker, "Peeked").await, "all popped");
+}
+
+#[tokio::test]
+async fn polling_info_counts_the_pops_held_on_a_queue() {
+    let broker = Fixture::start().await;
+    send_all(&broker, "PopWait", &["m0"]).await;
+    assert_eq!(pop(&broker, "PopWait", 60_000).await.len(), 1);
+    let info = || broker.call(peek_like(RequestCode::POLLING_INFO, "PopWait", &[]));
+    let before = info().await;
+    assert_success(&before);
+    assert_eq!(before.ext_fields.get("pollingNum"), Some("0"));
+    // A POP of queue 0 (POLLING_INFO names one queue, as in RocketMQ), held.
+    let mut on_queue_0 = pop_request(GROUP, "PopWait", 60_000, 30_000);
+    on_queue_0.ext_fields.insert("queueId", "0");
+    let channel = broker.connect(2).channel;
+    let waiting =
+        tokio::spawn(async move { channel.invoke(on_queue_0, Duration::from_secs(20)).await });
+    eventually("the POP is held", || {
+        broker.state.consumption.pop_hold.parked_count() == 1
+    })
+    .await;
+    let held = info().await;
+    assert_eq!(held.ext_fields.get("pollingNum"), Some("1"));
+    send_all(&broker, "PopWait", &["m1"]).await;
+    let answer = waiting.await.expect("ran").expect("answered");
+    assert_eq!(bodies(&popped(GROUP, &answer).1), ["m1"]);
+}
