@@ -101,7 +101,9 @@ pub fn requirement(request: &RemotingCommand) -> Result<Requirement, AccessDenie
         return Ok(needs);
     };
     match code {
-        C::SEND_MESSAGE | C::SEND_REPLY_MESSAGE => need_send(&mut needs, field("topic")),
+        C::SEND_MESSAGE | C::SEND_REPLY_MESSAGE | C::RECALL_MESSAGE => {
+            need_send(&mut needs, field("topic"))
+        }
         C::SEND_MESSAGE_V2 | C::SEND_BATCH_MESSAGE | C::SEND_REPLY_MESSAGE_V2 => {
             need_send(&mut needs, field("b"))
         }

@@ -167,6 +167,11 @@ properties_config! {
         timer_wheel_enable: bool = "timerWheelEnable" => true,
         /// The furthest a timer may be set, in seconds (3 days).
         timer_max_delay_sec: i64 = "timerMaxDelaySec" => 259_200,
+        /// RECALL_MESSAGE (RocketMQ 5.3.2+): producers may take back timer messages not
+        /// yet due, with the recall handle their send answered. Off by default, as in RocketMQ.
+        recall_message_enable: bool = "recallMessageEnable" => false,
+        /// Recalls are served while brokerPermission forbids writes.
+        allow_recall_when_broker_not_writeable: bool = "allowRecallWhenBrokerNotWriteable" => true,
         /// Halves younger than this (ms) are not checked yet.
         transaction_time_out: i64 = "transactionTimeOut" => 6_000,
         /// Checks of one half before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC).

@@ -30,6 +30,7 @@ use crate::processor::pop::peek::PeekProcessor;
 use crate::processor::pop::PopProcessor;
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
+use crate::processor::recall::RecallProcessor;
 use crate::processor::send::{HeaderForm, SendProcessor};
 use crate::state::BrokerState;
 
@@ -85,6 +86,7 @@ impl Lanes {
 struct Processors {
     send: Arc<SendProcessor>,
     end_transaction: Arc<EndTransactionProcessor>,
+    recall: Arc<RecallProcessor>,
     pull: Arc<PullProcessor>,
     pop: Arc<PopProcessor>,
     peek: Arc<PeekProcessor>,
@@ -128,6 +130,13 @@ impl Processors {
                 writer: s.writer.clone(),
                 topics: s.topics.clone(),
                 resolved: s.resolved_transactions.clone(),
+            }),
+            recall: Arc::new(RecallProcessor {
+                identity: s.identity.clone(),
+                settings: s.config.send(),
+                topics: s.topics.clone(),
+                timers: s.timers.clone(),
+                writer: s.writer.clone(),
             }),
             pull: Arc::new(PullProcessor {
                 hold: s.consumption.hold.clone(),
@@ -289,6 +298,13 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             TOPIC_V2,
             handler(&p.send, |p, ctx, r| {
                 Box::pin(async move { p.reply(ctx, r, HeaderForm::V2).await })
+            }),
+        ),
+        send(
+            C::RECALL_MESSAGE,
+            TOPIC,
+            handler(&p.recall, |p, ctx, r| {
+                Box::pin(async move { p.recall(ctx, r).await })
             }),
         ),
         send(

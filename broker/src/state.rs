@@ -224,10 +224,11 @@ impl BrokerState {
         };
         let root = config.store.store_path_root_dir.clone();
         let limits = Arc::new(AutoCreateLimits::from_config(&bc));
+        let clock = Arc::new(crate::context::Clock::default());
         let tables = {
-            let (root, bc, store) = (root.clone(), bc.clone(), store.clone());
+            let (root, bc, store, clock) = (root.clone(), bc.clone(), store.clone(), clock.clone());
             tokio::task::spawn_blocking(move || {
-                load_tables(&root, &bc, delay_levels, limits, store)
+                load_tables(&root, &bc, delay_levels, limits, store, clock)
             })
             .await
             .map_err(join_error("config files"))??
@@ -259,7 +260,6 @@ impl BrokerState {
         let config_lock = Arc::new(LiveConfig::new(bc.clone()));
         let consumers = Arc::new(ConsumerManager::default());
         let traffic = Arc::new(BrokerStats::default());
-        let clock = Arc::new(crate::context::Clock::default());
         let hold = PullHoldService::new(
             Arc::new(PullCore {
                 identity: identity.clone(),
@@ -487,6 +487,7 @@ fn load_tables(
     delay_levels: usize,
     limits: Arc<AutoCreateLimits>,
     store: Arc<MessageStore>,
+    clock: Arc<crate::context::Clock>,
 ) -> Result<Tables, BrokerError> {
     let file = |name: &str| config_path(root, name);
     let metadata = Arc::new(MetadataStore::open(&root.join("config"))?);
@@ -509,7 +510,7 @@ fn load_tables(
                 .map_err(io("delayOffset.json"))?,
         ),
         timers: Arc::new(
-            TimerService::load(store, file("timerProgress.json"))
+            TimerService::load(store, file("timerProgress.json"), clock)
                 .map_err(io("timerProgress.json"))?,
         ),
     })

@@ -15,7 +15,7 @@
 //! does not deliver again what its old master delivered (at most the deliveries whose record
 //! the master had not yet appended when it died).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -26,7 +26,7 @@ use stellmq_remoting::protocol::message::{
 };
 use stellmq_store::{AcceptAll, GetMessageStatus, MessageStore, PutMessage};
 
-use crate::context::now_ms;
+use crate::context::Clock;
 use crate::deferred::{self, DueDelivery};
 use crate::metadata_journal::{JournalSlot, MetadataChange, MetadataJournal};
 use crate::persist;
@@ -36,6 +36,11 @@ const DELIVER_MS: &str = "TIMER_DELIVER_MS";
 const DELAY_SEC: &str = "TIMER_DELAY_SEC";
 const DELAY_MS: &str = "TIMER_DELAY_MS";
 const OUT_MS: &str = "TIMER_OUT_MS";
+/// A recall's marker in the timer queue names the timer it takes back (`<topic>+<uniqKey>`).
+const DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
+
+mod recall;
+pub use recall::Recall;
 
 /// When a send's timer properties say it is due: `Ok(None)` for an ordinary message (or
 /// one already due), an error for a malformed or too distant time. The clock is read only
@@ -68,6 +73,10 @@ pub fn due_time(
     } else {
         return Ok(None);
     };
+    if props.get(OUT_MS).is_some() {
+        // Delivered by a timer already (RocketMQ's double check): not parked again.
+        return Ok(None);
+    }
     let now = now();
     let due = match due {
         Due::At(at) => at,
@@ -121,30 +130,60 @@ struct State {
     progress: Progress,
     /// Next queue offset to load into `pending`.
     loaded_to: i64,
-    /// Undelivered timers: (due time, queue offset).
-    pending: BTreeSet<(i64, i64)>,
+    /// Undelivered timers: (due time, queue offset), with the key a recall names it by.
+    pending: BTreeMap<(i64, i64), Option<String>>,
+    /// The pending timers by recall key (`<topic>+<uniqKey>`).
+    by_key: HashMap<String, (i64, i64)>,
+}
+
+impl State {
+    /// Takes a timer out of `pending` (delivered, recalled or delivered elsewhere).
+    fn forget(&mut self, at: (i64, i64)) {
+        if let Some(Some(key)) = self.pending.remove(&at) {
+            if self.by_key.get(&key) == Some(&at) {
+                self.by_key.remove(&key);
+            }
+        }
+    }
+}
+
+/// What a recall names a timer by: RocketMQ's `TimerMessageStore.buildDeleteKey`.
+fn recall_key(topic: &str, uniq_key: &str) -> String {
+    format!("{topic}+{uniq_key}")
 }
 
 pub struct TimerService {
     store: Arc<MessageStore>,
     path: PathBuf,
     state: Mutex<State>,
+    clock: Arc<Clock>,
+    /// Held by a tick and by a recall: a timer is never delivered while it is recalled.
+    ticking: tokio::sync::Mutex<()>,
     /// Where deliveries are written for the slaves.
     journal: JournalSlot,
 }
 
 impl TimerService {
-    pub fn load(store: Arc<MessageStore>, path: PathBuf) -> std::io::Result<Self> {
+    /// The service over `store`'s timer queue, its progress in `path`; timers fall due on
+    /// `clock` (the broker's, which tests move forward).
+    pub fn load(
+        store: Arc<MessageStore>,
+        path: PathBuf,
+        clock: Arc<Clock>,
+    ) -> std::io::Result<Self> {
         let progress: Progress = persist::load(&path)?.unwrap_or_default();
         let state = State {
             loaded_to: progress.delivered_below,
             progress,
-            pending: BTreeSet::new(),
+            pending: BTreeMap::new(),
+            by_key: HashMap::new(),
         };
         Ok(Self {
             store,
             path,
             state: Mutex::new(state),
+            clock,
+            ticking: tokio::sync::Mutex::new(()),
             journal: JournalSlot::new(),
         })
     }
@@ -183,6 +222,7 @@ impl TimerService {
 
     /// Loads new timers, delivers the due ones; returns how many were delivered.
     pub async fn tick(&self) -> usize {
+        let _tick = self.ticking.lock().await;
         self.load_new();
         let mut delivered = 0;
         loop {
@@ -190,16 +230,16 @@ impl TimerService {
                 let state = self.state.lock();
                 state
                     .pending
-                    .first()
-                    .copied()
-                    .filter(|(at, _)| *at <= now_ms())
+                    .first_key_value()
+                    .map(|(at, _)| *at)
+                    .filter(|(at, _)| *at <= self.clock.now_ms())
             };
             let Some((at, offset)) = due else { break };
             // Delivered while this broker was a slave (loaded when it was master before).
             {
                 let mut state = self.state.lock();
                 if state.progress.is_delivered(offset) {
-                    state.pending.remove(&(at, offset));
+                    state.forget((at, offset));
                     continue;
                 }
             }
@@ -210,7 +250,7 @@ impl TimerService {
                 journal.record(&MetadataChange::TimerDelivered(offset));
             }
             let mut state = self.state.lock();
-            state.pending.remove(&(at, offset));
+            state.forget((at, offset));
             state.progress.delivered.insert(offset);
             delivered += 1;
         }
@@ -233,11 +273,31 @@ impl TimerService {
                 if state.progress.is_delivered(*queue_offset) {
                     continue;
                 }
-                let due = MessageRecord::decode(raw, false)
-                    .ok()
-                    .and_then(|(r, _)| r.properties.get(OUT_MS)?.parse::<i64>().ok())
+                let record = MessageRecord::decode(raw, false).ok().map(|(r, _)| r);
+                let props = record.as_ref().map(|r| &r.properties);
+                if let Some(recalled) = props.and_then(|p| p.get(DEL_UNIQKEY)) {
+                    // A recall's marker: it takes its timer back and is never delivered.
+                    if let Some(at) = state.by_key.get(recalled).copied() {
+                        state.forget(at);
+                        state.progress.delivered.insert(at.1);
+                    }
+                    state.progress.delivered.insert(*queue_offset);
+                    continue;
+                }
+                let due = props
+                    .and_then(|p| p.get(OUT_MS)?.parse::<i64>().ok())
                     .unwrap_or(0);
-                state.pending.insert((due, *queue_offset));
+                let key = props.and_then(|p| {
+                    Some(recall_key(
+                        p.get(property::REAL_TOPIC)?,
+                        p.get(property::UNIQ_KEY)?,
+                    ))
+                });
+                let at = (due, *queue_offset);
+                if let Some(key) = &key {
+                    state.by_key.insert(key.clone(), at);
+                }
+                state.pending.insert(at, key);
             }
             offset = got.next_begin_offset;
         }
@@ -268,9 +328,9 @@ impl TimerService {
             tracing::error!(offset, "timer message without REAL_TOPIC/REAL_QID skipped");
             return true;
         };
-        for key in [DELIVER_MS, DELAY_SEC, DELAY_MS] {
-            props.remove(key);
-        }
+        // TIMER_DELIVER_MS and the rest stay, as in RocketMQ: consumers see when it was due
+        // (a RocketMQ 5 client's delivery timestamp), and TIMER_OUT_MS keeps it from being
+        // parked again.
         props.insert(property::WAIT, "false");
         let msg = PutMessage::from_record(&record, &props, topic, queue_id, record.head.store_host);
         let result = self.store.put_message(msg).await;

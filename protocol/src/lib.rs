@@ -14,6 +14,7 @@ pub mod message;
 pub mod names;
 pub mod pop;
 mod reader;
+pub mod recall;
 pub mod signature;
 pub mod version;
 

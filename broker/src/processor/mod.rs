@@ -8,6 +8,7 @@ pub mod guard;
 pub mod pop;
 pub mod pull;
 pub mod query;
+pub mod recall;
 pub mod send;
 
 use stellmq_remoting::net::ProcessorError;

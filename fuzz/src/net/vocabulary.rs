@@ -154,6 +154,7 @@ pub const FIELDS: &[(&str, Kind)] = &[
     ("queueId", Kind::Int),
     ("queueOffset", Kind::Long),
     ("readQueueNums", Kind::Int),
+    ("recallHandle", Kind::Text),
     ("reconsumeTimes", Kind::Int),
     ("registerCheckCode", Kind::Text),
     ("removeOffset", Kind::Bool),

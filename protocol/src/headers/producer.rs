@@ -162,6 +162,24 @@ command_header! {
         optional batch_uniq_id: String = "batchUniqId",
         optional msg_region: String = "MSG_REGION",
         optional trace_on: String = "TRACE_ON",
+        /// A timer message's handle for RECALL_MESSAGE (RocketMQ 5.3.2+).
+        optional recall_handle: String = "recallHandle",
+    }
+}
+
+command_header! {
+    /// RECALL_MESSAGE (370, RocketMQ 5.3.2+): take back a timer message not yet delivered.
+    pub struct RecallMessageRequestHeader {
+        optional producer_group: String = "producerGroup",
+        required topic: String = "topic",
+        required recall_handle: String = "recallHandle",
+    }
+}
+
+command_header! {
+    /// RECALL_MESSAGE's answer: the recalled message's id (its UNIQ_KEY).
+    pub struct RecallMessageResponseHeader {
+        required msg_id: String = "msgId",
     }
 }
 

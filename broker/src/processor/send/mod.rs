@@ -18,6 +18,7 @@ use stellmq_remoting::protocol::message::{
     PropertyLookup,
 };
 use stellmq_remoting::protocol::names;
+use stellmq_remoting::protocol::recall::RecallHandle;
 use stellmq_remoting::protocol::version::V3_4_9;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use stellmq_store::{MessageStore, PutMessage, PutMessageResult};
@@ -67,6 +68,8 @@ pub struct SendSettings {
     pub timer_wheel_enable: bool,
     pub timer_max_delay_sec: i64,
     pub max_batch_message_count: usize,
+    pub recall_message_enable: bool,
+    pub allow_recall_when_broker_not_writeable: bool,
 }
 
 impl From<&BrokerConfig> for SendSettings {
@@ -79,6 +82,8 @@ impl From<&BrokerConfig> for SendSettings {
             timer_wheel_enable: c.timer_wheel_enable,
             timer_max_delay_sec: c.timer_max_delay_sec,
             max_batch_message_count: c.max_batch_message_count,
+            recall_message_enable: c.recall_message_enable,
+            allow_recall_when_broker_not_writeable: c.allow_recall_when_broker_not_writeable,
         }
     }
 }
@@ -362,6 +367,7 @@ impl SendProcessor {
         }
         let mut msg = self.base_message(&ctx, &h, &target, request.body.clone());
         msg.wait_store_ok = wait_store_ok(&props);
+        let mut recall = None;
         if half {
             self.topics
                 .ensure_internal_topic(topic::TRANS_HALF_TOPIC, 1, perm::READ | perm::WRITE);
@@ -369,13 +375,29 @@ impl SendProcessor {
         } else if let Some(due) = self.timer_due(&props)? {
             self.topics
                 .ensure_internal_topic(timer::TIMER_TOPIC, 1, perm::READ | perm::WRITE);
+            recall = self.recall_handle(&target.topic, due, &props);
             timer::to_timer(&mut msg, props.to_mut(), due);
         } else if let Some(level) = self.delay_level(&msg, &props) {
             Self::park_delayed(&mut msg, props.to_mut(), level);
         }
         msg.properties = props.encode_stored(&self.identity.cluster_name);
         let result = self.writer.put_for(&ctx, vec![msg]).await;
-        self.respond(&request, &target, result, message_type)
+        let mut response = self.respond(&request, &target, result, message_type)?;
+        if let (Some(handle), Some(answer)) = (recall, response.as_mut()) {
+            answer.ext_fields.insert("recallHandle", handle);
+        }
+        Ok(response)
+    }
+
+    /// The recall handle a timer message's send answers (RocketMQ's `attachRecallHandle`):
+    /// none for a retry topic's message or one without a UNIQ_KEY.
+    fn recall_handle(&self, topic: &str, due: i64, props: &impl PropertyLookup) -> Option<String> {
+        if topic.starts_with(topic::RETRY_PREFIX) {
+            return None;
+        }
+        let uniq_key = props.get(property::UNIQ_KEY)?;
+        let handle = RecallHandle::for_timer(topic, &self.identity.broker_name, due, uniq_key);
+        Some(handle.encode())
     }
 
     /// `%RETRY%group` sends: the group must exist, and past the retry limit the message goes
@@ -557,6 +579,7 @@ impl SendProcessor {
             batch_uniq_id: None,
             msg_region: Some(self.identity.region_id.clone()),
             trace_on: Some(self.identity.trace_on.to_string()),
+            recall_handle: None,
         }
         .to_ext_fields();
         Ok(Some(

@@ -124,6 +124,7 @@ impl SendProcessor {
             batch_uniq_id: None,
             msg_region: Some(self.identity.region_id.clone()),
             trace_on: Some(self.identity.trace_on.to_string()),
+            recall_handle: None,
         }
         .to_ext_fields();
         request.success_to().with_ext_fields(fields)
