@@ -58,6 +58,6 @@ class ProxyStack:
 
 @pytest.fixture(scope="session")
 def proxy_stack():
-    s = ProxyStack("transactionCheckInterval=1000\ntransactionTimeOut=1000\n")
+    s = ProxyStack("transactionCheckInterval=1000\ntransactionTimeOut=1000\nrecallMessageEnable=true\n")
     yield s
     s.stop()

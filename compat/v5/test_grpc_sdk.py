@@ -162,6 +162,43 @@ def test_delay_message_is_delivered_at_its_time(proxy_stack):
         consumer.shutdown()
 
 
+def test_a_recalled_delay_message_is_never_delivered(proxy_stack):
+    topic, group = proxy_stack.topic("DELAY"), proxy_stack.group()
+    consumer = simple_consumer(proxy_stack, group, topic)
+    p = producer(proxy_stack, topic)
+    try:
+        at = int(time.time()) + 3
+        kept = p.send(message(topic, b"kept", deliver_at=at))
+        gone = p.send(message(topic, b"gone", deliver_at=at))
+        assert kept.recall_handle and gone.recall_handle, "delay sends answer recall handles"
+        assert p.recall_message(topic, gone.recall_handle) == gone.message_id
+        try:
+            p.recall_message(topic, gone.recall_handle)
+            raise AssertionError("a second recall succeeded")
+        except AssertionError:
+            raise
+        except Exception as e:
+            assert "not waiting on this broker" in str(e), e
+        got = receive_all(consumer, 1, timeout=40)
+        assert [m.body for m in got] == [b"kept"]
+        assert got[0].delivery_timestamp == at * 1000, "the delivery timestamp is kept"
+        consumer.ack(got[0])
+        # Both were due together: the recalled one would be here by now.
+        assert consumer.receive(32, 15) == []
+        for handle in (gone.recall_handle, kept.recall_handle):
+            try:
+                p.recall_message(topic, handle)
+                raise AssertionError("a recall of a recalled or delivered message succeeded")
+            except AssertionError:
+                raise
+            except Exception as e:
+                # Past its time the handle itself is refused, as RocketMQ refuses it.
+                assert "recall failed, timestamp invalid" in str(e), e
+    finally:
+        p.shutdown()
+        consumer.shutdown()
+
+
 class Checker(TransactionChecker):
     def __init__(self):
         self.checked = []

@@ -230,7 +230,11 @@ impl Cluster {
     }
 
     /// The master address of `broker_name`, which must serve `topic`.
-    async fn broker_addr(&self, topic: &str, broker_name: &str) -> Result<String, ClusterError> {
+    pub(super) async fn broker_addr(
+        &self,
+        topic: &str,
+        broker_name: &str,
+    ) -> Result<String, ClusterError> {
         let route = self.route(topic).await?;
         route
             .broker_datas
@@ -275,7 +279,7 @@ fn pick_readable_broker(
     Some(readable.swap_remove(index))
 }
 
-fn remote(addr: &str, response: &RemotingCommand) -> ClusterError {
+pub(super) fn remote(addr: &str, response: &RemotingCommand) -> ClusterError {
     ClusterError::Remoting(RemotingError::Remote {
         addr: addr.to_owned(),
         code: response.code,

@@ -5,6 +5,7 @@
 mod consume;
 mod error;
 mod inbound;
+mod recall;
 mod routes;
 mod send;
 mod topic;

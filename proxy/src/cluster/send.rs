@@ -47,6 +47,8 @@ pub struct SendOutcome {
     /// with ','.
     pub offset_msg_id: String,
     pub transaction_id: Option<String>,
+    /// A timer message's recall handle (RocketMQ 5.3.2+ brokers).
+    pub recall_handle: Option<String>,
 }
 
 /// A writable queue of a master.
@@ -168,6 +170,7 @@ fn read_answer(target: &Target, response: &RemotingCommand) -> Result<SendOutcom
         queue_offset: header.queue_offset,
         offset_msg_id: header.msg_id,
         transaction_id: header.transaction_id,
+        recall_handle: header.recall_handle,
     })
 }
 

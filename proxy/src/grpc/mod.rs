@@ -6,6 +6,7 @@ mod ack;
 mod clients;
 mod context;
 pub mod message;
+mod recall;
 mod receive;
 mod renew;
 mod route;
@@ -364,14 +365,9 @@ impl MessagingService for Service {
 
     async fn recall_message(
         &self,
-        _request: Request<RecallMessageRequest>,
+        request: Request<RecallMessageRequest>,
     ) -> Result<Response<RecallMessageResponse>, tonic::Status> {
-        Ok(Response::new(RecallMessageResponse::refused(
-            &Refusal::new(
-                Code::Unsupported,
-                "recalling a delayed message is not offered: StellMQ's timer keeps no recall handles",
-            ),
-        )))
+        unary!(self, request, RecallMessageResponse, recall::recall_message)
     }
 
     async fn sync_lite_subscription(

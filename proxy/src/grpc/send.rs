@@ -90,7 +90,7 @@ pub async fn send_message(
             message_id: ids.join(","),
             transaction_id,
             offset: outcome.queue_offset,
-            recall_handle: String::new(),
+            recall_handle: outcome.recall_handle.clone().unwrap_or_default(),
         }
     } else {
         SendResultEntry {
@@ -105,7 +105,11 @@ pub async fn send_message(
 }
 
 /// A message's kind must be the topic's (or the topic MIXED), as RocketMQ 5 checks.
-fn check_kind(topic: &str, topic_kind: TopicMessageType, kind: MessageType) -> Result<(), Refusal> {
+pub(super) fn check_kind(
+    topic: &str,
+    topic_kind: TopicMessageType,
+    kind: MessageType,
+) -> Result<(), Refusal> {
     let matches = match topic_kind {
         TopicMessageType::Mixed => true,
         TopicMessageType::Normal => kind == MessageType::Normal,

@@ -85,6 +85,9 @@ fn remoting_code(e: &RemotingError) -> Code {
             Some(ResponseCode::NO_PERMISSION) => Code::Forbidden,
             // An ack or invisible-time change whose handle the broker no longer holds.
             Some(ResponseCode::NO_MESSAGE) => Code::InvalidReceiptHandle,
+            // A recall the broker refuses: a handle for another topic or broker, past its
+            // time, or of a message no longer waiting (the remark says which).
+            Some(ResponseCode::ILLEGAL_OPERATION) => Code::BadRequest,
             _ => Code::InternalServerError,
         },
         _ => Code::InternalServerError,
@@ -123,5 +126,6 @@ mod tests {
             remote(ResponseCode::MESSAGE_ILLEGAL),
             Code::InternalServerError
         );
+        assert_eq!(remote(ResponseCode::ILLEGAL_OPERATION), Code::BadRequest);
     }
 }
