@@ -121,6 +121,9 @@ pub struct SendResult {
     pub region_id: String,
     /// Whether the broker takes traces (`TRACE_ON` of its answer, true if absent).
     pub trace_on: bool,
+    /// A timer message's handle for [`crate::Producer::recall_message`] (RocketMQ 5.3.2+
+    /// brokers).
+    pub recall_handle: Option<String>,
 }
 
 /// A message as consumers see it: the body inflated, a retried message's original topic

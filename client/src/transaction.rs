@@ -235,6 +235,7 @@ fn checked_half(half: &ReceivedMessage, channel: &Channel) -> (Message, String, 
             .unwrap_or("")
             .to_owned(),
         trace_on: true,
+        recall_handle: None,
     };
     (msg, channel.peer().to_string(), result)
 }

@@ -10,6 +10,7 @@ mod config;
 mod prepare;
 mod publish_routes;
 mod queue_selection;
+mod recall;
 mod send;
 
 use std::future::Future;

@@ -280,5 +280,6 @@ fn to_result(
         queue_offset: header.queue_offset,
         region_id: header.msg_region.unwrap_or_default(),
         trace_on: header.trace_on.as_deref() != Some("false"),
+        recall_handle: header.recall_handle,
     })
 }
