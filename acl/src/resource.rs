@@ -59,10 +59,12 @@ impl Requirement {
 /// ACL changes (and reading the ACL, which holds secrets).
 pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::UPDATE_AND_CREATE_TOPIC,
+    RequestCode::UPDATE_AND_CREATE_TOPIC_LIST,
     RequestCode::DELETE_TOPIC_IN_BROKER,
     RequestCode::UPDATE_AND_CREATE_STATIC_TOPIC,
     RequestCode::UPDATE_BROKER_CONFIG,
     RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+    RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
     RequestCode::DELETE_SUBSCRIPTIONGROUP,
     RequestCode::INVOKE_BROKER_TO_RESET_OFFSET,
     RequestCode::CLONE_GROUP_OFFSET,

@@ -456,6 +456,13 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             }),
         ),
         admin(
+            C::UPDATE_AND_CREATE_TOPIC_LIST,
+            NO_NAMES,
+            handler(&p.topic_admin, |p, _, r| {
+                Box::pin(async move { p.create_list(&r).await })
+            }),
+        ),
+        admin(
             C::DELETE_TOPIC_IN_BROKER,
             TOPIC,
             handler(&p.topic_admin, |p, _, r| {
@@ -487,6 +494,13 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             NO_NAMES,
             handler(&p.group_admin, |p, _, r| {
                 Box::pin(async move { p.update(&r).await })
+            }),
+        ),
+        admin(
+            C::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
+            NO_NAMES,
+            handler(&p.group_admin, |p, _, r| {
+                Box::pin(async move { p.create_list(&r).await })
             }),
         ),
         admin(

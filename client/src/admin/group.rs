@@ -3,7 +3,7 @@
 
 use stellmq_remoting::protocol::body::{
     fastjson, ConsumeStats, ConsumerConnection, ProducerConnection, ProducerTableInfo,
-    SubscriptionGroupConfig, SubscriptionGroupWrapper,
+    SubscriptionGroupConfig, SubscriptionGroupList, SubscriptionGroupWrapper,
 };
 use stellmq_remoting::protocol::headers::{
     DeleteSubscriptionGroupRequestHeader, GetConsumeStatsRequestHeader,
@@ -23,6 +23,21 @@ impl AdminClient {
     ) -> Result<(), ClientError> {
         let request = bare(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
             .with_body(fastjson::encode(config));
+        self.ask(To::Addr(broker), request, read::nothing).await
+    }
+
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: many groups in one request; the broker
+    /// refuses the whole list if one entry is bad.
+    pub async fn create_group_list(
+        &self,
+        broker: &str,
+        configs: &[SubscriptionGroupConfig],
+    ) -> Result<(), ClientError> {
+        let body = SubscriptionGroupList {
+            group_config_list: configs.to_vec(),
+        };
+        let request = bare(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST)
+            .with_body(fastjson::encode(&body));
         self.ask(To::Addr(broker), request, read::nothing).await
     }
 

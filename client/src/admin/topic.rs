@@ -1,7 +1,9 @@
 //! Topics: routes and the topic list from the name servers, topic configs, stats and raw
 //! ConsumeQueue entries from brokers.
 
-use stellmq_remoting::protocol::body::{attributes_as_changes, GroupList};
+use stellmq_remoting::protocol::body::{
+    attributes_as_changes, fastjson, CreateTopicListRequestBody, GroupList,
+};
 use stellmq_remoting::protocol::body::{
     QueryConsumeQueueResponseBody, TopicConfig, TopicConfigSerializeWrapper, TopicList,
     TopicRouteData, TopicStatsTable,
@@ -72,6 +74,22 @@ impl AdminClient {
             force: None,
         };
         let request = request(RequestCode::UPDATE_AND_CREATE_TOPIC, &header);
+        self.ask(To::Addr(broker), request, read::nothing).await
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC_LIST: many topics in one request, each config's `attributes`
+    /// as changes (`+key` sets, `-key` removes; a bare key sets); the broker refuses the
+    /// whole list if one entry is bad.
+    pub async fn create_topic_list(
+        &self,
+        broker: &str,
+        configs: &[TopicConfig],
+    ) -> Result<(), ClientError> {
+        let body = CreateTopicListRequestBody {
+            topic_config_list: configs.to_vec(),
+        };
+        let request =
+            bare(RequestCode::UPDATE_AND_CREATE_TOPIC_LIST).with_body(fastjson::encode(&body));
         self.ask(To::Addr(broker), request, read::nothing).await
     }
 

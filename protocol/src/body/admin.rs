@@ -156,6 +156,15 @@ impl SubscriptionGroupConfig {
     }
 }
 
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST's body (`SubscriptionGroupList`): groups to
+/// create or update at once.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionGroupList {
+    #[serde(default)]
+    pub group_config_list: Vec<SubscriptionGroupConfig>,
+}
+
 /// subscriptionGroup.json and GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

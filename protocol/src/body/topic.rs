@@ -209,6 +209,15 @@ pub struct TopicConfigSerializeWrapper {
     pub topic_config_table: BTreeMap<String, TopicConfig>,
 }
 
+/// UPDATE_AND_CREATE_TOPIC_LIST's body (`CreateTopicListRequestBody`): topics to create or
+/// update at once; each config's `attributes` are changes (`+key` sets, `-key` removes).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateTopicListRequestBody {
+    #[serde(default)]
+    pub topic_config_list: Vec<TopicConfig>,
+}
+
 /// `TopicList`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -538,3 +538,86 @@ async fn producer_lists_the_brokers_producers() {
     p.shutdown().await;
     stack.stop().await;
 }
+
+/// `updateTopicList` and `updateSubGroupList` (RocketMQ 5): a JSON file of configs, one
+/// request per broker, every entry created.
+#[tokio::test]
+async fn topic_and_group_lists_are_created_from_a_file() {
+    let stack = stellmq_testkit::Stack::start().await;
+    stack.broker().register_now().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let topics = dir.path().join("topics.json");
+    std::fs::write(
+        &topics,
+        r#"[{"topicName":"BatchA","readQueueNums":2,"writeQueueNums":2,"perm":6},
+            {"topicName":"BatchB","readQueueNums":3,"writeQueueNums":3,"perm":6,
+             "attributes":{"+message.type":"FIFO"}}]"#,
+    )
+    .expect("file");
+    let groups = dir.path().join("groups.json");
+    std::fs::write(
+        &groups,
+        r#"[{"groupName":"BatchG1"},{"groupName":"BatchG2","consumeMessageOrderly":true}]"#,
+    )
+    .expect("file");
+    let ns = stack.ns_addr();
+    let (ok, out, err) = mqadmin_in(
+        None,
+        ns,
+        &[
+            "updateTopicList",
+            "-c",
+            "DefaultCluster",
+            "-f",
+            &topics.display().to_string(),
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert!(out.contains("submit batch of topic config to"), "{out}");
+    let (ok, _, err) = mqadmin_in(
+        None,
+        ns,
+        &[
+            "updateSubGroupList",
+            "-b",
+            stack.addr(),
+            "-f",
+            &groups.display().to_string(),
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let admin = stellmq_client::AdminClient::new(ns).expect("admin");
+    let topics = admin.all_topic_config(stack.addr()).await.expect("topics");
+    let b = &topics.topic_config_table["BatchB"];
+    assert_eq!(b.read_queue_nums, 3);
+    assert_eq!(
+        b.attributes.get("message.type").map(String::as_str),
+        Some("FIFO")
+    );
+    assert!(topics.topic_config_table.contains_key("BatchA"));
+    let g2 = admin
+        .subscription_group_config(stack.addr(), "BatchG2")
+        .await
+        .expect("groups")
+        .expect("BatchG2 created");
+    assert!(g2.consume_message_orderly);
+    admin.shutdown().await;
+
+    let (ok, out, err) = mqadmin_in(
+        None,
+        ns,
+        &[
+            "updateTopicList",
+            "-b",
+            stack.addr(),
+            "-f",
+            "/no/such/file.json",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert!(out.contains("does not exists"), "{out}");
+    stack.stop().await;
+}

@@ -219,6 +219,10 @@ const ROCKETMQ_LETTERS: &[(&str, &str)] = &[
     ("getControllerMetaData", "a"),
     ("getSyncStateSet", "acbi"),
     ("updateControllerConfig", "akv"),
+    // RocketMQ 5's batch commands and its metadata export.
+    ("updateTopicList", "bcf"),
+    ("updateSubGroupList", "bcf"),
+    ("exportMetadataInRocksDB", "ptj"),
 ];
 
 #[test]
@@ -235,4 +239,31 @@ fn every_command_takes_rocketmq_option_letters() {
             );
         }
     }
+}
+
+/// RocketMQ 5.x commands StellMQ does not serve are known by name: each says why and fails,
+/// and the command list names them apart.
+#[test]
+fn a_command_not_served_says_why_and_fails() {
+    for (args, says) in [
+        (
+            &["createUser", "-u", "alice", "-p", "secret"][..],
+            "ACL 2.0",
+        ),
+        (&["updatestatictopic", "-t", "T"][..], "static topics"),
+        (&["help", "addBroker"][..], "BrokerContainer"),
+    ] {
+        let (ok, out, err) = mqadmin(args);
+        assert!(!ok, "{args:?} succeeded: {out}");
+        assert!(
+            err.contains("is not available in StellMQ") && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    let (_, list, _) = mqadmin(&[]);
+    assert!(
+        list.contains("RocketMQ commands not available in StellMQ"),
+        "{list}"
+    );
+    assert!(list.contains("createUser"), "{list}");
 }

@@ -5,6 +5,7 @@
 
 use clap::CommandFactory;
 
+use super::not_offered::refusal;
 use super::Cli;
 
 /// The command list `mqadmin` prints without arguments.
@@ -15,6 +16,11 @@ pub fn command_list() -> String {
         let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
         let first = about.lines().next().unwrap_or_default();
         out.push_str(&format!("   {:<20} {first}\n", sub.get_name()));
+    }
+    out.push_str("\nRocketMQ commands not available in StellMQ (each says why):\n");
+    for chunk in super::not_offered::NOT_OFFERED.chunks(4) {
+        let names: Vec<&str> = chunk.iter().map(|(name, _)| *name).collect();
+        out.push_str(&format!("   {}\n", names.join(", ")));
     }
     out.push_str("\nSee 'mqadmin help <command>' for more information on a specific command.\n");
     out
@@ -203,12 +209,16 @@ pub fn early(args: Vec<String>) -> Early {
         [help] if help == "help" => Early::Print(command_list()),
         [help, name] if help == "help" => match command_help(name) {
             Some(text) => Early::Print(text),
-            None => Early::Fail(format!("The sub command {name} not exist.")),
+            None => Early::Fail(
+                refusal(name).unwrap_or_else(|| format!("The sub command {name} not exist.")),
+            ),
         },
         [first, rest @ ..] if !first.starts_with('-') && first != "help" => {
             match canonical_name(first) {
                 Some(name) => Early::Parse(std::iter::once(name).chain(rest.to_vec()).collect()),
-                None => Early::Fail(format!("The sub command {first} not exist.")),
+                None => Early::Fail(
+                    refusal(first).unwrap_or_else(|| format!("The sub command {first} not exist.")),
+                ),
             }
         }
         _ => Early::Parse(args),

@@ -22,6 +22,9 @@ pub struct ConfigToJson {
     /// What to print: topics, subscriptionGroups or consumerOffsets.
     #[arg(short = 't', long = "configType")]
     config_type: String,
+    /// RocketMQ's exportMetadataInRocksDB -j (print as JSON): the output is JSON always.
+    #[arg(short = 'j', long = "jsonEnable", action = clap::ArgAction::Set)]
+    json_enable: Option<bool>,
 }
 
 pub fn config_to_json(a: ConfigToJson) -> Result<(), ClientError> {

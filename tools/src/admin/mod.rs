@@ -12,11 +12,13 @@ mod export;
 mod group;
 pub mod help;
 mod housekeeping;
+mod lists;
 mod message;
 mod metadata_store;
 mod monitor;
 mod msg_actions;
 mod namesrv;
+mod not_offered;
 mod print_queue;
 mod producer;
 mod progress;
@@ -252,9 +254,20 @@ pub enum Command {
     ExportMetadata(export::ExportMetadata),
     #[command(
         name = "rocksDBConfigToJson",
+        visible_alias = "exportMetadataInRocksDB",
         about = "Print a stopped broker's metadata store (topics, subscriptionGroups, consumerOffsets) as RocketMQ's JSON"
     )]
     RocksDbConfigToJson(metadata_store::ConfigToJson),
+    #[command(
+        name = "updateTopicList",
+        about = "create or update topics in batch from a JSON file"
+    )]
+    UpdateTopicList(lists::UpdateList),
+    #[command(
+        name = "updateSubGroupList",
+        about = "create or update subscription groups in batch from a JSON file"
+    )]
+    UpdateSubGroupList(lists::UpdateList),
     #[command(name = "exportConfigs", about = "export configs")]
     ExportConfigs(export::ExportCluster),
     #[command(name = "exportMetrics", about = "export metrics")]
@@ -411,6 +424,8 @@ async fn dispatch(
         GetBrokerConfig(t) => broker::get_broker_config(admin, t).await,
         UpdateBrokerConfig(a) => broker::update_broker_config(admin, a).await,
         UpdateSubGroup(a) => group::update_sub_group(admin, a).await,
+        UpdateTopicList(a) => lists::update_topic_list(admin, a).await,
+        UpdateSubGroupList(a) => lists::update_sub_group_list(admin, a).await,
         DeleteSubGroup(a) => group::delete_sub_group(admin, a).await,
         CloneGroupOffset(a) => group::clone_group_offset(admin, a).await,
         ConsumerProgress(a) => progress::consumer_progress(admin, a).await,

@@ -6,6 +6,7 @@ pub mod consumer_call;
 pub mod epoch;
 pub mod group;
 pub mod half;
+pub mod lists;
 pub mod offset;
 pub mod progress;
 pub mod role_notice;

@@ -34,7 +34,7 @@ pub struct TopicAdminProcessor {
 
 impl TopicAdminProcessor {
     /// Topics change on masters only, never the broker's own topics.
-    fn check_changeable(&self, topic: &str) -> Result<(), ProcessorError> {
+    pub(super) fn check_changeable(&self, topic: &str) -> Result<(), ProcessorError> {
         if !self.identity.is_master() {
             return Err(slave_refuses("topics"));
         }
@@ -50,21 +50,8 @@ impl TopicAdminProcessor {
     pub(crate) async fn create(&self, request: &RemotingCommand) -> ProcessResult {
         let h: CreateTopicRequestHeader = header(request)?;
         self.check_changeable(&h.topic)?;
-        if h.read_queue_nums <= 0
-            || h.write_queue_nums <= 0
-            || h.read_queue_nums > 1024
-            || h.write_queue_nums > 1024
-        {
-            return Err(ProcessorError::system(
-                "readQueueNums and writeQueueNums must be within 1..1024",
-            ));
-        }
-        if h.topic_filter_type != "SINGLE_TAG" && h.topic_filter_type != "MULTI_TAG" {
-            return Err(ProcessorError::system(format!(
-                "unknown topicFilterType {}",
-                h.topic_filter_type
-            )));
-        }
+        check_shape(h.read_queue_nums, h.write_queue_nums, &h.topic_filter_type)
+            .map_err(ProcessorError::system)?;
         let mut config =
             TopicConfig::with_queues(&h.topic, h.read_queue_nums, h.write_queue_nums, h.perm);
         config.topic_filter_type = h.topic_filter_type;
@@ -208,6 +195,17 @@ impl TopicAdminProcessor {
 }
 
 /// A slave's metadata is a copy of its master's (protocol.md 9.4): changes go to the master.
+/// Queue counts within 1..1024 and a known tag filter type.
+pub(super) fn check_shape(read: i32, write: i32, filter_type: &str) -> Result<(), String> {
+    if !(1..=1024).contains(&read) || !(1..=1024).contains(&write) {
+        return Err("readQueueNums and writeQueueNums must be within 1..1024".into());
+    }
+    if filter_type != "SINGLE_TAG" && filter_type != "MULTI_TAG" {
+        return Err(format!("unknown topicFilterType {filter_type}"));
+    }
+    Ok(())
+}
+
 pub(crate) fn slave_refuses(what: &str) -> ProcessorError {
     ProcessorError::new(
         ResponseCode::SYSTEM_ERROR,
