@@ -11,30 +11,54 @@ use stellmq_remoting::protocol::body::{ConsumerOffsetSerializeWrapper, IntKeyMap
 use crate::persist;
 use stellmq_metadata::{MetadataError, MetadataStore};
 
+mod changes;
+use changes::Changes;
+pub use changes::Mark;
+
 pub struct ConsumerOffsetManager {
     store: Arc<MetadataStore>,
     inner: RwLock<Offsets>,
 }
 
-#[derive(Default)]
 struct Offsets {
     table: BTreeMap<String, BTreeMap<i32, i64>>,
     /// Keys changed or removed since the last commit.
     dirty: BTreeSet<String>,
+    /// The order of changes, for slaves that copy only what changed.
+    changes: Changes,
 }
 
 impl Offsets {
+    /// `key` changed: noted for the next commit and for slaves.
+    fn changed(&mut self, key: String) {
+        self.changes.note(&key);
+        self.dirty.insert(key);
+    }
+
     /// Removes the keys `remove` selects, noting them for the next commit.
     fn remove_where(&mut self, remove: impl Fn(&str) -> bool) {
-        let Offsets { table, dirty } = self;
-        table.retain(|k, _| {
-            let keep = !remove(k);
-            if !keep {
-                dirty.insert(k.clone());
-            }
-            keep
-        });
+        let removed: Vec<String> = self.table.keys().filter(|k| remove(k)).cloned().collect();
+        for key in removed {
+            self.table.remove(&key);
+            self.changed(key);
+        }
+        let Offsets { table, changes, .. } = self;
+        changes.forget_old_removals(table.len(), |k| table.contains_key(k));
     }
+}
+
+/// GET_ALL_CONSUMER_OFFSET's answer: the whole table, or (to a slave that gave a mark of
+/// this process) what changed since.
+pub struct OffsetsCopy {
+    pub body: ConsumerOffsetSerializeWrapper,
+    /// Where this copy stands.
+    pub mark: Mark,
+    /// The body holds only the changes.
+    pub delta: bool,
+}
+
+fn wire(queues: &BTreeMap<i32, i64>) -> IntKeyMap<i64> {
+    IntKeyMap(queues.iter().map(|(q, o)| (i64::from(*q), *o)).collect())
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -50,6 +74,7 @@ impl ConsumerOffsetManager {
             inner: RwLock::new(Offsets {
                 table,
                 dirty: BTreeSet::new(),
+                changes: Changes::new(),
             }),
         })
     }
@@ -67,7 +92,7 @@ impl ConsumerOffsetManager {
                     .insert(key.clone(), BTreeMap::from([(queue_id, offset)]));
             }
         }
-        inner.dirty.insert(key);
+        inner.changed(key);
     }
 
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
@@ -98,7 +123,7 @@ impl ConsumerOffsetManager {
         };
         let dest = key(topic, dest);
         inner.table.insert(dest.clone(), offsets);
-        inner.dirty.insert(dest);
+        inner.changed(dest);
         true
     }
 
@@ -178,27 +203,64 @@ impl ConsumerOffsetManager {
             .collect();
         let mut inner = self.inner.write();
         for (key, _) in persist::diff(&inner.table, &master) {
-            inner.dirty.insert(key);
+            inner.changed(key);
         }
         inner.table = master;
     }
 
-    pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {
-        ConsumerOffsetSerializeWrapper {
-            offset_table: self
-                .inner
-                .read()
-                .table
-                .iter()
-                .map(|(k, q)| {
-                    (
-                        k.clone(),
-                        IntKeyMap(q.iter().map(|(q, o)| (i64::from(*q), *o)).collect()),
-                    )
-                })
-                .collect(),
-            data_version: None,
+    /// A slave takes what changed on its master since its last copy: the changed keys'
+    /// queues replace its own, the removed keys go.
+    pub fn apply_changes_from_master(&self, changes: ConsumerOffsetSerializeWrapper) {
+        let mut inner = self.inner.write();
+        for (key, queues) in changes.offset_table {
+            let queues = queues.0.into_iter().map(|(q, o)| (q as i32, o)).collect();
+            inner.table.insert(key.clone(), queues);
+            inner.changed(key);
         }
+        for key in changes.removed_keys {
+            if inner.table.remove(&key).is_some() {
+                inner.changed(key);
+            }
+        }
+    }
+
+    /// What a slave copies: everything, or what changed after `since` when it is a mark of
+    /// this process that is still remembered.
+    pub fn copy_for_slave(&self, since: Option<Mark>) -> OffsetsCopy {
+        let inner = self.inner.read();
+        let Some(changed) = since.and_then(|mark| inner.changes.since(mark)) else {
+            return OffsetsCopy {
+                body: Self::whole(&inner.table),
+                mark: inner.changes.mark(),
+                delta: false,
+            };
+        };
+        let mut body = ConsumerOffsetSerializeWrapper::default();
+        for key in changed.keys {
+            match inner.table.get(&key) {
+                Some(queues) => {
+                    body.offset_table.insert(key, wire(queues));
+                }
+                None => body.removed_keys.push(key),
+            }
+        }
+        OffsetsCopy {
+            body,
+            mark: changed.now,
+            delta: true,
+        }
+    }
+
+    fn whole(table: &BTreeMap<String, BTreeMap<i32, i64>>) -> ConsumerOffsetSerializeWrapper {
+        ConsumerOffsetSerializeWrapper {
+            offset_table: table.iter().map(|(k, q)| (k.clone(), wire(q))).collect(),
+            data_version: None,
+            removed_keys: Vec::new(),
+        }
+    }
+
+    pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {
+        Self::whole(&self.inner.read().table)
     }
 
     /// Commits the offsets changed since the last commit (blocking); on failure they stay

@@ -20,7 +20,8 @@ use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
 
 use crate::group::SubscriptionGroupManager;
-use crate::offset::ConsumerOffsetManager;
+use crate::offset::{ConsumerOffsetManager, Mark};
+use crate::processor::admin::offset::{OFFSETS_AT, OFFSETS_DELTA, OFFSETS_SINCE};
 use crate::registration::Registrar;
 use crate::schedule::ScheduleMessageService;
 use crate::topic::TopicConfigManager;
@@ -43,6 +44,8 @@ impl SlaveSync {
     pub async fn run(self, stop: CancellationToken) {
         let client = RemotingClient::new(self.client.clone());
         let mut wait = FIRST_SYNC;
+        // Where the last copy of the master's offsets stands.
+        let mut offsets_mark = None;
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
@@ -53,7 +56,7 @@ impl SlaveSync {
                 // A stop does not wait for a master that does not answer.
                 let synced = tokio::select! {
                     _ = stop.cancelled() => break,
-                    synced = self.sync_once(&client, &master) => synced,
+                    synced = self.sync_once(&client, &master, &mut offsets_mark) => synced,
                 };
                 if let Err(reason) = synced {
                     tracing::warn!(%master, %reason, "metadata sync from the master failed");
@@ -63,7 +66,12 @@ impl SlaveSync {
         client.shutdown().await;
     }
 
-    async fn sync_once(&self, client: &RemotingClient, master: &str) -> Result<(), SyncError> {
+    async fn sync_once(
+        &self,
+        client: &RemotingClient,
+        master: &str,
+        offsets_mark: &mut Option<Mark>,
+    ) -> Result<(), SyncError> {
         let pages = Pages {
             client,
             master,
@@ -94,9 +102,7 @@ impl SlaveSync {
                 subscription_group_table,
             });
         }
-        let offsets: ConsumerOffsetSerializeWrapper =
-            fetch(client, master, RequestCode::GET_ALL_CONSUMER_OFFSET).await?;
-        self.offsets.replace_from_master(offsets);
+        self.copy_offsets(client, master, offsets_mark).await?;
         let delay: DelayOffsetSerializeWrapper =
             fetch(client, master, RequestCode::GET_ALL_DELAY_OFFSET).await?;
         self.schedule.replace_from_master(delay);
@@ -107,6 +113,39 @@ impl SlaveSync {
         })
         .await
         .map_err(SyncError::Persist)
+    }
+}
+
+impl SlaveSync {
+    /// Copies the master's consumer offsets: what changed since `mark` when the master
+    /// tells changes (a StellMQ master that still remembers the mark), else the whole table.
+    async fn copy_offsets(
+        &self,
+        client: &RemotingClient,
+        master: &str,
+        mark: &mut Option<Mark>,
+    ) -> Result<(), SyncError> {
+        let code = RequestCode::GET_ALL_CONSUMER_OFFSET;
+        let mut request = RemotingCommand::request(code, ExtFields::new());
+        if let Some(since) = mark {
+            request.ext_fields.insert(OFFSETS_SINCE, since.to_string());
+        }
+        let response = client
+            .invoke_ok(master, request, CALL_TIMEOUT)
+            .await
+            .map_err(|source| SyncError::Call { code, source })?;
+        let body: ConsumerOffsetSerializeWrapper =
+            fastjson::decode(&response.body).map_err(|source| SyncError::Body { code, source })?;
+        if response.ext_fields.get(OFFSETS_DELTA) == Some("true") {
+            self.offsets.apply_changes_from_master(body);
+        } else {
+            self.offsets.replace_from_master(body);
+        }
+        *mark = response
+            .ext_fields
+            .get(OFFSETS_AT)
+            .and_then(|m| m.parse().ok());
+        Ok(())
     }
 }
 

@@ -252,6 +252,14 @@ pub struct ConsumerOffsetSerializeWrapper {
     pub offset_table: BTreeMap<String, IntKeyMap<i64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_version: Option<DataVersion>,
+    /// A StellMQ master's answer to a slave that asked for changes only: the keys removed
+    /// since its mark (never written otherwise).
+    #[serde(
+        default,
+        rename = "stellmqRemovedKeys",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub removed_keys: Vec<String>,
 }
 
 /// delayOffset.json and GET_ALL_DELAY_OFFSET: delay level to consumed offset.

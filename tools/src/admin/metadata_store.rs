@@ -65,6 +65,7 @@ pub fn config_to_json(a: ConfigToJson) -> Result<(), ClientError> {
                 &ConsumerOffsetSerializeWrapper {
                     offset_table,
                     data_version: None,
+                    removed_keys: Vec::new(),
                 },
                 fastjson::Style::FastjsonPretty,
             )

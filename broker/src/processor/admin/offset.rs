@@ -18,7 +18,7 @@ use stellmq_store::{MessageFilter, MessageStore};
 use crate::clients::ConsumerManager;
 use crate::context::BrokerIdentity;
 use crate::filter::{self, TagFilter};
-use crate::offset::ConsumerOffsetManager;
+use crate::offset::{ConsumerOffsetManager, Mark};
 use crate::processor::header;
 use crate::schedule::ScheduleMessageService;
 use crate::topic::TopicConfigManager;
@@ -292,14 +292,32 @@ impl OffsetAdminProcessor {
     }
 }
 
+/// A slave's mark of its last offsets copy (StellMQ's extension of GET_ALL_CONSUMER_OFFSET).
+pub const OFFSETS_SINCE: &str = "stellmqOffsetsSince";
+/// The mark of the copy answered.
+pub const OFFSETS_AT: &str = "stellmqOffsetsAt";
+/// The answer holds only the changes since the slave's mark.
+pub const OFFSETS_DELTA: &str = "stellmqOffsetsDelta";
+
 /// The tables slaves copy (protocol.md 9.4).
 impl OffsetAdminProcessor {
+    /// GET_ALL_CONSUMER_OFFSET: the whole table; to a StellMQ slave that gives the mark of
+    /// its last copy (`stellmqOffsetsSince`), only what changed since, marked
+    /// `stellmqOffsetsDelta`. Every answer carries its mark (`stellmqOffsetsAt`).
     pub(crate) fn all_consumer_offsets(&self, request: &RemotingCommand) -> ProcessResult {
-        Ok(Some(
-            request
-                .success_to()
-                .with_body(fastjson::encode(&self.offsets.wrapper())),
-        ))
+        let since = request
+            .ext_fields
+            .get(OFFSETS_SINCE)
+            .and_then(|m| m.parse::<Mark>().ok());
+        let copy = self.offsets.copy_for_slave(since);
+        let mut response = request.success_to().with_body(fastjson::encode(&copy.body));
+        response
+            .ext_fields
+            .insert(OFFSETS_AT, copy.mark.to_string());
+        if copy.delta {
+            response.ext_fields.insert(OFFSETS_DELTA, "true");
+        }
+        Ok(Some(response))
     }
 
     pub(crate) fn all_delay_offsets(&self, request: &RemotingCommand) -> ProcessResult {

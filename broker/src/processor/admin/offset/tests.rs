@@ -118,3 +118,80 @@ async fn an_offset_reset_is_refused_with_nobody_online_and_told_to_consumers_oth
         .await;
     assert_eq!(offset.ext_fields.get("offset"), Some("0"));
 }
+
+/// GET_ALL_CONSUMER_OFFSET as a slave asks: `stellmqOffsetsSince` with the last answer's
+/// mark gets only the changes.
+async fn offsets_since(
+    broker: &Fixture,
+    since: Option<&str>,
+) -> (
+    stellmq_remoting::protocol::body::ConsumerOffsetSerializeWrapper,
+    String,
+    bool,
+) {
+    let mut asked = request(RequestCode::GET_ALL_CONSUMER_OFFSET, &[]);
+    if let Some(mark) = since {
+        asked.ext_fields.insert("stellmqOffsetsSince", mark);
+    }
+    let answer = broker.call(asked).await;
+    assert_success(&answer);
+    let mark = answer
+        .ext_fields
+        .get("stellmqOffsetsAt")
+        .expect("every answer carries its mark")
+        .to_owned();
+    let delta = answer.ext_fields.get("stellmqOffsetsDelta") == Some("true");
+    (fastjson::decode(&answer.body).expect("a body"), mark, delta)
+}
+
+#[tokio::test]
+async fn a_slave_with_a_mark_copies_only_what_changed_since() {
+    let broker = Fixture::start().await;
+    let offsets = &broker.state.offsets;
+    offsets.commit("g1", "T", 0, 5);
+    offsets.commit("g2", "T", 0, 7);
+    let (whole, mark, delta) = offsets_since(&broker, None).await;
+    assert!(!delta);
+    assert_eq!(whole.offset_table.len(), 2);
+
+    let (nothing, same, delta) = offsets_since(&broker, Some(&mark)).await;
+    assert!(delta);
+    assert!(nothing.offset_table.is_empty() && nothing.removed_keys.is_empty());
+    assert_eq!(same, mark);
+
+    offsets.commit("g2", "T", 1, 9);
+    offsets.remove_group("g1");
+    let (changes, later, delta) = offsets_since(&broker, Some(&mark)).await;
+    assert!(delta);
+    assert_eq!(changes.offset_table.keys().collect::<Vec<_>>(), ["T@g2"]);
+    assert_eq!(changes.offset_table["T@g2"].0.get(&1), Some(&9));
+    assert_eq!(changes.removed_keys, ["T@g1"]);
+    assert_ne!(later, mark);
+
+    // A mark of another process (the master restarted) or garbled: the whole table.
+    for foreign in ["1:1", "not a mark"] {
+        let (all, _, delta) = offsets_since(&broker, Some(foreign)).await;
+        assert!(!delta, "{foreign}");
+        assert_eq!(all.offset_table.keys().collect::<Vec<_>>(), ["T@g2"]);
+    }
+}
+
+#[tokio::test]
+async fn changes_applied_on_a_slave_match_the_masters_table() {
+    let master = Fixture::start().await;
+    let slave = Fixture::start_slave_with(|_| {}).await;
+    master.state.offsets.commit("g1", "T", 0, 5);
+    master.state.offsets.commit("g2", "T", 0, 7);
+    let (whole, mark, _) = offsets_since(&master, None).await;
+    slave.state.offsets.replace_from_master(whole);
+    master.state.offsets.commit("g2", "T", 0, 8);
+    master.state.offsets.commit("g3", "T", 2, 1);
+    master.state.offsets.remove_group("g1");
+    let (changes, _, delta) = offsets_since(&master, Some(&mark)).await;
+    assert!(delta);
+    slave.state.offsets.apply_changes_from_master(changes);
+    assert_eq!(
+        slave.state.offsets.wrapper(),
+        master.state.offsets.wrapper()
+    );
+}
