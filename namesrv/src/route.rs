@@ -373,6 +373,25 @@ impl RouteInfoManager {
         self.tables.read().topic_queues.keys().cloned().collect()
     }
 
+    /// Up to `max` topics with queue data, in name order, after `after` (from the first
+    /// when empty); true when more follow.
+    pub fn topic_page(&self, after: &str, max: usize) -> (Vec<String>, bool) {
+        use std::ops::Bound;
+        let t = self.tables.read();
+        let start = if after.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded(after.to_owned())
+        };
+        let mut names = t
+            .topic_queues
+            .range::<String, _>((start, Bound::Unbounded))
+            .map(|(topic, _)| topic.clone());
+        let page: Vec<String> = names.by_ref().take(max).collect();
+        let more = names.next().is_some();
+        (page, more)
+    }
+
     /// Topics with queues on brokers of `cluster`.
     pub fn topics_by_cluster(&self, cluster: &str) -> Vec<String> {
         let t = self.tables.read();
@@ -571,6 +590,20 @@ mod tests {
             channel_id: Some(id as u64 + 100),
             timeout: Duration::from_secs(120),
         }
+    }
+
+    #[test]
+    fn topics_page_in_name_order_after_the_last_one_seen() {
+        let m = RouteInfoManager::new();
+        m.register(reg("a", 0, "m:1", &["T3", "T1", "T5", "T2", "T4"], 1));
+        assert_eq!(m.topic_page("", 2), (vec!["T1".into(), "T2".into()], true));
+        assert_eq!(
+            m.topic_page("T2", 2),
+            (vec!["T3".into(), "T4".into()], true)
+        );
+        assert_eq!(m.topic_page("T4", 2), (vec!["T5".into()], false));
+        assert_eq!(m.topic_page("T5", 2), (vec![], false));
+        assert_eq!(m.topic_page("", 10).0.len(), 5);
     }
 
     #[test]

@@ -42,6 +42,30 @@ impl AdminClient {
         Ok(list.topic_list)
     }
 
+    /// Up to `max` topics after `after` (from the first when `None`), in name order, and
+    /// whether more follow: StellMQ name servers answer pages; a RocketMQ name server
+    /// answers every topic at once (and no more then).
+    pub async fn topic_page(
+        &self,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<(Vec<String>, bool), ClientError> {
+        let mut request = bare(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
+        request
+            .ext_fields
+            .insert("stellmqMaxTopicNum", max.to_string());
+        if let Some(after) = after {
+            request.ext_fields.insert("stellmqAfterTopic", after);
+        }
+        let (list, more): (TopicList, bool) = self
+            .ask(To::NameServer, request, |response| {
+                let more = response.ext_fields.get("stellmqMoreTopics") == Some("true");
+                read::json(response).map(|list| (list, more))
+            })
+            .await?;
+        Ok((list.topic_list, more))
+    }
+
     /// Creates or updates a topic on `broker`, with `config`'s attributes.
     pub async fn create_topic(
         &self,

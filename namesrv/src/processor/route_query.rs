@@ -53,6 +53,33 @@ impl RouteQueryProcessor {
     }
 }
 
+/// StellMQ's paging of GET_ALL_TOPIC_LIST_FROM_NAMESERVER: the page's size (a request
+/// without it gets every topic at once, as from RocketMQ), the topic it starts after, and
+/// the answer's "more follow".
+pub const PAGE_SIZE_FIELD: &str = "stellmqMaxTopicNum";
+pub const PAGE_AFTER_FIELD: &str = "stellmqAfterTopic";
+pub const PAGE_MORE_FIELD: &str = "stellmqMoreTopics";
+/// The largest page a name server answers.
+const MAX_PAGE: usize = 10_000;
+
+impl RouteQueryProcessor {
+    /// Every topic, or one page of them when the request asks for pages.
+    fn topic_list(&self, request: &RemotingCommand) -> RemotingCommand {
+        let routes = &self.tables.routes;
+        let Some(size) = request.ext_fields.get(PAGE_SIZE_FIELD) else {
+            return topic_list_response(request, routes.all_topics(), None);
+        };
+        let size = size.parse::<usize>().unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
+        let after = request.ext_fields.get(PAGE_AFTER_FIELD).unwrap_or("");
+        let (topics, more) = routes.topic_page(after, size);
+        let mut response = topic_list_response(request, topics, None);
+        if more {
+            response.ext_fields.insert(PAGE_MORE_FIELD, "true");
+        }
+        response
+    }
+}
+
 impl RequestProcessor for RouteQueryProcessor {
     fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         let routes = &self.tables.routes;
@@ -64,9 +91,9 @@ impl RequestProcessor for RouteQueryProcessor {
                         .success_to()
                         .with_body(fastjson::encode(&routes.cluster_info())),
                 )),
-                Some(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER) => Ok(Some(
-                    topic_list_response(&request, routes.all_topics(), None),
-                )),
+                Some(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER) => {
+                    Ok(Some(self.topic_list(&request)))
+                }
                 Some(RequestCode::GET_TOPICS_BY_CLUSTER) => {
                     header::<GetTopicsByClusterRequestHeader>(&request).map(|h| {
                         Some(topic_list_response(

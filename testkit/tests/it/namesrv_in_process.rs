@@ -474,3 +474,33 @@ async fn topics_can_be_deleted_everywhere_or_per_cluster() {
     assert!(c.route("U").await.is_err());
     ns.shutdown().await;
 }
+
+/// StellMQ's paging of GET_ALL_TOPIC_LIST_FROM_NAMESERVER, as `mqadmin topicList` reads it
+/// through the admin client: pages in name order; a request without a page size gets every
+/// topic, as from RocketMQ.
+#[tokio::test]
+async fn the_topic_list_comes_a_page_at_a_time() {
+    let ns = NameServer::start().await;
+    let c = RawClient::new(ns.addr());
+    c.register_broker(&broker_a(&["P3", "P1", "P5", "P2", "P4"]))
+        .await;
+    let admin = stellmq_client::AdminClient::new(ns.addr()).expect("admin");
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    let mut after: Option<String> = None;
+    loop {
+        let (page, more) = admin.topic_page(after.as_deref(), 2).await.expect("page");
+        pages += 1;
+        assert!(page.len() <= 2);
+        seen.extend(page.iter().cloned());
+        match page.last() {
+            Some(last) if more => after = Some(last.clone()),
+            _ => break,
+        }
+    }
+    assert_eq!(seen, ["P1", "P2", "P3", "P4", "P5"]);
+    assert_eq!(pages, 3);
+    assert_eq!(admin.topic_list().await.expect("all").len(), 5);
+    admin.shutdown().await;
+    ns.shutdown().await;
+}

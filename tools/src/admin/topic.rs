@@ -118,14 +118,25 @@ pub struct TopicListArgs {
     cluster_model: bool,
 }
 
+/// Topics `topicList` asks the name server for at a time.
+const TOPIC_PAGE: usize = 5_000;
+
 pub async fn topic_list(admin: &AdminClient, a: TopicListArgs) -> Result<(), ClientError> {
-    let topics = admin.topic_list().await?;
     if !a.cluster_model {
-        for t in topics {
-            crate::outln!("{t}");
+        // A page at a time, printed as it comes: 100,000 topics never sit in one answer.
+        let mut after: Option<String> = None;
+        loop {
+            let (page, more) = admin.topic_page(after.as_deref(), TOPIC_PAGE).await?;
+            for t in &page {
+                crate::outln!("{t}");
+            }
+            match page.last() {
+                Some(last) if more => after = Some(last.clone()),
+                _ => return Ok(()),
+            }
         }
-        return Ok(());
     }
+    let topics = admin.topic_list().await?;
     crate::outln!(
         "{:<20}  {:<48}  {:<48}",
         "#Cluster Name",
