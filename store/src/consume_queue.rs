@@ -91,7 +91,7 @@ enum State {
 }
 
 /// What a closed queue answers without its files.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Closed {
     /// Byte offsets of the first file's start and of the write position.
     min_bytes: i64,
@@ -143,6 +143,44 @@ impl ConsumeQueue {
             max_phys: AtomicI64::new(0),
             state: RwLock::new(State::Open(Arc::new(segments))),
             last_used: AtomicI64::new(monotonic_ms()),
+        })
+    }
+
+    /// A queue as a clean stop summarized it: closed, its files untouched until used.
+    fn from_summary(
+        summary: QueueSummary,
+        dir: &Path,
+        file_size: usize,
+        dir_syncs: Arc<PendingDirSyncs>,
+        open_queues: Arc<AtomicUsize>,
+    ) -> Self {
+        Self {
+            open_queues,
+            dir: dir.join(&summary.topic).join(summary.queue_id.to_string()),
+            topic: summary.topic,
+            queue_id: summary.queue_id,
+            file_size,
+            dir_syncs,
+            min_logical: AtomicI64::new(summary.min_logical),
+            max_phys: AtomicI64::new(summary.max_phys),
+            state: RwLock::new(State::Closed(summary.closed)),
+            last_used: AtomicI64::new(monotonic_ms()),
+        }
+    }
+
+    /// The queue as the next start needs it, its files closed first; `None` when they
+    /// cannot close (in use, or not flushed).
+    fn summary(&self) -> Option<QueueSummary> {
+        self.close_if_idle(Duration::ZERO);
+        let State::Closed(closed) = &*self.state.read() else {
+            return None;
+        };
+        Some(QueueSummary {
+            topic: self.topic.clone(),
+            queue_id: self.queue_id,
+            min_logical: self.min_logical.load(Ordering::Acquire),
+            max_phys: self.max_phys_offset(),
+            closed: *closed,
         })
     }
 
@@ -529,7 +567,9 @@ fn raw_entry_at(segments: &SegmentQueue, pos: i64) -> Option<CqEntry> {
     Some(CqEntry::decode(raw))
 }
 
+mod summary;
 mod table;
+use summary::QueueSummary;
 pub use table::ConsumeQueueStore;
 
 #[cfg(test)]

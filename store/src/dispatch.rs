@@ -249,8 +249,8 @@ impl Dispatcher {
         jobs: &mut Vec<IndexEntry>,
     ) -> Result<(), StoreError> {
         if req.to_consume_queue {
-            match queues.find_or_create(req.topic, req.queue_id) {
-                Ok(cq) => cq.put(req.queue_offset, req.phys_offset, req.size, req.tags_code)?,
+            match put_entry(queues, &req) {
+                Ok(()) => {}
                 // A record no queue can hold (only a foreign or corrupt log has one): skip
                 // it rather than stop dispatching for everyone.
                 Err(StoreError::UnsafeName(name)) => {
@@ -296,5 +296,24 @@ fn hand_over(index: IndexSink<'_>, jobs: Vec<IndexEntry>) {
         if feed.push(jobs) {
             feed.drain(index);
         }
+    }
+}
+
+/// Writes `req`'s ConsumeQueue entry. Out of file descriptors, the idle queues' files are
+/// closed (they reopen at their next use) and the entry tried once more, rather than
+/// dispatching stop for everyone.
+fn put_entry(queues: &ConsumeQueueStore, req: &DispatchRequest<'_>) -> Result<(), StoreError> {
+    let put = || {
+        queues
+            .find_or_create(req.topic, req.queue_id)
+            .and_then(|cq| cq.put(req.queue_offset, req.phys_offset, req.size, req.tags_code))
+    };
+    match put() {
+        Err(e) if e.is_out_of_descriptors() => {
+            let closed = queues.close_idle(std::time::Duration::ZERO);
+            tracing::warn!(closed, error = %e, "out of file descriptors: closed idle consume queues");
+            put()
+        }
+        other => other,
     }
 }

@@ -37,6 +37,21 @@ impl StoreError {
             source,
         }
     }
+
+    /// The process (EMFILE) or the system (ENFILE) has no file descriptor left.
+    pub fn is_out_of_descriptors(&self) -> bool {
+        const ENFILE: i32 = 23;
+        const EMFILE: i32 = 24;
+        match self {
+            StoreError::Io { source, .. } => {
+                matches!(source.raw_os_error(), Some(ENFILE | EMFILE))
+            }
+            StoreError::CreateFile { reason, .. } => {
+                reason.contains("os error 24") || reason.contains("os error 23")
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Extension to attach the file path to an `io::Result`.

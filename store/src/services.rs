@@ -247,16 +247,33 @@ fn consume_queue_flush_loop(inner: &Inner) {
             if flushed {
                 close_idle_queues(inner, thorough);
             }
-        } else if flushed && inner.queues.open_queues() > MAX_OPEN_QUEUES {
+        } else if flushed && inner.queues.open_queues() > max_open_queues() {
             close_idle_queues(inner, BUSY_IDLE);
         }
     }
 }
 
 /// Queues with open files beyond which those idle for [`BUSY_IDLE`] close at every flush
-/// pass, not only those idle for a minute: each open queue holds at least one mapping, and
-/// Linux's default `vm.max_map_count` is 65,530.
-const MAX_OPEN_QUEUES: usize = 20_000;
+/// pass, not only those idle for a minute: each open queue holds at least one mapping
+/// (Linux's default `vm.max_map_count` is 65,530) and one descriptor. 20,000, or a quarter
+/// of the process's descriptor limit when that is lower (sockets and the CommitLog need
+/// theirs).
+fn max_open_queues() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        open_queue_bound(limit)
+    })
+}
+
+/// The bound on open queues under a descriptor limit (`None`: unlimited).
+fn open_queue_bound(descriptor_limit: Option<u64>) -> usize {
+    const MAX_OPEN_QUEUES: usize = 20_000;
+    descriptor_limit.map_or(MAX_OPEN_QUEUES, |limit| {
+        MAX_OPEN_QUEUES.min(usize::try_from(limit / 4).unwrap_or(usize::MAX).max(16))
+    })
+}
+
 const BUSY_IDLE: Duration = Duration::from_secs(1);
 
 /// After a thorough flush: closes the files of queues unused for as long as the pass
@@ -296,4 +313,18 @@ pub(crate) fn final_flush(inner: &Inner) -> bool {
     let log_ok = flush_commit_log(inner).is_ok();
     let queues_ok = flush_queues_and_checkpoint(inner, 1);
     log_ok && queues_ok && inner.poison.lock().is_none()
+}
+
+#[cfg(test)]
+mod open_queue_tests {
+    use super::open_queue_bound;
+
+    #[test]
+    fn open_queues_stay_well_under_the_descriptor_limit() {
+        assert_eq!(open_queue_bound(None), 20_000);
+        assert_eq!(open_queue_bound(Some(1 << 20)), 20_000);
+        assert_eq!(open_queue_bound(Some(20_000)), 5_000);
+        assert_eq!(open_queue_bound(Some(1_024)), 256);
+        assert_eq!(open_queue_bound(Some(8)), 16);
+    }
 }

@@ -127,11 +127,28 @@ impl MessageStore {
             checkpoint.values().min_timestamp(),
             config.check_crc_on_recover,
         )?;
-        let queues = ConsumeQueueStore::load(
-            &config.consume_queue_dir(),
-            config.mapped_file_size_consume_queue,
-            commit_log.min_offset()..outcome.valid_end,
-        )?;
+        let cq_range = commit_log.min_offset()..outcome.valid_end;
+        let summarized = (!crashed)
+            .then(|| {
+                ConsumeQueueStore::load_summary(
+                    &config.consume_queue_dir(),
+                    config.mapped_file_size_consume_queue,
+                    cq_range.clone(),
+                )
+            })
+            .flatten();
+        if crashed {
+            ConsumeQueueStore::discard_summary(&config.consume_queue_dir());
+        }
+        let queues_from_summary = summarized.is_some();
+        let queues = match summarized {
+            Some(queues) => queues,
+            None => ConsumeQueueStore::load(
+                &config.consume_queue_dir(),
+                config.mapped_file_size_consume_queue,
+                cq_range,
+            )?,
+        };
         let mut reput_from = commit_log.min_offset();
         for cq in queues.all() {
             reput_from = reput_from.max(cq.max_phys_offset());
@@ -173,6 +190,7 @@ impl MessageStore {
             torn_tail = outcome.torn_tail,
             reput_from,
             redispatched,
+            queues_from_summary,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "store opened"
         );
@@ -607,6 +625,15 @@ impl MessageStore {
         self.inner.allocator.shutdown();
         let clean = crate::services::final_flush(&self.inner);
         if clean {
+            match self.inner.queues.write_summary() {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    "a ConsumeQueue could not close; the next start reads every queue's files"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot write the ConsumeQueue summary; the next start reads every queue's files")
+                }
+            }
             let abort = self.inner.root.join("abort");
             if let Err(e) = std::fs::remove_file(&abort) {
                 tracing::warn!(error = %e, "cannot remove the abort file");

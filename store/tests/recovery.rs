@@ -203,3 +203,74 @@ async fn a_blank_that_does_not_reach_the_segment_end_is_damage() {
         .await;
     assert_eq!(r.status, PutMessageStatus::PutOk);
 }
+
+/// Messages in `queues` queues of topic `Many`, `per_queue` each, body `q<i>-m<j>`.
+async fn fill_many(store: &MessageStore, queues: i32, per_queue: usize) {
+    for q in 0..queues {
+        for j in 0..per_queue {
+            let body = format!("q{q}-m{j}");
+            let r = store
+                .put_message(message("Many", q, body.as_bytes(), "", "TagA"))
+                .await;
+            assert_eq!(r.status, PutMessageStatus::PutOk);
+        }
+    }
+    assert!(store.wait_dispatched(T));
+}
+
+fn first_body(store: &MessageStore, queue: i32, offset: i64) -> String {
+    let r = store.get_messages("Many", queue, offset, 1, &AcceptAll);
+    assert_eq!(
+        r.status,
+        GetMessageStatus::Found,
+        "queue {queue} at {offset}"
+    );
+    String::from_utf8(decode(&r.messages[0]).body.to_vec()).expect("utf8")
+}
+
+/// A clean stop summarizes the ConsumeQueues: the next start opens none of their files,
+/// and every queue answers as before and takes new messages. After a crash the summary is
+/// not used (nor kept for a later start), and the queues are recovered from their files.
+#[tokio::test]
+async fn a_clean_restart_opens_no_consume_queue_file_and_a_crash_ignores_the_summary() {
+    let dir = tempfile::tempdir().expect("dir");
+    let summary = dir.path().join("consumequeue.summary");
+    {
+        let store = MessageStore::open(small_config(dir.path())).expect("open");
+        fill_many(&store, 40, 3).await;
+        store.shutdown();
+    }
+    assert!(summary.exists(), "a clean stop writes the summary");
+    {
+        let store = MessageStore::open(small_config(dir.path())).expect("reopen");
+        assert!(!summary.exists(), "taken as it is read");
+        let (open, all) = store.consume_queues_open();
+        assert_eq!(all, 40, "every queue known");
+        assert_eq!(open, 0, "none of their files opened");
+        for q in [0, 17, 39] {
+            assert_eq!(store.max_offset_in_queue("Many", q), 3);
+            assert_eq!(first_body(&store, q, 2), format!("q{q}-m2"));
+        }
+        fill_many(&store, 40, 1).await;
+        assert_eq!(first_body(&store, 39, 3), "q39-m0");
+        store.shutdown();
+    }
+    // A crash after a clean stop's summary: the files are read, the summary dropped.
+    crash_marker(dir.path());
+    {
+        let store = MessageStore::open(small_config(dir.path())).expect("recover");
+        assert!(
+            !summary.exists(),
+            "a start after a crash leaves no summary behind"
+        );
+        assert_eq!(store.max_offset_in_queue("Many", 5), 4);
+        assert_eq!(first_body(&store, 5, 3), "q5-m0");
+        store.shutdown();
+    }
+    // A damaged summary is not trusted either.
+    std::fs::write(&summary, b"SMQCQS01 garbage").expect("damage");
+    let store = MessageStore::open(small_config(dir.path())).expect("reopen");
+    assert_eq!(store.max_offset_in_queue("Many", 5), 4);
+    assert_eq!(first_body(&store, 5, 3), "q5-m0");
+    store.shutdown();
+}

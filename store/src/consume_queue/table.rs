@@ -82,6 +82,67 @@ impl ConsumeQueueStore {
         })
     }
 
+    /// The queues a clean stop summarized (see [`super::summary`]), their files untouched;
+    /// `None` when there is no usable summary or it does not fit the CommitLog's valid
+    /// range (then [`Self::load`] reads the files). The summary is gone once read.
+    pub fn load_summary(
+        dir: &Path,
+        file_size: usize,
+        commit_log: std::ops::Range<i64>,
+    ) -> Option<Self> {
+        let summaries = super::summary::take(&super::summary::path_of(dir))?;
+        if summaries.iter().any(|s| s.max_phys > commit_log.end) {
+            tracing::warn!("the ConsumeQueue summary is ahead of the CommitLog; reading the queues' files instead");
+            return None;
+        }
+        let dir_syncs = Arc::new(PendingDirSyncs::default());
+        let open_queues = Arc::new(AtomicUsize::new(0));
+        let mut queues: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
+        for summary in summaries {
+            let (topic, queue_id) = (summary.topic.clone(), summary.queue_id);
+            let cq = ConsumeQueue::from_summary(
+                summary,
+                dir,
+                file_size,
+                dir_syncs.clone(),
+                open_queues.clone(),
+            );
+            cq.correct_min_offset(commit_log.start);
+            queues
+                .entry(topic)
+                .or_default()
+                .insert(queue_id, Arc::new(cq));
+        }
+        Some(Self {
+            dir: dir.to_owned(),
+            file_size,
+            queues: RwLock::new(queues),
+            dir_syncs,
+            open_queues,
+        })
+    }
+
+    /// Summarizes every queue for the next start (at a clean stop, after the final flush);
+    /// false, and no summary, when a queue could not close.
+    pub fn write_summary(&self) -> Result<bool, StoreError> {
+        let path = super::summary::path_of(&self.dir);
+        let summaries: Option<Vec<_>> = self.all().iter().map(|cq| cq.summary()).collect();
+        let Some(summaries) = summaries else {
+            let _ = std::fs::remove_file(&path);
+            return Ok(false);
+        };
+        super::summary::write(&path, &summaries).inspect_err(|_| {
+            // Never leave an older summary for a start that would trust it.
+            let _ = std::fs::remove_file(&path);
+        })?;
+        Ok(true)
+    }
+
+    /// Removes a summary a start does not use (after a crash), so no later start can.
+    pub fn discard_summary(dir: &Path) {
+        let _ = std::fs::remove_file(super::summary::path_of(dir));
+    }
+
     pub fn find(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
         self.queues
             .read()

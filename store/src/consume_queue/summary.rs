@@ -1,0 +1,173 @@
+//! What a clean stop writes of every ConsumeQueue (`consumequeue.summary` beside the
+//! `consumequeue` directory), so that the next start opens none of their files: with a
+//! million queues, reading one file instead of a million directories. A start after a crash
+//! (the `abort` file is there) never uses it and recovers every queue from its files; the
+//! summary is removed as it is read, so a crash later cannot find a stale one.
+//!
+//! Layout (StellMQ's own, little-endian): `SMQCQS01`, the queue count (u64), then per
+//! queue the topic's length (u16) and bytes, the queue id (i32) and six i64 (min logical
+//! offset, max physical end, first and write byte positions, the min entry's physical
+//! offset, the first file's physical end), and last a CRC-32C of everything before it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::Closed;
+use crate::error::{IoContext, StoreError};
+
+const MAGIC: &[u8; 8] = b"SMQCQS01";
+
+/// One queue as a clean stop left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSummary {
+    pub topic: String,
+    pub queue_id: i32,
+    pub min_logical: i64,
+    pub max_phys: i64,
+    pub(super) closed: Closed,
+}
+
+/// Where the summary of the queues under `dir` is kept.
+pub fn path_of(dir: &Path) -> PathBuf {
+    dir.with_extension("summary")
+}
+
+pub fn encode(queues: &[QueueSummary]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + queues.len() * 72);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(queues.len() as u64).to_le_bytes());
+    for q in queues {
+        let topic = q.topic.as_bytes();
+        out.extend_from_slice(&(topic.len() as u16).to_le_bytes());
+        out.extend_from_slice(topic);
+        out.extend_from_slice(&q.queue_id.to_le_bytes());
+        for n in [
+            q.min_logical,
+            q.max_phys,
+            q.closed.min_bytes,
+            q.closed.max_bytes,
+            q.closed.min_entry_phys,
+            q.closed.first_file_end_phys,
+        ] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Reads bytes from the front of a buffer.
+struct Cursor<'a>(&'a [u8]);
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = self.0.split_at_checked(n)?;
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.take(N)?.try_into().ok()
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        self.array().map(i64::from_le_bytes)
+    }
+}
+
+/// The queues of a summary; `None` for anything damaged (the caller then reads the files).
+pub fn decode(bytes: &[u8]) -> Option<Vec<QueueSummary>> {
+    let (body, crc) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
+    if crc32c::crc32c(body).to_le_bytes() != crc {
+        return None;
+    }
+    let mut c = Cursor(body);
+    if c.take(MAGIC.len())? != MAGIC {
+        return None;
+    }
+    let count = u64::from_le_bytes(c.array()?);
+    let mut queues = Vec::with_capacity(count.min(1 << 24) as usize);
+    for _ in 0..count {
+        let len = u16::from_le_bytes(c.array()?) as usize;
+        let topic = std::str::from_utf8(c.take(len)?).ok()?.to_owned();
+        let queue_id = i32::from_le_bytes(c.array()?);
+        queues.push(QueueSummary {
+            topic,
+            queue_id,
+            min_logical: c.i64()?,
+            max_phys: c.i64()?,
+            closed: Closed {
+                min_bytes: c.i64()?,
+                max_bytes: c.i64()?,
+                min_entry_phys: c.i64()?,
+                first_file_end_phys: c.i64()?,
+            },
+        });
+    }
+    c.0.is_empty().then_some(queues)
+}
+
+/// Writes the summary durably (a temporary file, synced, then renamed over).
+pub fn write(path: &Path, queues: &[QueueSummary]) -> Result<(), StoreError> {
+    let tmp = path.with_extension("summary.tmp");
+    let mut file = std::fs::File::create(&tmp).at(&tmp)?;
+    file.write_all(&encode(queues)).at(&tmp)?;
+    file.sync_all().at(&tmp)?;
+    std::fs::rename(&tmp, path).at(path)?;
+    if let Some(parent) = path.parent() {
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .at(parent)?;
+    }
+    Ok(())
+}
+
+/// Reads and removes the summary; `None` when there is none or it is damaged.
+pub fn take(path: &Path) -> Option<Vec<QueueSummary>> {
+    let bytes = std::fs::read(path).ok()?;
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!(file = %path.display(), error = %e, "cannot remove the ConsumeQueue summary; reading the queues' files instead");
+        return None;
+    }
+    let queues = decode(&bytes);
+    if queues.is_none() {
+        tracing::warn!(file = %path.display(), "the ConsumeQueue summary is damaged; reading the queues' files instead");
+    }
+    queues
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<QueueSummary> {
+        (0..3)
+            .map(|i| QueueSummary {
+                topic: format!("T{i}"),
+                queue_id: i,
+                min_logical: i64::from(i),
+                max_phys: 1000 + i64::from(i),
+                closed: Closed {
+                    min_bytes: 0,
+                    max_bytes: 60,
+                    min_entry_phys: 7,
+                    first_file_end_phys: i64::MAX,
+                },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_summary_round_trips_and_any_damage_is_refused() {
+        let bytes = encode(&sample());
+        assert_eq!(decode(&bytes), Some(sample()));
+        for at in [0, 9, 20, bytes.len() - 1] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 1;
+            assert_eq!(decode(&bad), None, "flipped byte {at}");
+        }
+        assert_eq!(decode(&bytes[..bytes.len() - 5]), None, "truncated");
+        assert_eq!(decode(&[]), None);
+    }
+}
