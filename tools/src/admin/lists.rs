@@ -33,32 +33,40 @@ fn read_list<T: serde::de::DeserializeOwned>(
 }
 
 pub async fn update_topic_list(admin: &AdminClient, a: UpdateList) -> Result<(), ClientError> {
-    let Some(configs) = read_list::<TopicConfig>(&a.file)? else {
-        return Ok(());
-    };
-    if configs.is_empty() {
-        return Ok(());
-    }
-    for addr in a.target.addrs(admin).await? {
-        admin.create_topic_list(&addr, &configs).await?;
-        crate::outln!(
-            "submit batch of topic config to {addr} success, please check the result later."
-        );
-    }
-    Ok(())
+    submit::<TopicConfig, _>(admin, a, "topic", |addr, configs| async move {
+        admin.create_topic_list(&addr, &configs).await
+    })
+    .await
 }
 
 pub async fn update_sub_group_list(admin: &AdminClient, a: UpdateList) -> Result<(), ClientError> {
-    let Some(configs) = read_list::<SubscriptionGroupConfig>(&a.file)? else {
+    submit::<SubscriptionGroupConfig, _>(admin, a, "group", |addr, configs| async move {
+        admin.create_group_list(&addr, &configs).await
+    })
+    .await
+}
+
+/// Reads the file's list and sends it, with `send`, to every broker of the target.
+async fn submit<T, F>(
+    admin: &AdminClient,
+    a: UpdateList,
+    what: &str,
+    send: impl Fn(String, Vec<T>) -> F,
+) -> Result<(), ClientError>
+where
+    T: serde::de::DeserializeOwned + Clone,
+    F: std::future::Future<Output = Result<(), ClientError>>,
+{
+    let Some(configs) = read_list::<T>(&a.file)? else {
         return Ok(());
     };
     if configs.is_empty() {
         return Ok(());
     }
     for addr in a.target.addrs(admin).await? {
-        admin.create_group_list(&addr, &configs).await?;
+        send(addr.clone(), configs.clone()).await?;
         crate::outln!(
-            "submit batch of group config to {addr} success, please check the result later."
+            "submit batch of {what} config to {addr} success, please check the result later."
         );
     }
     Ok(())
