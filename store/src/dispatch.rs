@@ -303,6 +303,12 @@ fn hand_over(index: IndexSink<'_>, jobs: Vec<IndexEntry>) {
 /// closed (they reopen at their next use) and the entry tried once more, rather than
 /// dispatching stop for everyone.
 fn put_entry(queues: &ConsumeQueueStore, req: &DispatchRequest<'_>) -> Result<(), StoreError> {
+    // A burst of new queues opens them faster than the flush service's passes close idle
+    // ones: past twice the bound, close every idle one now (each then waits for another
+    // bound's worth of opens, so the walks stay linear in the queues opened).
+    if queues.open_queues() >= 2 * crate::services::max_open_queues() {
+        queues.close_idle(std::time::Duration::ZERO);
+    }
     let put = || {
         queues
             .find_or_create(req.topic, req.queue_id)

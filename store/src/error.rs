@@ -38,17 +38,19 @@ impl StoreError {
         }
     }
 
-    /// The process (EMFILE) or the system (ENFILE) has no file descriptor left.
+    /// The process or the system has no file descriptor (EMFILE, ENFILE) or mapping
+    /// (ENOMEM from mmap past `vm.max_map_count`) left.
     pub fn is_out_of_descriptors(&self) -> bool {
+        const ENOMEM: i32 = 12;
         const ENFILE: i32 = 23;
         const EMFILE: i32 = 24;
         match self {
             StoreError::Io { source, .. } => {
-                matches!(source.raw_os_error(), Some(ENFILE | EMFILE))
+                matches!(source.raw_os_error(), Some(ENOMEM | ENFILE | EMFILE))
             }
-            StoreError::CreateFile { reason, .. } => {
-                reason.contains("os error 24") || reason.contains("os error 23")
-            }
+            StoreError::CreateFile { reason, .. } => ["os error 12", "os error 23", "os error 24"]
+                .iter()
+                .any(|code| reason.contains(code)),
             _ => false,
         }
     }

@@ -44,8 +44,10 @@ pub struct MappedFile {
     base: i64,
     size: usize,
     map: MmapMut,
-    /// The mapped file, for warming with `pwrite` (see [`Self::warm`]).
-    file: std::fs::File,
+    /// The mapped file, for warming with `pwrite` (see [`Self::warm`]). A sparse file
+    /// (a ConsumeQueue's) keeps no descriptor once mapped: a million queues must not hold a
+    /// million descriptors; it opens its file only to reserve blocks ahead of its writes.
+    file: Option<std::fs::File>,
     ptr: *mut u8,
     wrote: AtomicUsize,
     flushed: AtomicUsize,
@@ -281,7 +283,8 @@ impl MappedFile {
             base,
             size,
             map,
-            file,
+            // The mapping stays valid without the descriptor.
+            file: reserve.then_some(file),
             ptr,
             wrote: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
@@ -371,7 +374,14 @@ impl MappedFile {
                 .saturating_mul(RESERVE_CHUNK)
                 .min(self.size);
             if to > from {
-                reserve_blocks(&self.file, from, to - from).at(&self.path)?;
+                let reserved = match &self.file {
+                    Some(file) => reserve_blocks(file, from, to - from),
+                    None => std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&self.path)
+                        .and_then(|file| reserve_blocks(&file, from, to - from)),
+                };
+                reserved.at(&self.path)?;
                 self.reserved.store(to, Ordering::Release);
             }
         }
@@ -460,6 +470,9 @@ impl MappedFile {
     /// memory lazily one such fault held a core for up to 19 ms, unpreemptible, while the
     /// dispatcher waited behind it (`perf sched timehist`). A chunk bounds that stall.
     pub fn warm(&self) {
+        let Some(file) = &self.file else {
+            return; // a sparse file is never warmed
+        };
         let mut pos = 0;
         while pos < self.size {
             let guard = self.write_lock.lock();
@@ -471,7 +484,7 @@ impl MappedFile {
             let zeros = WARM_ZEROS.get(..self.size - pos).unwrap_or(&WARM_ZEROS);
             let len = zeros.len();
             // Unpublished range (at or above the wrote position), under the write lock.
-            let written = std::os::unix::fs::FileExt::write_all_at(&self.file, zeros, pos as u64);
+            let written = std::os::unix::fs::FileExt::write_all_at(file, zeros, pos as u64);
             // Hand the lock to a waiting writer instead of barging back in.
             parking_lot::MutexGuard::unlock_fair(guard);
             if let Err(e) = written {

@@ -255,21 +255,24 @@ fn consume_queue_flush_loop(inner: &Inner) {
 
 /// Queues with open files beyond which those idle for [`BUSY_IDLE`] close at every flush
 /// pass, not only those idle for a minute: each open queue holds at least one mapping
-/// (Linux's default `vm.max_map_count` is 65,530) and one descriptor. 20,000, or a quarter
-/// of the process's descriptor limit when that is lower (sockets and the CommitLog need
-/// theirs).
-fn max_open_queues() -> usize {
+/// (Linux's default `vm.max_map_count` is 65,530). 20,000, or a quarter of the process's
+/// descriptor limit or of `vm.max_map_count` when that is lower (sockets, the CommitLog
+/// and the index need theirs).
+pub(crate) fn max_open_queues() -> usize {
     static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *MAX.get_or_init(|| {
-        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-        open_queue_bound(limit)
+        let descriptors = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        let mappings = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .ok()
+            .and_then(|m| m.trim().parse::<u64>().ok());
+        open_queue_bound(descriptors).min(open_queue_bound(mappings))
     })
 }
 
-/// The bound on open queues under a descriptor limit (`None`: unlimited).
-fn open_queue_bound(descriptor_limit: Option<u64>) -> usize {
+/// The bound on open queues under a descriptor or mapping limit (`None`: unlimited).
+fn open_queue_bound(limit: Option<u64>) -> usize {
     const MAX_OPEN_QUEUES: usize = 20_000;
-    descriptor_limit.map_or(MAX_OPEN_QUEUES, |limit| {
+    limit.map_or(MAX_OPEN_QUEUES, |limit| {
         MAX_OPEN_QUEUES.min(usize::try_from(limit / 4).unwrap_or(usize::MAX).max(16))
     })
 }
