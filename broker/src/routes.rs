@@ -9,7 +9,6 @@ use std::time::Instant;
 use stellmq_remoting::net::{answer, handler, Lane, RemotingServer, RequestProcessor};
 use stellmq_remoting::protocol::RequestCode;
 
-use crate::config::BrokerConfig;
 use crate::context::now_ms;
 use crate::processor::admin::{
     acl::AclAdminProcessor, config::ConfigAdminProcessor, consumer_call::ConsumerCallProcessor,
@@ -34,53 +33,8 @@ use crate::processor::recall::RecallProcessor;
 use crate::processor::send::{HeaderForm, SendProcessor};
 use crate::state::BrokerState;
 
-/// The bounded lanes requests run in: a busy area never starves another.
-struct Lanes {
-    send: Arc<Lane>,
-    pull: Arc<Lane>,
-    /// POP, PEEK, NOTIFICATION, POLLING_INFO (RocketMQ's pop thread pool).
-    pop: Arc<Lane>,
-    /// ACK, BATCH_ACK, CHANGE_MESSAGE_INVISIBLETIME (RocketMQ's ack thread pool).
-    ack: Arc<Lane>,
-    query: Arc<Lane>,
-    client: Arc<Lane>,
-    consumer: Arc<Lane>,
-    admin: Arc<Lane>,
-    end_transaction: Arc<Lane>,
-}
-
-impl Lanes {
-    fn new(bc: &BrokerConfig) -> Self {
-        Self {
-            // Sends start on their connection's task: most finish there (see Lane).
-            send: Lane::run_inline_first(
-                "send",
-                bc.send_message_thread_pool_nums,
-                bc.send_thread_pool_queue_capacity,
-            ),
-            pull: Lane::new(
-                "pull",
-                bc.pull_message_thread_pool_nums,
-                bc.pull_thread_pool_queue_capacity,
-            ),
-            pop: Lane::new(
-                "pop",
-                bc.pull_message_thread_pool_nums,
-                bc.pull_thread_pool_queue_capacity,
-            ),
-            ack: Lane::new("ack", 8, 100_000),
-            query: Lane::new("query", bc.query_message_thread_pool_nums, 20_000),
-            client: Lane::new("client-manage", bc.client_manage_thread_pool_nums, 50_000),
-            consumer: Lane::new(
-                "consumer-manage",
-                bc.consumer_manage_thread_pool_nums,
-                50_000,
-            ),
-            admin: Lane::new("admin", bc.admin_broker_thread_pool_nums, 10_000),
-            end_transaction: Lane::new("end-transaction", 8, 100_000),
-        }
-    }
-}
+mod lanes;
+use lanes::Lanes;
 
 /// One processor per area, each given only the state it needs.
 struct Processors {
