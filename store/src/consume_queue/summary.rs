@@ -9,8 +9,9 @@
 //! offset, max physical end, first and write byte positions, the min entry's physical
 //! offset, the first file's physical end), and last a CRC-32C of everything before it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use stellmq_protocol::names;
 
 use super::Closed;
 use crate::error::{IoContext, StoreError};
@@ -92,6 +93,10 @@ pub fn decode(bytes: &[u8]) -> Option<Vec<QueueSummary>> {
         let len = u16::from_le_bytes(c.array()?) as usize;
         let topic = std::str::from_utf8(c.take(len)?).ok()?.to_owned();
         let queue_id = i32::from_le_bytes(c.array()?);
+        // Names become directories: the same rule as for a queue created by a write.
+        if !names::is_safe_file_name(&topic) || queue_id < 0 {
+            return None;
+        }
         queues.push(QueueSummary {
             topic,
             queue_id,
@@ -110,17 +115,7 @@ pub fn decode(bytes: &[u8]) -> Option<Vec<QueueSummary>> {
 
 /// Writes the summary durably (a temporary file, synced, then renamed over).
 pub fn write(path: &Path, queues: &[QueueSummary]) -> Result<(), StoreError> {
-    let tmp = path.with_extension("summary.tmp");
-    let mut file = std::fs::File::create(&tmp).at(&tmp)?;
-    file.write_all(&encode(queues)).at(&tmp)?;
-    file.sync_all().at(&tmp)?;
-    std::fs::rename(&tmp, path).at(path)?;
-    if let Some(parent) = path.parent() {
-        std::fs::File::open(parent)
-            .and_then(|d| d.sync_all())
-            .at(parent)?;
-    }
-    Ok(())
+    stellmq_config::write_atomically(path, &encode(queues)).at(path)
 }
 
 /// Reads and removes the summary; `None` when there is none or it is damaged.
@@ -168,6 +163,9 @@ mod tests {
             assert_eq!(decode(&bad), None, "flipped byte {at}");
         }
         assert_eq!(decode(&bytes[..bytes.len() - 5]), None, "truncated");
+        let mut escaping = sample();
+        escaping[1].topic = "../outside".into();
+        assert_eq!(decode(&encode(&escaping)), None, "a name that leaves the store");
         assert_eq!(decode(&[]), None);
     }
 }
