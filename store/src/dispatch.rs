@@ -315,7 +315,7 @@ fn put_entry(queues: &ConsumeQueueStore, req: &DispatchRequest<'_>) -> Result<()
             .and_then(|cq| cq.put(req.queue_offset, req.phys_offset, req.size, req.tags_code))
     };
     match put() {
-        Err(e) if e.is_out_of_descriptors() => {
+        Err(e) if e.is_out_of_file_resources() => {
             let closed = queues.close_idle(std::time::Duration::ZERO);
             tracing::warn!(closed, error = %e, "out of file descriptors: closed idle consume queues");
             put()

@@ -38,21 +38,14 @@ impl StoreError {
         }
     }
 
-    /// The process or the system has no file descriptor (EMFILE, ENFILE) or mapping
-    /// (ENOMEM from mmap past `vm.max_map_count`) left.
-    pub fn is_out_of_descriptors(&self) -> bool {
+    /// Opening or mapping a file failed for want of descriptors (EMFILE, ENFILE) or of
+    /// mappings (ENOMEM from mmap past `vm.max_map_count`).
+    pub fn is_out_of_file_resources(&self) -> bool {
         const ENOMEM: i32 = 12;
         const ENFILE: i32 = 23;
         const EMFILE: i32 = 24;
-        match self {
-            StoreError::Io { source, .. } => {
-                matches!(source.raw_os_error(), Some(ENOMEM | ENFILE | EMFILE))
-            }
-            StoreError::CreateFile { reason, .. } => ["os error 12", "os error 23", "os error 24"]
-                .iter()
-                .any(|code| reason.contains(code)),
-            _ => false,
-        }
+        matches!(self, StoreError::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(ENOMEM | ENFILE | EMFILE)))
     }
 }
 

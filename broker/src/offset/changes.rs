@@ -79,16 +79,21 @@ impl Changes {
     /// `key` changed (or was removed) now.
     pub fn note(&mut self, key: &str) {
         self.counter += 1;
-        match self.at.get_mut(key) {
+        // A key seen before moves to the end, reusing its string (offsets are committed on
+        // every pull: no allocation for a group that keeps committing).
+        let moved = match self.at.get_mut(key) {
             Some(last) => {
-                self.order.remove(last);
+                let moved = self.order.remove(last);
                 *last = self.counter;
+                moved
             }
             None => {
                 self.at.insert(key.to_owned(), self.counter);
+                None
             }
-        }
-        self.order.insert(self.counter, key.to_owned());
+        };
+        let key = moved.unwrap_or_else(|| key.to_owned());
+        self.order.insert(self.counter, key);
     }
 
     /// The keys changed after `mark`, or `None` when it is of another epoch or older than

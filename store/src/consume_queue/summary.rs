@@ -165,7 +165,11 @@ mod tests {
         assert_eq!(decode(&bytes[..bytes.len() - 5]), None, "truncated");
         let mut escaping = sample();
         escaping[1].topic = "../outside".into();
-        assert_eq!(decode(&encode(&escaping)), None, "a name that leaves the store");
+        assert_eq!(
+            decode(&encode(&escaping)),
+            None,
+            "a name that leaves the store"
+        );
         assert_eq!(decode(&[]), None);
     }
 }
