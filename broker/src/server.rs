@@ -153,11 +153,7 @@ impl BrokerHandle {
     /// Runs one pass of the POP revive service now (a master's): what is past its invisible
     /// time goes back to its retry topic or the DLQ. Returns how many messages it put back.
     pub async fn revive_now(&self) -> usize {
-        let service = revive::ReviveService {
-            core: self.state.consumption.pop.clone(),
-            interval: Duration::from_secs(1),
-        };
-        service.revive_once().await
+        revive::revive_now(&self.state.consumption.pop).await
     }
 
     /// Registers the whole table with the name servers now.

@@ -153,13 +153,9 @@ impl Fixture {
         port: u16,
         answer: impl Fn(&RemotingCommand) -> RemotingCommand + Send + Sync + 'static,
     ) -> Client {
-        let (keep, asked) = mpsc::channel(SERVER_REQUESTS_KEPT);
-        let peer = SocketAddr::from(([127, 0, 0, 1], port));
-        let handler = Arc::new(Answering { keep, answer });
-        Client {
-            channel: self.server.connect_in_memory(peer, handler),
-            asked,
-        }
+        connect_with(&self.server, port, |keep| {
+            Arc::new(Answering { keep, answer })
+        })
     }
 
     /// Moves the broker's clock forward (POP invisible times and revive, long-poll
@@ -170,11 +166,7 @@ impl Fixture {
 
     /// One pass of the revive service; the messages it put back, once they are consumable.
     pub async fn revive(&self) -> usize {
-        let service = crate::processor::pop::revive::ReviveService {
-            core: self.state.consumption.pop.clone(),
-            interval: Duration::from_secs(1),
-        };
-        let revived = service.revive_once().await;
+        let revived = crate::processor::pop::revive::revive_now(&self.state.consumption.pop).await;
         self.dispatched().await;
         revived
     }
@@ -197,10 +189,20 @@ impl Drop for Fixture {
 }
 
 fn connect(server: &ServerHandle, port: u16) -> Client {
-    let (tx, asked) = mpsc::channel(SERVER_REQUESTS_KEPT);
+    connect_with(server, port, |keep| Arc::new(KeepRequests(keep)))
+}
+
+/// A connection from `127.0.0.1:<port>` whose handler (built around the sender of what the
+/// broker asks) sees the broker's requests.
+fn connect_with(
+    server: &ServerHandle,
+    port: u16,
+    handler: impl FnOnce(mpsc::Sender<RemotingCommand>) -> Arc<dyn InboundHandler>,
+) -> Client {
+    let (keep, asked) = mpsc::channel(SERVER_REQUESTS_KEPT);
     let peer = SocketAddr::from(([127, 0, 0, 1], port));
     Client {
-        channel: server.connect_in_memory(peer, Arc::new(KeepRequests(tx))),
+        channel: server.connect_in_memory(peer, handler(keep)),
         asked,
     }
 }

@@ -115,6 +115,16 @@ pub struct ReviveService {
     pub interval: Duration,
 }
 
+/// One revive pass now, outside the service's schedule (asked for by an operator's handle
+/// or a test); the messages it put back. Passes never overlap (`revive_pass`).
+pub async fn revive_now(core: &Arc<PopCore>) -> usize {
+    let service = ReviveService {
+        core: core.clone(),
+        interval: Duration::ZERO,
+    };
+    service.revive_once().await
+}
+
 impl ReviveService {
     pub async fn run(self, stop: CancellationToken) {
         loop {
