@@ -141,14 +141,7 @@ impl Cluster {
             offset: handle.queue_offset.unwrap_or(handle.ck_queue_offset),
         };
         let command = RemotingCommand::request(RequestCode::ACK_MESSAGE, header.to_ext_fields());
-        let response = self
-            .remoting
-            .invoke(&addr, command, self.timeout)
-            .await
-            .map_err(|e| self.noting_stale_route(topic, e.into()))?;
-        if response.code != ResponseCode::SUCCESS.as_i32() {
-            return Err(self.noting_stale_route(topic, remote(&addr, &response)));
-        }
+        self.call_broker(topic, &addr, command).await?;
         Ok(())
     }
 
@@ -175,14 +168,7 @@ impl Cluster {
             RequestCode::CHANGE_MESSAGE_INVISIBLETIME,
             header.to_ext_fields(),
         );
-        let response = self
-            .remoting
-            .invoke(&addr, command, self.timeout)
-            .await
-            .map_err(|e| self.noting_stale_route(topic, e.into()))?;
-        if response.code != ResponseCode::SUCCESS.as_i32() {
-            return Err(self.noting_stale_route(topic, remote(&addr, &response)));
-        }
+        let response = self.call_broker(topic, &addr, command).await?;
         let answer = ChangeInvisibleTimeResponseHeader::from_ext_fields(&response.ext_fields)
             .map_err(|e| ClusterError::BadAnswer(format!("change invisible time answer: {e}")))?;
         Ok(ExtraInfo {
@@ -218,15 +204,27 @@ impl Cluster {
         };
         let command =
             RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK, header.to_ext_fields());
+        self.call_broker(topic, &addr, command).await?;
+        Ok(())
+    }
+
+    /// Sends `command` to the broker at `addr`, which serves `topic`; its answer when it is
+    /// SUCCESS. A failure that says the cached route is stale drops it.
+    pub(super) async fn call_broker(
+        &self,
+        topic: &str,
+        addr: &str,
+        command: RemotingCommand,
+    ) -> Result<RemotingCommand, ClusterError> {
         let response = self
             .remoting
-            .invoke(&addr, command, self.timeout)
+            .invoke(addr, command, self.timeout)
             .await
             .map_err(|e| self.noting_stale_route(topic, e.into()))?;
         if response.code != ResponseCode::SUCCESS.as_i32() {
-            return Err(self.noting_stale_route(topic, remote(&addr, &response)));
+            return Err(self.noting_stale_route(topic, remote(addr, &response)));
         }
-        Ok(())
+        Ok(response)
     }
 
     /// The master address of `broker_name`, which must serve `topic`.
@@ -279,7 +277,7 @@ fn pick_readable_broker(
     Some(readable.swap_remove(index))
 }
 
-pub(super) fn remote(addr: &str, response: &RemotingCommand) -> ClusterError {
+fn remote(addr: &str, response: &RemotingCommand) -> ClusterError {
     ClusterError::Remoting(RemotingError::Remote {
         addr: addr.to_owned(),
         code: response.code,

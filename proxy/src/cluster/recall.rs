@@ -3,9 +3,8 @@
 use stellmq_remoting::protocol::headers::{
     CommandHeader, RecallMessageRequestHeader, RecallMessageResponseHeader,
 };
-use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 
-use super::consume::remote;
 use super::error::ClusterError;
 use super::Cluster;
 
@@ -25,14 +24,7 @@ impl Cluster {
             recall_handle: handle.to_owned(),
         };
         let command = RemotingCommand::request(RequestCode::RECALL_MESSAGE, header.to_ext_fields());
-        let response = self
-            .remoting
-            .invoke(&addr, command, self.timeout)
-            .await
-            .map_err(|e| self.noting_stale_route(topic, e.into()))?;
-        if response.code != ResponseCode::SUCCESS.as_i32() {
-            return Err(remote(&addr, &response));
-        }
+        let response = self.call_broker(topic, &addr, command).await?;
         let answer = RecallMessageResponseHeader::from_ext_fields(&response.ext_fields)
             .map_err(|e| ClusterError::BadAnswer(format!("recall answer: {e}")))?;
         Ok(answer.msg_id)
