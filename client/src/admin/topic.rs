@@ -9,9 +9,9 @@ use stellmq_remoting::protocol::body::{
     TopicRouteData, TopicStatsTable,
 };
 use stellmq_remoting::protocol::headers::{
-    CreateTopicRequestHeader, DeleteTopicFromNamesrvRequestHeader, DeleteTopicRequestHeader,
-    GetRouteInfoRequestHeader, GetTopicStatsInfoRequestHeader, QueryConsumeQueueRequestHeader,
-    QueryTopicConsumeByWhoRequestHeader,
+    topic_pages, CreateTopicRequestHeader, DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader, GetRouteInfoRequestHeader, GetTopicStatsInfoRequestHeader,
+    QueryConsumeQueueRequestHeader, QueryTopicConsumeByWhoRequestHeader,
 };
 use stellmq_remoting::protocol::{RequestCode, ResponseCode};
 
@@ -53,13 +53,13 @@ impl AdminClient {
         let mut request = bare(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
         request
             .ext_fields
-            .insert("stellmqMaxTopicNum", max.to_string());
+            .insert(topic_pages::MAX_TOPIC_NUM, max.to_string());
         if let Some(after) = after {
-            request.ext_fields.insert("stellmqAfterTopic", after);
+            request.ext_fields.insert(topic_pages::AFTER_TOPIC, after);
         }
         let (list, more): (TopicList, bool) = self
             .ask(To::NameServer, request, |response| {
-                let more = response.ext_fields.get("stellmqMoreTopics") == Some("true");
+                let more = response.ext_fields.get(topic_pages::MORE_TOPICS) == Some("true");
                 read::json(response).map(|list| (list, more))
             })
             .await?;

@@ -6,7 +6,8 @@ use stellmq_remoting::net::{
 };
 use stellmq_remoting::protocol::body::{fastjson, GetBrokerMemberGroupResponseBody};
 use stellmq_remoting::protocol::headers::{
-    GetBrokerMemberGroupRequestHeader, GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
+    topic_pages, GetBrokerMemberGroupRequestHeader, GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
 };
 use stellmq_remoting::protocol::version::V4_9_4;
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -53,12 +54,6 @@ impl RouteQueryProcessor {
     }
 }
 
-/// StellMQ's paging of GET_ALL_TOPIC_LIST_FROM_NAMESERVER: the page's size (a request
-/// without it gets every topic at once, as from RocketMQ), the topic it starts after, and
-/// the answer's "more follow".
-pub const PAGE_SIZE_FIELD: &str = "stellmqMaxTopicNum";
-pub const PAGE_AFTER_FIELD: &str = "stellmqAfterTopic";
-pub const PAGE_MORE_FIELD: &str = "stellmqMoreTopics";
 /// The largest page a name server answers.
 const MAX_PAGE: usize = 10_000;
 
@@ -66,15 +61,18 @@ impl RouteQueryProcessor {
     /// Every topic, or one page of them when the request asks for pages.
     fn topic_list(&self, request: &RemotingCommand) -> RemotingCommand {
         let routes = &self.tables.routes;
-        let Some(size) = request.ext_fields.get(PAGE_SIZE_FIELD) else {
+        let Some(size) = request.ext_fields.get(topic_pages::MAX_TOPIC_NUM) else {
             return topic_list_response(request, routes.all_topics(), None);
         };
         let size = size.parse::<usize>().unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
-        let after = request.ext_fields.get(PAGE_AFTER_FIELD).unwrap_or("");
+        let after = request
+            .ext_fields
+            .get(topic_pages::AFTER_TOPIC)
+            .unwrap_or("");
         let (topics, more) = routes.topic_page(after, size);
         let mut response = topic_list_response(request, topics, None);
         if more {
-            response.ext_fields.insert(PAGE_MORE_FIELD, "true");
+            response.ext_fields.insert(topic_pages::MORE_TOPICS, "true");
         }
         response
     }

@@ -2,6 +2,15 @@
 
 use super::command_header;
 
+/// StellMQ's paging of GET_ALL_TOPIC_LIST_FROM_NAMESERVER (protocol.md): the page's size
+/// (a request without it gets every topic, as from RocketMQ), the topic the page starts
+/// after, and the answer's "more follow".
+pub mod topic_pages {
+    pub const MAX_TOPIC_NUM: &str = "stellmqMaxTopicNum";
+    pub const AFTER_TOPIC: &str = "stellmqAfterTopic";
+    pub const MORE_TOPICS: &str = "stellmqMoreTopics";
+}
+
 command_header! {
     /// REGISTER_BROKER (103).
     pub struct RegisterBrokerRequestHeader {
