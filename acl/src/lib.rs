@@ -1,4 +1,4 @@
-//! RocketMQ's plain ACL (4.x `aclEnable=true` with `conf/plain_acl.yml`): accounts with
+//! RocketMQ's ACL 2.0 (users and policies, [`auth`]) and its plain ACL (4.x `aclEnable=true` with `conf/plain_acl.yml`): accounts with
 //! access and secret keys, address white lists, per-topic and per-group permissions, the
 //! signature check of every request, and the admin edits of the files.
 //!
@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod address;
+pub mod auth;
 pub mod edit;
 pub mod error;
 pub mod file;

@@ -34,6 +34,9 @@ pub const FILE_NAME: &str = "metadata.redb";
 
 const TOPICS: TableDefinition<&str, &[u8]> = TableDefinition::new("topics");
 const GROUPS: TableDefinition<&str, &[u8]> = TableDefinition::new("subscriptionGroups");
+/// ACL 2.0's users and their policies (RocketMQ keeps them in `config/auth`'s RocksDB).
+const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("authUsers");
+const ACLS: TableDefinition<&str, &[u8]> = TableDefinition::new("authAcls");
 /// (`topic@group`, queue id) -> next offset to consume.
 const OFFSETS: TableDefinition<(&str, i32), i64> = TableDefinition::new("consumerOffsets");
 /// Data versions and the import marker.
@@ -45,6 +48,10 @@ const IMPORTED: &str = "importedJson";
 pub enum Named {
     Topics,
     Groups,
+    /// ACL 2.0 users by name.
+    Users,
+    /// ACL 2.0 policies by subject (`User:<name>`).
+    Acls,
 }
 
 impl Named {
@@ -52,6 +59,8 @@ impl Named {
         match self {
             Named::Topics => TOPICS,
             Named::Groups => GROUPS,
+            Named::Users => USERS,
+            Named::Acls => ACLS,
         }
     }
 
@@ -59,6 +68,8 @@ impl Named {
         match self {
             Named::Topics => "topicsVersion",
             Named::Groups => "groupsVersion",
+            Named::Users => "usersVersion",
+            Named::Acls => "aclsVersion",
         }
     }
 
@@ -66,6 +77,8 @@ impl Named {
         match self {
             Named::Topics => "topic",
             Named::Groups => "subscription group",
+            Named::Users => "user",
+            Named::Acls => "ACL",
         }
     }
 }
@@ -271,7 +284,8 @@ impl MetadataStore {
         self.named(Named::Groups)
     }
 
-    fn named<V: DeserializeOwned>(
+    /// Every entry of a named table, and its data version if one was stored.
+    pub fn named<V: DeserializeOwned>(
         &self,
         named: Named,
     ) -> Result<(BTreeMap<String, V>, Option<DataVersion>), MetadataError> {

@@ -1,0 +1,252 @@
+//! The JSON bodies of ACL 2.0's admin requests (RocketMQ's `UserInfo` and `AclInfo`) and
+//! their checked conversion to the model, with RocketMQ's validation messages.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{
+    subject_user, Acl, Action, Decision, Policy, PolicyEntry, PolicyType, Resource, SourceNet,
+    User, UserStatus, UserType,
+};
+use super::AuthError;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct UserInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_status: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AclInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policies: Option<Vec<PolicyInfo>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PolicyInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entries: Option<Vec<PolicyEntryInfo>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PolicyEntryInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_ips: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+}
+
+fn invalid(text: &str) -> AuthError {
+    AuthError::Invalid(text.to_owned())
+}
+
+fn non_blank(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The longest user name accepted; names are keys of the store and parts of log lines.
+pub const MAX_USERNAME: usize = 256;
+/// The most entries one ACL may hold, so a client cannot grow one without bound.
+pub const MAX_ENTRIES: usize = 4096;
+
+/// Checks a user name as RocketMQ does (not blank), and that it is one a store can key.
+pub fn check_username(name: &str) -> Result<(), AuthError> {
+    if name.trim().is_empty() {
+        return Err(invalid("username can not be blank"));
+    }
+    if name.len() > MAX_USERNAME || name.chars().any(|c| c.is_control()) {
+        return Err(AuthError::Invalid(format!(
+            "username must be at most {MAX_USERNAME} bytes without control characters"
+        )));
+    }
+    Ok(())
+}
+
+impl UserInfo {
+    pub fn of(user: &User) -> UserInfo {
+        UserInfo {
+            username: Some(user.username.clone()),
+            password: Some(user.password.clone()),
+            user_type: Some(user.user_type.name().to_owned()),
+            user_status: Some(user.user_status.name().to_owned()),
+        }
+    }
+
+    fn user_type(&self) -> Result<Option<UserType>, AuthError> {
+        non_blank(&self.user_type)
+            .map(|t| UserType::by_name(t).ok_or_else(|| invalid("The userType is illegal.")))
+            .transpose()
+    }
+
+    fn user_status(&self) -> Result<Option<UserStatus>, AuthError> {
+        non_blank(&self.user_status)
+            .map(|s| UserStatus::by_name(s).ok_or_else(|| invalid("The userStatus is illegal.")))
+            .transpose()
+    }
+
+    /// A new user: a password is required; the type defaults to Normal, the status to
+    /// enable.
+    pub fn to_new_user(&self, username: &str) -> Result<User, AuthError> {
+        check_username(username)?;
+        let Some(password) = non_blank(&self.password) else {
+            return Err(invalid("password can not be blank"));
+        };
+        Ok(User {
+            username: username.to_owned(),
+            password: password.to_owned(),
+            user_type: self.user_type()?.unwrap_or(UserType::Normal),
+            user_status: self.user_status()?.unwrap_or(UserStatus::Enable),
+        })
+    }
+
+    /// Applies an update: what is given replaces, what is absent stays.
+    pub fn apply_to(&self, user: &mut User) -> Result<(), AuthError> {
+        let user_type = self.user_type()?;
+        let user_status = self.user_status()?;
+        if let Some(password) = non_blank(&self.password) {
+            user.password = password.to_owned();
+        }
+        if let Some(t) = user_type {
+            user.user_type = t;
+        }
+        if let Some(s) = user_status {
+            user.user_status = s;
+        }
+        Ok(())
+    }
+}
+
+impl AclInfo {
+    pub fn of(acl: &Acl) -> AclInfo {
+        AclInfo {
+            subject: Some(acl.subject.clone()),
+            policies: Some(acl.policies.iter().map(PolicyInfo::of).collect()),
+        }
+    }
+
+    /// Checked policies for `subject`, as RocketMQ validates them; a policy without a type
+    /// is Custom.
+    pub fn to_acl(&self, subject: &str) -> Result<Acl, AuthError> {
+        let Some(user) = subject_user(subject) else {
+            return Err(invalid("The subject type is null."));
+        };
+        check_username(user)?;
+        let policies = self.policies.as_deref().unwrap_or_default();
+        if policies.is_empty() {
+            return Err(invalid("The policies is empty."));
+        }
+        let policies = policies
+            .iter()
+            .map(PolicyInfo::to_policy)
+            .collect::<Result<Vec<_>, _>>()?;
+        let entries: usize = policies.iter().map(|p| p.entries.len()).sum();
+        if entries > MAX_ENTRIES {
+            return Err(AuthError::Invalid(format!(
+                "an ACL holds at most {MAX_ENTRIES} entries"
+            )));
+        }
+        Ok(Acl {
+            subject: super::model::user_subject(user),
+            policies,
+        })
+    }
+}
+
+impl PolicyInfo {
+    fn of(policy: &Policy) -> PolicyInfo {
+        PolicyInfo {
+            policy_type: Some(policy.policy_type.name().to_owned()),
+            entries: Some(policy.entries.iter().map(PolicyEntryInfo::of).collect()),
+        }
+    }
+
+    fn to_policy(&self) -> Result<Policy, AuthError> {
+        let policy_type = match non_blank(&self.policy_type) {
+            None => PolicyType::Custom,
+            Some(t) => {
+                PolicyType::by_name(t).ok_or_else(|| invalid("The policyType is illegal."))?
+            }
+        };
+        let entries = self.entries.as_deref().unwrap_or_default();
+        if entries.is_empty() {
+            return Err(invalid("The policy entries is empty."));
+        }
+        let entries = entries
+            .iter()
+            .map(PolicyEntryInfo::to_entry)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Policy {
+            policy_type,
+            entries,
+        })
+    }
+}
+
+impl PolicyEntryInfo {
+    fn of(entry: &PolicyEntry) -> PolicyEntryInfo {
+        PolicyEntryInfo {
+            resource: Some(entry.resource.key()),
+            actions: Some(entry.actions.iter().map(|a| a.name().to_owned()).collect()),
+            source_ips: (!entry.source_ips.is_empty()).then(|| entry.source_ips.clone()),
+            decision: Some(entry.decision.name().to_owned()),
+        }
+    }
+
+    fn to_entry(&self) -> Result<PolicyEntry, AuthError> {
+        let resource = non_blank(&self.resource)
+            .and_then(Resource::parse)
+            .ok_or_else(|| invalid("The resource is null."))?;
+        let mut actions = Vec::new();
+        for name in self.actions.as_deref().unwrap_or_default() {
+            let action = Action::by_name(name)
+                .ok_or_else(|| AuthError::Invalid(format!("The action {name:?} is illegal.")))?;
+            if !actions.contains(&action) {
+                actions.push(action);
+            }
+        }
+        if actions.is_empty() {
+            return Err(invalid("The actions is empty."));
+        }
+        if actions.contains(&Action::Any) {
+            return Err(invalid("The actions can not be Any."));
+        }
+        let source_ips: Vec<String> = self
+            .source_ips
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .map(|ip| ip.trim().to_owned())
+            .collect();
+        let nets = source_ips
+            .iter()
+            .map(|ip| SourceNet::parse(ip))
+            .collect::<Result<Vec<_>, _>>()?;
+        let decision = non_blank(&self.decision)
+            .and_then(Decision::by_name)
+            .ok_or_else(|| invalid("The decision is null or illegal."))?;
+        Ok(PolicyEntry {
+            resource,
+            actions,
+            source_ips,
+            nets,
+            decision,
+        })
+    }
+}
