@@ -54,6 +54,40 @@ properties_config! {
         /// haAuthSecret, their secret key also authenticates slaves on the HA port.
         /// Never shown by GET_BROKER_CONFIG, not changeable at runtime.
         inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
+        /// ACL 2.0 (RocketMQ 5.3+): every request must be signed by an enabled user
+        /// (users kept in the metadata store, managed with mqadmin createUser ...).
+        authentication_enabled: bool = "authenticationEnabled" => false,
+        /// ACL 2.0: every request must be allowed by its user's policies (super users may
+        /// do anything).
+        authorization_enabled: bool = "authorizationEnabled" => false,
+        /// Request codes that skip authentication, comma-separated (`"10,11"`).
+        authentication_whitelist: String = "authenticationWhitelist" => String::new(),
+        /// Request codes that skip authorization, comma-separated.
+        authorization_whitelist: String = "authorizationWhitelist" => String::new(),
+        /// A super user created at start when no user of its name exists:
+        /// `{"username":"...","password":"..."}`. Never shown by GET_BROKER_CONFIG.
+        init_authentication_user: String = "initAuthenticationUser" => String::new(),
+        /// Turn `<rocketmqHome>/conf/plain_acl.yml`'s accounts into ACL 2.0 users and
+        /// policies at start (accounts whose user exists are left alone).
+        migrate_auth_from_v1_enabled: bool = "migrateAuthFromV1Enabled" => false,
+        /// A RocketMQ class name, accepted so RocketMQ's broker.conf works and not loaded:
+        /// StellMQ's ACL 2.0 is built in (users and policies in the metadata store).
+        authentication_provider: String = "authenticationProvider" => String::new(),
+        /// A RocketMQ class name, accepted so RocketMQ's broker.conf works and not loaded:
+        /// StellMQ's ACL 2.0 is built in (users and policies in the metadata store).
+        authorization_provider: String = "authorizationProvider" => String::new(),
+        /// A RocketMQ class name, accepted so RocketMQ's broker.conf works and not loaded:
+        /// StellMQ's ACL 2.0 is built in (users and policies in the metadata store).
+        authentication_metadata_provider: String = "authenticationMetadataProvider" => String::new(),
+        /// A RocketMQ class name, accepted so RocketMQ's broker.conf works and not loaded:
+        /// StellMQ's ACL 2.0 is built in (users and policies in the metadata store).
+        authorization_metadata_provider: String = "authorizationMetadataProvider" => String::new(),
+        /// A RocketMQ class name, accepted so RocketMQ's broker.conf works and not loaded:
+        /// StellMQ's ACL 2.0 is built in (users and policies in the metadata store).
+        authentication_strategy: String = "authenticationStrategy" => String::new(),
+        /// A RocketMQ class name, accepted so RocketMQ's broker.conf works and not loaded:
+        /// StellMQ's ACL 2.0 is built in (users and policies in the metadata store).
+        authorization_strategy: String = "authorizationStrategy" => String::new(),
         /// Address the remoting and HA servers bind.
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
         /// ASYNC_MASTER, SYNC_MASTER or SLAVE.
@@ -308,6 +342,10 @@ pub const CONFIG_BLACK_LIST: &[&str] = &[
     "aclEnable",
     "rocketmqHome",
     "innerClientAuthenticationCredentials",
+    "authenticationEnabled",
+    "authorizationEnabled",
+    "initAuthenticationUser",
+    "migrateAuthFromV1Enabled",
     // The metrics endpoint is opened at start-up only.
     "metricsExporterType",
     "metricsPromExporterHost",
@@ -315,7 +353,11 @@ pub const CONFIG_BLACK_LIST: &[&str] = &[
 ];
 
 /// Keys whose values GET_BROKER_CONFIG masks.
-pub const SECRET_KEYS: &[&str] = &["haAuthSecret", "innerClientAuthenticationCredentials"];
+pub const SECRET_KEYS: &[&str] = &[
+    "haAuthSecret",
+    "innerClientAuthenticationCredentials",
+    "initAuthenticationUser",
+];
 
 /// Everything a broker is configured with.
 #[derive(Debug, Clone, Default)]
@@ -459,7 +501,7 @@ impl BrokerConfig {
     /// The secret slaves prove on the HA port: haAuthSecret, else (with aclEnable) the
     /// inner credentials' secret key; empty = no proof asked.
     pub fn replication_secret(&self) -> String {
-        if !self.ha_auth_secret.is_empty() || !self.acl_enable {
+        if !self.ha_auth_secret.is_empty() || !(self.acl_enable || self.authentication_enabled) {
             return self.ha_auth_secret.clone();
         }
         match self.inner_credentials() {

@@ -7,6 +7,7 @@
 // Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
+pub mod auth;
 pub mod clients;
 pub mod config;
 pub mod context;

@@ -11,10 +11,10 @@ use stellmq_remoting::protocol::RequestCode;
 
 use crate::context::now_ms;
 use crate::processor::admin::{
-    acl::AclAdminProcessor, config::ConfigAdminProcessor, consumer_call::ConsumerCallProcessor,
-    epoch::EpochAdminProcessor, group::GroupAdminProcessor, half::HalfAdminProcessor,
-    offset::OffsetAdminProcessor, role_notice::RoleNoticeProcessor, stats::StatsAdminProcessor,
-    store::StoreAdminProcessor, topic::TopicAdminProcessor,
+    acl::AclAdminProcessor, auth::AuthAdminProcessor, config::ConfigAdminProcessor,
+    consumer_call::ConsumerCallProcessor, epoch::EpochAdminProcessor, group::GroupAdminProcessor,
+    half::HalfAdminProcessor, offset::OffsetAdminProcessor, role_notice::RoleNoticeProcessor,
+    stats::StatsAdminProcessor, store::StoreAdminProcessor, topic::TopicAdminProcessor,
 };
 use crate::processor::client_manage::ClientManageProcessor;
 use crate::processor::consumer_manage::{ConsumerManageProcessor, RebalanceLockManager};
@@ -58,6 +58,7 @@ struct Processors {
     consumer_call: Arc<ConsumerCallProcessor>,
     half_admin: Arc<HalfAdminProcessor>,
     acl_admin: Arc<AclAdminProcessor>,
+    auth_admin: Arc<AuthAdminProcessor>,
     epoch_admin: Arc<EpochAdminProcessor>,
     role_notice: Arc<RoleNoticeProcessor>,
 }
@@ -192,6 +193,9 @@ impl Processors {
             acl_admin: Arc::new(AclAdminProcessor {
                 acl: s.acl.clone(),
                 identity: s.identity.clone(),
+            }),
+            auth_admin: Arc::new(AuthAdminProcessor {
+                registry: s.auth.registry.clone(),
             }),
         }
     }
@@ -643,6 +647,69 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             NO_NAMES,
             answer(&p.acl_admin, |p, _, r| p.config(&r)),
         ),
+        // ACL 2.0 (RocketMQ 5.3+): users and policies.
+        admin(
+            C::AUTH_CREATE_USER,
+            NO_NAMES,
+            handler(&p.auth_admin, |p, _, r| {
+                Box::pin(async move { p.create_user(r).await })
+            }),
+        ),
+        admin(
+            C::AUTH_UPDATE_USER,
+            NO_NAMES,
+            handler(&p.auth_admin, |p, _, r| {
+                Box::pin(async move { p.update_user(r).await })
+            }),
+        ),
+        admin(
+            C::AUTH_DELETE_USER,
+            NO_NAMES,
+            handler(&p.auth_admin, |p, _, r| {
+                Box::pin(async move { p.delete_user(r).await })
+            }),
+        ),
+        admin(
+            C::AUTH_GET_USER,
+            NO_NAMES,
+            answer(&p.auth_admin, |p, _, r| p.get_user(&r)),
+        ),
+        admin(
+            C::AUTH_LIST_USER,
+            NO_NAMES,
+            answer(&p.auth_admin, |p, _, r| p.list_users(&r)),
+        ),
+        admin(
+            C::AUTH_CREATE_ACL,
+            NO_NAMES,
+            handler(&p.auth_admin, |p, _, r| {
+                Box::pin(async move { p.put_acl(r).await })
+            }),
+        ),
+        admin(
+            C::AUTH_UPDATE_ACL,
+            NO_NAMES,
+            handler(&p.auth_admin, |p, _, r| {
+                Box::pin(async move { p.put_acl(r).await })
+            }),
+        ),
+        admin(
+            C::AUTH_DELETE_ACL,
+            NO_NAMES,
+            handler(&p.auth_admin, |p, _, r| {
+                Box::pin(async move { p.delete_acl(r).await })
+            }),
+        ),
+        admin(
+            C::AUTH_GET_ACL,
+            NO_NAMES,
+            answer(&p.auth_admin, |p, _, r| p.get_acl(&r)),
+        ),
+        admin(
+            C::AUTH_LIST_ACL,
+            NO_NAMES,
+            answer(&p.auth_admin, |p, _, r| p.list_acls(&r)),
+        ),
     ]
 }
 
@@ -657,12 +724,14 @@ pub(crate) fn register(server: &mut RemotingServer, state: &BrokerState) {
     let processors = Processors::new(state);
     for (code, fields, handler, lane) in table(&processors, &lanes) {
         let acl = state.acl.clone();
+        let auth = state.auth.checker.clone();
         server.register(
             &[code],
             Arc::new(Guarded {
                 handler,
                 fields,
                 acl,
+                auth,
             }),
             lane,
         );

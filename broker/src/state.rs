@@ -69,6 +69,8 @@ pub struct BrokerState {
     pub replication: Replication,
     /// The plain ACL when aclEnable is on.
     pub acl: Option<Arc<AccessValidator>>,
+    /// ACL 2.0's users and policies, and its checks when they are on.
+    pub auth: Arc<crate::auth::BrokerAuth>,
     pub stop: CancellationToken,
 }
 
@@ -331,6 +333,7 @@ impl BrokerState {
                 role_notices: Arc::default(),
             },
             acl,
+            auth: tables.auth,
             stop,
         })
     }
@@ -472,6 +475,7 @@ fn journal_metadata(
 }
 
 struct Tables {
+    auth: Arc<crate::auth::BrokerAuth>,
     topics: Arc<TopicConfigManager>,
     groups: Arc<SubscriptionGroupManager>,
     offsets: Arc<ConsumerOffsetManager>,
@@ -491,7 +495,9 @@ fn load_tables(
 ) -> Result<Tables, BrokerError> {
     let file = |name: &str| config_path(root, name);
     let metadata = Arc::new(MetadataStore::open(&root.join("config"))?);
+    let auth = Arc::new(crate::auth::open(bc, metadata.clone())?);
     Ok(Tables {
+        auth,
         topics: Arc::new(TopicConfigManager::load(
             metadata.clone(),
             bc,

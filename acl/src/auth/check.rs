@@ -14,6 +14,7 @@ use super::decide::authorize;
 use super::model::{user_subject, UserStatus};
 use super::registry::AuthRegistry;
 use super::request::needs;
+use crate::refusal_log::RefusalLog;
 
 /// RocketMQ's switches of ACL 2.0.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,9 +41,25 @@ pub fn parse_whitelist(text: &str) -> HashSet<String> {
 pub struct AuthChecker {
     pub settings: AuthSettings,
     pub registry: Arc<AuthRegistry>,
+    pub refusals: RefusalLog,
 }
 
 impl AuthChecker {
+    pub fn new(settings: AuthSettings, registry: Arc<AuthRegistry>) -> AuthChecker {
+        AuthChecker {
+            settings,
+            registry,
+            refusals: RefusalLog::default(),
+        }
+    }
+
+    /// Logs a refusal, within [`crate::refusal_log::LOGGED_PER_SECOND`] lines a second.
+    pub fn log_refusal(&self, peer: std::net::SocketAddr, code: i32, reason: &str) {
+        if let Some(unlogged) = self.refusals.admit() {
+            tracing::warn!(%peer, code, reason, unlogged, "[AUTH] request refused by ACL 2.0");
+        }
+    }
+
     pub fn enabled(&self) -> bool {
         self.settings.authentication || self.settings.authorization
     }

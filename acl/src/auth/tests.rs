@@ -396,15 +396,15 @@ fn the_checker_authenticates_then_authorizes() {
         &acl(None, vec![entry("Topic:orders", &["Pub"], "Allow", &[])]),
     )
     .expect("acl");
-    let checker = AuthChecker {
-        settings: AuthSettings {
+    let checker = AuthChecker::new(
+        AuthSettings {
             authentication: true,
             authorization: true,
             cluster: "C1".to_owned(),
             ..AuthSettings::default()
         },
-        registry: reg.clone(),
-    };
+        reg.clone(),
+    );
     let peer = ip("127.0.0.1");
     let signed = |user: &str, password: &str, topic: &str| {
         let mut req = request(310, &[("a", "pg"), ("b", topic)]);
@@ -444,14 +444,14 @@ fn the_checker_authenticates_then_authorizes() {
         Err("User:app is disabled.".to_owned())
     );
 
-    let open = AuthChecker {
-        settings: AuthSettings {
+    let open = AuthChecker::new(
+        AuthSettings {
             authentication: true,
             authentication_whitelist: parse_whitelist(" 310 , 11"),
             ..AuthSettings::default()
         },
-        registry: reg,
-    };
+        reg,
+    );
     assert_eq!(open.check(peer, &request(310, &[("b", "orders")])), Ok(()));
 }
 

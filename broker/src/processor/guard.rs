@@ -2,7 +2,8 @@
 //! header follow RocketMQ's rules, or the request is refused before any processor (and so
 //! any path, map or file) sees them.
 //!
-//! With aclEnable on, the same guard first checks the request against the ACL (signature,
+//! With ACL 2.0 on (authenticationEnabled, authorizationEnabled) the guard first checks
+//! the user and its policies; with aclEnable on, it checks the request against the ACL (signature,
 //! white lists, permissions) and answers NO_PERMISSION when it is refused.
 //!
 //! Names inside bodies (heartbeats, group configs, offset tables, lock requests) are
@@ -10,6 +11,7 @@
 
 use std::sync::Arc;
 
+use stellmq_acl::auth::AuthChecker;
 use stellmq_acl::AccessValidator;
 use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
 use stellmq_remoting::protocol::names::{self, NameError, NameKind};
@@ -90,10 +92,19 @@ pub struct Guarded {
     pub handler: Arc<dyn RequestProcessor>,
     pub fields: NameFields,
     pub acl: Option<Arc<AccessValidator>>,
+    /// ACL 2.0, when authentication or authorization is on.
+    pub auth: Option<Arc<AuthChecker>>,
 }
 
 impl RequestProcessor for Guarded {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
+        if let Some(auth) = &self.auth {
+            if let Err(reason) = auth.check(ctx.channel.peer().ip(), &request) {
+                auth.log_refusal(ctx.channel.peer(), request.code, &reason);
+                let refusal = ProcessorError::new(ResponseCode::NO_PERMISSION, reason);
+                return Box::pin(std::future::ready(Err(refusal)));
+            }
+        }
         if let Some(acl) = &self.acl {
             if let Err(denied) = acl.check(ctx.channel.peer().ip(), &request) {
                 acl.log_refusal(ctx.channel.peer(), request.code, &denied);

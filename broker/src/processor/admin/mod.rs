@@ -1,6 +1,7 @@
 //! Admin requests, one module per area (never one admin file).
 
 pub mod acl;
+pub mod auth;
 pub mod config;
 pub mod consumer_call;
 pub mod epoch;
