@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use stellmq_acl::auth::info::{AclInfo, UserInfo};
+use stellmq_acl::auth::info::{acl_info, AclInfo, AclInfoExt, UserInfo};
 use stellmq_acl::auth::{
     migrate, parse_whitelist, Acl, AuthChecker, AuthError, AuthPersist, AuthRegistry, AuthSettings,
     User,
@@ -61,7 +61,7 @@ impl AuthPersist for StoredAuth {
     }
 
     fn save_acl(&self, subject: &str, acl: Option<&Acl>) -> Result<(), AuthError> {
-        self.save(Named::Acls, subject, acl.map(AclInfo::of))
+        self.save(Named::Acls, subject, acl.map(acl_info))
     }
 }
 

@@ -1,57 +1,13 @@
-//! The JSON bodies of ACL 2.0's admin requests (RocketMQ's `UserInfo` and `AclInfo`) and
-//! their checked conversion to the model, with RocketMQ's validation messages.
+//! ACL 2.0's admin bodies (RocketMQ's `UserInfo` and `AclInfo`, defined in the protocol
+//! crate) to and from the model, checked with RocketMQ's validation messages.
 
-use serde::{Deserialize, Serialize};
+pub use stellmq_protocol::body::auth::{AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo};
 
 use super::model::{
     subject_user, Acl, Action, Decision, Policy, PolicyEntry, PolicyType, Resource, SourceNet,
     User, UserStatus, UserType,
 };
 use super::AuthError;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct UserInfo {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub username: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub password: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_status: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct AclInfo {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subject: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub policies: Option<Vec<PolicyInfo>>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct PolicyInfo {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub policy_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub entries: Option<Vec<PolicyEntryInfo>>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct PolicyEntryInfo {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resource: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actions: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_ips: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision: Option<String>,
-}
 
 fn invalid(text: &str) -> AuthError {
     AuthError::Invalid(text.to_owned())
@@ -79,31 +35,70 @@ pub fn check_username(name: &str) -> Result<(), AuthError> {
     Ok(())
 }
 
-impl UserInfo {
-    pub fn of(user: &User) -> UserInfo {
-        UserInfo {
-            username: Some(user.username.clone()),
-            password: Some(user.password.clone()),
-            user_type: Some(user.user_type.name().to_owned()),
-            user_status: Some(user.user_status.name().to_owned()),
-        }
+/// A user as its UserInfo body (with the password, as RocketMQ answers it).
+pub fn user_info(user: &User) -> UserInfo {
+    UserInfo {
+        username: Some(user.username.clone()),
+        password: Some(user.password.clone()),
+        user_type: Some(user.user_type.name().to_owned()),
+        user_status: Some(user.user_status.name().to_owned()),
     }
+}
 
-    fn user_type(&self) -> Result<Option<UserType>, AuthError> {
-        non_blank(&self.user_type)
-            .map(|t| UserType::by_name(t).ok_or_else(|| invalid("The userType is illegal.")))
-            .transpose()
+/// A subject's policies as their AclInfo body.
+pub fn acl_info(acl: &Acl) -> AclInfo {
+    AclInfo {
+        subject: Some(acl.subject.clone()),
+        policies: Some(acl.policies.iter().map(policy_info).collect()),
     }
+}
 
-    fn user_status(&self) -> Result<Option<UserStatus>, AuthError> {
-        non_blank(&self.user_status)
-            .map(|s| UserStatus::by_name(s).ok_or_else(|| invalid("The userStatus is illegal.")))
-            .transpose()
+fn policy_info(policy: &Policy) -> PolicyInfo {
+    PolicyInfo {
+        policy_type: Some(policy.policy_type.name().to_owned()),
+        entries: Some(policy.entries.iter().map(entry_info).collect()),
     }
+}
 
+fn entry_info(entry: &PolicyEntry) -> PolicyEntryInfo {
+    PolicyEntryInfo {
+        resource: Some(entry.resource.key()),
+        actions: Some(entry.actions.iter().map(|a| a.name().to_owned()).collect()),
+        source_ips: (!entry.source_ips.is_empty()).then(|| entry.source_ips.clone()),
+        decision: Some(entry.decision.name().to_owned()),
+    }
+}
+
+fn user_type(info: &UserInfo) -> Result<Option<UserType>, AuthError> {
+    non_blank(&info.user_type)
+        .map(|t| UserType::by_name(t).ok_or_else(|| invalid("The userType is illegal.")))
+        .transpose()
+}
+
+fn user_status(info: &UserInfo) -> Result<Option<UserStatus>, AuthError> {
+    non_blank(&info.user_status)
+        .map(|s| UserStatus::by_name(s).ok_or_else(|| invalid("The userStatus is illegal.")))
+        .transpose()
+}
+
+/// Reading a UserInfo body as a user.
+pub trait UserInfoExt {
     /// A new user: a password is required; the type defaults to Normal, the status to
     /// enable.
-    pub fn to_new_user(&self, username: &str) -> Result<User, AuthError> {
+    fn to_new_user(&self, username: &str) -> Result<User, AuthError>;
+    /// Applies an update: what is given replaces, what is absent stays.
+    fn apply_to(&self, user: &mut User) -> Result<(), AuthError>;
+}
+
+/// Reading an AclInfo body as checked policies.
+pub trait AclInfoExt {
+    /// Checked policies for `subject`, as RocketMQ validates them; a policy without a
+    /// type is Custom.
+    fn to_acl(&self, subject: &str) -> Result<Acl, AuthError>;
+}
+
+impl UserInfoExt for UserInfo {
+    fn to_new_user(&self, username: &str) -> Result<User, AuthError> {
         check_username(username)?;
         let Some(password) = non_blank(&self.password) else {
             return Err(invalid("password can not be blank"));
@@ -111,15 +106,14 @@ impl UserInfo {
         Ok(User {
             username: username.to_owned(),
             password: password.to_owned(),
-            user_type: self.user_type()?.unwrap_or(UserType::Normal),
-            user_status: self.user_status()?.unwrap_or(UserStatus::Enable),
+            user_type: user_type(self)?.unwrap_or(UserType::Normal),
+            user_status: user_status(self)?.unwrap_or(UserStatus::Enable),
         })
     }
 
-    /// Applies an update: what is given replaces, what is absent stays.
-    pub fn apply_to(&self, user: &mut User) -> Result<(), AuthError> {
-        let user_type = self.user_type()?;
-        let user_status = self.user_status()?;
+    fn apply_to(&self, user: &mut User) -> Result<(), AuthError> {
+        let user_type = user_type(self)?;
+        let user_status = user_status(self)?;
         if let Some(password) = non_blank(&self.password) {
             user.password = password.to_owned();
         }
@@ -133,17 +127,8 @@ impl UserInfo {
     }
 }
 
-impl AclInfo {
-    pub fn of(acl: &Acl) -> AclInfo {
-        AclInfo {
-            subject: Some(acl.subject.clone()),
-            policies: Some(acl.policies.iter().map(PolicyInfo::of).collect()),
-        }
-    }
-
-    /// Checked policies for `subject`, as RocketMQ validates them; a policy without a type
-    /// is Custom.
-    pub fn to_acl(&self, subject: &str) -> Result<Acl, AuthError> {
+impl AclInfoExt for AclInfo {
+    fn to_acl(&self, subject: &str) -> Result<Acl, AuthError> {
         let Some(user) = subject_user(subject) else {
             return Err(invalid("The subject type is null."));
         };
@@ -154,7 +139,7 @@ impl AclInfo {
         }
         let policies = policies
             .iter()
-            .map(PolicyInfo::to_policy)
+            .map(to_policy)
             .collect::<Result<Vec<_>, _>>()?;
         let entries: usize = policies.iter().map(|p| p.entries.len()).sum();
         if entries > MAX_ENTRIES {
@@ -169,84 +154,62 @@ impl AclInfo {
     }
 }
 
-impl PolicyInfo {
-    fn of(policy: &Policy) -> PolicyInfo {
-        PolicyInfo {
-            policy_type: Some(policy.policy_type.name().to_owned()),
-            entries: Some(policy.entries.iter().map(PolicyEntryInfo::of).collect()),
-        }
+fn to_policy(info: &PolicyInfo) -> Result<Policy, AuthError> {
+    let policy_type = match non_blank(&info.policy_type) {
+        None => PolicyType::Custom,
+        Some(t) => PolicyType::by_name(t).ok_or_else(|| invalid("The policyType is illegal."))?,
+    };
+    let entries = info.entries.as_deref().unwrap_or_default();
+    if entries.is_empty() {
+        return Err(invalid("The policy entries is empty."));
     }
-
-    fn to_policy(&self) -> Result<Policy, AuthError> {
-        let policy_type = match non_blank(&self.policy_type) {
-            None => PolicyType::Custom,
-            Some(t) => {
-                PolicyType::by_name(t).ok_or_else(|| invalid("The policyType is illegal."))?
-            }
-        };
-        let entries = self.entries.as_deref().unwrap_or_default();
-        if entries.is_empty() {
-            return Err(invalid("The policy entries is empty."));
-        }
-        let entries = entries
-            .iter()
-            .map(PolicyEntryInfo::to_entry)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Policy {
-            policy_type,
-            entries,
-        })
-    }
+    let entries = entries
+        .iter()
+        .map(to_entry)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Policy {
+        policy_type,
+        entries,
+    })
 }
 
-impl PolicyEntryInfo {
-    fn of(entry: &PolicyEntry) -> PolicyEntryInfo {
-        PolicyEntryInfo {
-            resource: Some(entry.resource.key()),
-            actions: Some(entry.actions.iter().map(|a| a.name().to_owned()).collect()),
-            source_ips: (!entry.source_ips.is_empty()).then(|| entry.source_ips.clone()),
-            decision: Some(entry.decision.name().to_owned()),
+fn to_entry(info: &PolicyEntryInfo) -> Result<PolicyEntry, AuthError> {
+    let resource = non_blank(&info.resource)
+        .and_then(Resource::parse)
+        .ok_or_else(|| invalid("The resource is null."))?;
+    let mut actions = Vec::new();
+    for name in info.actions.as_deref().unwrap_or_default() {
+        let action = Action::by_name(name)
+            .ok_or_else(|| AuthError::Invalid(format!("The action {name:?} is illegal.")))?;
+        if !actions.contains(&action) {
+            actions.push(action);
         }
     }
-
-    fn to_entry(&self) -> Result<PolicyEntry, AuthError> {
-        let resource = non_blank(&self.resource)
-            .and_then(Resource::parse)
-            .ok_or_else(|| invalid("The resource is null."))?;
-        let mut actions = Vec::new();
-        for name in self.actions.as_deref().unwrap_or_default() {
-            let action = Action::by_name(name)
-                .ok_or_else(|| AuthError::Invalid(format!("The action {name:?} is illegal.")))?;
-            if !actions.contains(&action) {
-                actions.push(action);
-            }
-        }
-        if actions.is_empty() {
-            return Err(invalid("The actions is empty."));
-        }
-        if actions.contains(&Action::Any) {
-            return Err(invalid("The actions can not be Any."));
-        }
-        let source_ips: Vec<String> = self
-            .source_ips
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .map(|ip| ip.trim().to_owned())
-            .collect();
-        let nets = source_ips
-            .iter()
-            .map(|ip| SourceNet::parse(ip))
-            .collect::<Result<Vec<_>, _>>()?;
-        let decision = non_blank(&self.decision)
-            .and_then(Decision::by_name)
-            .ok_or_else(|| invalid("The decision is null or illegal."))?;
-        Ok(PolicyEntry {
-            resource,
-            actions,
-            source_ips,
-            nets,
-            decision,
-        })
+    if actions.is_empty() {
+        return Err(invalid("The actions is empty."));
     }
+    if actions.contains(&Action::Any) {
+        return Err(invalid("The actions can not be Any."));
+    }
+    let source_ips: Vec<String> = info
+        .source_ips
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .map(|ip| ip.trim().to_owned())
+        .collect();
+    let nets = source_ips
+        .iter()
+        .map(|ip| SourceNet::parse(ip))
+        .collect::<Result<Vec<_>, _>>()?;
+    let decision = non_blank(&info.decision)
+        .and_then(Decision::by_name)
+        .ok_or_else(|| invalid("The decision is null or illegal."))?;
+    Ok(PolicyEntry {
+        resource,
+        actions,
+        source_ips,
+        nets,
+        decision,
+    })
 }

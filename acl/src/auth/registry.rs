@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::info::{check_username, AclInfo, UserInfo};
+use super::info::{check_username, AclInfo, AclInfoExt, UserInfo, UserInfoExt};
 use super::model::{subject_user, user_subject, Acl, PolicyType, Resource, User};
 use super::AuthError;
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use stellmq_protocol::signature::{sign, SessionCredentials};
 use stellmq_protocol::{ExtFields, RemotingCommand};
 
+use super::info::AclInfoExt;
 use super::*;
 use crate::file::PlainAclFile;
 

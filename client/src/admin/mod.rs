@@ -7,6 +7,7 @@
 //! that names a "nothing found" code uses `AdminClient::ask_or_none`.
 
 mod acl;
+mod auth;
 mod broker;
 mod consumer;
 mod group;

@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod admin;
+pub mod auth;
 pub mod consume_time;
 pub mod consumer_running;
 pub mod controller;

@@ -91,7 +91,10 @@ pub struct UpdateGlobalWhiteAddr {
 }
 
 /// `-b` alone, or every broker (masters and slaves) of `-c`'s cluster.
-async fn every_broker(admin: &AdminClient, t: &Target) -> Result<Vec<String>, ClientError> {
+pub(super) async fn every_broker(
+    admin: &AdminClient,
+    t: &Target,
+) -> Result<Vec<String>, ClientError> {
     if let Some(b) = &t.broker {
         return Ok(vec![b.trim().to_owned()]);
     }

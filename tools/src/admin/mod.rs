@@ -3,6 +3,7 @@
 
 mod acl;
 mod allocate;
+mod auth;
 mod broker;
 mod broker_stats;
 mod consume;
@@ -314,6 +315,30 @@ pub enum Command {
         about = "List all of acl config information in cluster"
     )]
     GetAclConfig(Target),
+    #[command(name = "createUser", about = "Create user to cluster.")]
+    CreateUser(auth::CreateUser),
+    #[command(name = "updateUser", about = "Update user to cluster.")]
+    UpdateUser(auth::UpdateUser),
+    #[command(name = "deleteUser", about = "Delete user from cluster.")]
+    DeleteUser(auth::UserName),
+    #[command(name = "getUser", about = "Get user from cluster.")]
+    GetUser(auth::UserName),
+    #[command(name = "listUser", about = "List user from cluster.")]
+    ListUser(auth::ListUser),
+    #[command(name = "copyUser", about = "Copy user to cluster.")]
+    CopyUser(auth::CopyUser),
+    #[command(name = "createAcl", about = "Create acl to cluster.")]
+    CreateAcl(auth::PutAcl),
+    #[command(name = "updateAcl", about = "Update acl to cluster.")]
+    UpdateAcl(auth::PutAcl),
+    #[command(name = "deleteAcl", about = "Delete acl from cluster.")]
+    DeleteAcl(auth::DeleteAcl),
+    #[command(name = "getAcl", about = "Get acl from cluster.")]
+    GetAcl(auth::GetAcl),
+    #[command(name = "listAcl", about = "List acl from cluster.")]
+    ListAcl(auth::ListAcl),
+    #[command(name = "copyAcl", about = "Copy acl to cluster.")]
+    CopyAcl(auth::CopyAcl),
     #[command(
         name = "getControllerMetaData",
         about = "Get controller cluster's metadata."
@@ -467,6 +492,18 @@ async fn dispatch(
         UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(admin, a).await,
         UpdateKvConfig(a) => namesrv::update_kv_config(admin, a).await,
         DeleteKvConfig(a) => namesrv::delete_kv_config(admin, a).await,
+        CreateUser(a) => auth::create_user(admin, a).await,
+        UpdateUser(a) => auth::update_user(admin, a).await,
+        DeleteUser(a) => auth::delete_user(admin, a).await,
+        GetUser(a) => auth::get_user(admin, a).await,
+        ListUser(a) => auth::list_user(admin, a).await,
+        CopyUser(a) => auth::copy_user(admin, a).await,
+        CreateAcl(a) => auth::create_acl(admin, a).await,
+        UpdateAcl(a) => auth::update_acl(admin, a).await,
+        DeleteAcl(a) => auth::delete_acl(admin, a).await,
+        GetAcl(a) => auth::get_acl(admin, a).await,
+        ListAcl(a) => auth::list_acl(admin, a).await,
+        CopyAcl(a) => auth::copy_acl(admin, a).await,
         UpdateAclConfig(a) => acl::update_acl_config(admin, a).await,
         DeleteAclConfig(a) => acl::delete_acl_config(admin, a).await,
         UpdateGlobalWhiteAddr(a) => acl::update_global_white_addr(admin, a).await,

@@ -2,8 +2,6 @@
 //! script calling one gets the reason and a failing exit status instead of "The sub command
 //! ... not exist.", and `mqadmin` lists them apart.
 
-const ACL_2: &str = "ACL 2.0 (users and policies) is not served yet; brokers and name servers \
-                     take RocketMQ's plain ACL (aclEnable, conf/plain_acl.yml, updateAclConfig)";
 const COLD_DATA: &str = "StellMQ does not throttle cold-data reads by group: there is no cold \
                          data flow control to show or change";
 const CONTAINER: &str = "StellMQ runs one broker per process: there is no BrokerContainer to \
@@ -49,18 +47,6 @@ pub const NOT_OFFERED: &[(&str, &str)] = &[
         "POP checkpoints live in the revive log (rmq_sys_REVIVE_LOG_<cluster>, readable with \
          printMsg): there is no separate POP record export",
     ),
-    ("createUser", ACL_2),
-    ("updateUser", ACL_2),
-    ("deleteUser", ACL_2),
-    ("getUser", ACL_2),
-    ("listUser", ACL_2),
-    ("copyUser", ACL_2),
-    ("createAcl", ACL_2),
-    ("updateAcl", ACL_2),
-    ("deleteAcl", ACL_2),
-    ("getAcl", ACL_2),
-    ("listAcl", ACL_2),
-    ("copyAcl", ACL_2),
 ];
 
 /// What `mqadmin <name>` says when `name` (any case) is a command StellMQ does not serve.
@@ -77,8 +63,13 @@ mod tests {
 
     #[test]
     fn a_command_not_served_is_named_with_its_reason_in_any_case() {
-        let said = refusal("createuser").expect("known");
-        assert!(said.starts_with("mqadmin createUser is not available in StellMQ: ACL 2.0"));
+        let said = refusal("addbroker").expect("known");
+        assert!(
+            said.starts_with(
+                "mqadmin addBroker is not available in StellMQ: StellMQ runs one broker"
+            ),
+            "{said}"
+        );
         assert!(refusal("updateTopic").is_none());
         assert!(refusal("noSuchThing").is_none());
     }

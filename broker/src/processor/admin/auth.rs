@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use stellmq_acl::auth::info::{AclInfo, UserInfo};
+use stellmq_acl::auth::info::{acl_info, user_info, AclInfo, UserInfo};
 use stellmq_acl::auth::{AuthError, AuthRegistry, PolicyType, Resource, UserType};
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::fastjson;
@@ -160,7 +160,7 @@ impl AuthAdminProcessor {
     pub fn get_user(&self, request: &RemotingCommand) -> ProcessResult {
         let name = username(request)?;
         match self.registry.user(&name) {
-            Some(user) => json_body(request, &UserInfo::of(&user)),
+            Some(user) => json_body(request, &user_info(&user)),
             None => Ok(Some(request.success_to())),
         }
     }
@@ -171,7 +171,7 @@ impl AuthAdminProcessor {
             .registry
             .list_users(field(request, "filter").unwrap_or_default())
             .iter()
-            .map(|u| UserInfo::of(u))
+            .map(|u| user_info(u))
             .collect();
         if users.is_empty() {
             return Ok(Some(request.success_to()));
@@ -223,7 +223,7 @@ impl AuthAdminProcessor {
     pub fn get_acl(&self, request: &RemotingCommand) -> ProcessResult {
         let subject = field(request, "subject").unwrap_or_default();
         match self.registry.get_acl(subject).map_err(refused)? {
-            Some(acl) => json_body(request, &AclInfo::of(&acl)),
+            Some(acl) => json_body(request, &acl_info(&acl)),
             None => Ok(Some(request.success_to())),
         }
     }
@@ -237,7 +237,7 @@ impl AuthAdminProcessor {
                 field(request, "resourceFilter").unwrap_or_default(),
             )
             .iter()
-            .map(AclInfo::of)
+            .map(acl_info)
             .collect();
         if acls.is_empty() {
             return Ok(Some(request.success_to()));
