@@ -52,6 +52,7 @@ mod tls_replication;
 mod tls_trust;
 mod tools_mqadmin;
 mod tools_mqadmin_acl;
+mod tools_mqadmin_auth;
 mod tools_mqadmin_export;
 mod tools_mqadmin_extras;
 mod tools_mqadmin_help;
