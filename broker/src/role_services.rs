@@ -101,6 +101,7 @@ pub fn slave(
         s.offsets.clone(),
         s.schedule.clone(),
     );
+    let auth = s.auth.registry.clone();
     Box::new(move |stop: CancellationToken| -> Vec<JoinHandle<()>> {
         let sync = SlaveSync {
             client: outbound.clone(),
@@ -109,6 +110,7 @@ pub fn slave(
             groups: groups.clone(),
             offsets: offsets.clone(),
             schedule: schedule.clone(),
+            auth: auth.clone(),
         };
         vec![tokio::spawn(sync.run(stop))]
     })

@@ -19,6 +19,9 @@ use stellmq_remoting::protocol::error::BodyError;
 use stellmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
 
+use stellmq_acl::auth::info::{AclInfo, AclInfoExt, UserInfo, UserInfoExt};
+use stellmq_acl::auth::{AuthError, AuthRegistry};
+
 use crate::group::SubscriptionGroupManager;
 use crate::offset::{ConsumerOffsetManager, Mark};
 use crate::processor::admin::offset::{OFFSETS_AT, OFFSETS_DELTA, OFFSETS_SINCE};
@@ -38,6 +41,8 @@ pub struct SlaveSync {
     pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
     pub schedule: Arc<ScheduleMessageService>,
+    /// ACL 2.0's users and policies, copied so that a promoted slave enforces the same.
+    pub auth: Arc<AuthRegistry>,
 }
 
 impl SlaveSync {
@@ -106,6 +111,7 @@ impl SlaveSync {
         let delay: DelayOffsetSerializeWrapper =
             fetch(client, master, RequestCode::GET_ALL_DELAY_OFFSET).await?;
         self.schedule.replace_from_master(delay);
+        self.copy_auth(client, master).await?;
         let (offsets, schedule) = (self.offsets.clone(), self.schedule.clone());
         tokio::task::spawn_blocking(move || {
             offsets.persist();
@@ -117,6 +123,34 @@ impl SlaveSync {
 }
 
 impl SlaveSync {
+    /// Copies the master's ACL 2.0 users and policies (AUTH_LIST_USER and AUTH_LIST_ACL,
+    /// signed with the inner credentials when the master checks requests); only what
+    /// differs is written.
+    async fn copy_auth(&self, client: &RemotingClient, master: &str) -> Result<(), SyncError> {
+        let users: Vec<UserInfo> = fetch_list(client, master, RequestCode::AUTH_LIST_USER).await?;
+        let acls: Vec<AclInfo> = fetch_list(client, master, RequestCode::AUTH_LIST_ACL).await?;
+        let users = users
+            .iter()
+            .filter_map(|u| {
+                u.to_new_user(u.username.as_deref().unwrap_or_default())
+                    .ok()
+            })
+            .collect();
+        let acls = acls
+            .iter()
+            .filter_map(|a| a.to_acl(a.subject.as_deref().unwrap_or_default()).ok())
+            .collect();
+        let auth = self.auth.clone();
+        let changed = tokio::task::spawn_blocking(move || auth.replace_all(users, acls))
+            .await
+            .map_err(SyncError::Persist)?
+            .map_err(SyncError::Auth)?;
+        if changed > 0 {
+            tracing::info!(event = "SLAVE_SYNCED_AUTH", %master, changed, "ACL 2.0 users and policies copied from the master");
+        }
+        Ok(())
+    }
+
     /// Copies the master's consumer offsets: what changed since `mark` when the master
     /// tells changes (a StellMQ master that still remembers the mark), else the whole table.
     async fn copy_offsets(
@@ -168,6 +202,8 @@ enum SyncError {
     Moving { code: RequestCode },
     #[error("saving the copied offsets: {0}")]
     Persist(#[source] tokio::task::JoinError),
+    #[error("saving the copied users and policies: {0}")]
+    Auth(#[source] AuthError),
 }
 
 /// Entries per page a slave asks for.
@@ -277,6 +313,26 @@ impl Pages<'_> {
             fastjson::decode(&response.body).map_err(|source| SyncError::Body { code, source })?;
         Ok((page, total))
     }
+}
+
+/// A list answer; no body is an empty list.
+async fn fetch_list<T: serde::de::DeserializeOwned>(
+    client: &RemotingClient,
+    master: &str,
+    code: RequestCode,
+) -> Result<Vec<T>, SyncError> {
+    let response = client
+        .invoke_ok(
+            master,
+            RemotingCommand::request(code, ExtFields::new()),
+            CALL_TIMEOUT,
+        )
+        .await
+        .map_err(|source| SyncError::Call { code, source })?;
+    if response.body.is_empty() {
+        return Ok(Vec::new());
+    }
+    fastjson::decode(&response.body).map_err(|source| SyncError::Body { code, source })
 }
 
 async fn fetch<T: serde::de::DeserializeOwned>(

@@ -99,6 +99,56 @@ impl AuthRegistry {
         acls
     }
 
+    /// Makes the users and ACLs exactly `users` and `acls` (a slave copying its master),
+    /// persisting only what differs; returns how many entries changed.
+    pub fn replace_all(&self, users: Vec<User>, acls: Vec<Acl>) -> Result<usize, AuthError> {
+        let _edit = self.edits.lock();
+        let mut changed = 0;
+        let wanted: HashMap<String, User> =
+            users.into_iter().map(|u| (u.username.clone(), u)).collect();
+        let gone: Vec<String> = self
+            .users
+            .read()
+            .keys()
+            .filter(|name| !wanted.contains_key(*name))
+            .cloned()
+            .collect();
+        for name in gone {
+            self.persist.save_user(&name, None)?;
+            self.users.write().remove(&name);
+            changed += 1;
+        }
+        for (name, user) in wanted {
+            if self.user(&name).as_deref() != Some(&user) {
+                self.persist.save_user(&name, Some(&user))?;
+                self.users.write().insert(name, Arc::new(user));
+                changed += 1;
+            }
+        }
+        let wanted: HashMap<String, Acl> =
+            acls.into_iter().map(|a| (a.subject.clone(), a)).collect();
+        let gone: Vec<String> = self
+            .acls
+            .read()
+            .keys()
+            .filter(|subject| !wanted.contains_key(*subject))
+            .cloned()
+            .collect();
+        for subject in gone {
+            self.persist.save_acl(&subject, None)?;
+            self.acls.write().remove(&subject);
+            changed += 1;
+        }
+        for (subject, acl) in wanted {
+            if self.acl(&subject).as_deref() != Some(&acl) {
+                self.persist.save_acl(&subject, Some(&acl))?;
+                self.acls.write().insert(subject, Arc::new(acl));
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
+
     /// Adds a user; an existing name is refused.
     pub fn create_user(&self, username: &str, info: &UserInfo) -> Result<(), AuthError> {
         let user = info.to_new_user(username)?;

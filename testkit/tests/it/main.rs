@@ -5,6 +5,7 @@
 mod admin_extras;
 mod broker_acl;
 mod broker_admin;
+mod broker_auth;
 mod broker_faults_process;
 mod broker_ha;
 mod broker_ha_hostile;
