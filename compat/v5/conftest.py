@@ -22,19 +22,21 @@ BIN, Server, Stack = _stack.BIN, _stack.Server, _stack.Stack
 class ProxyStack:
     """A name server, a broker and an mqproxy on free ports."""
 
-    def __init__(self, extra_broker_conf=""):
+    def __init__(self, extra_broker_conf="", extra_proxy_conf=None, admin_args=()):
         self.stack = Stack(extra_broker_conf)
+        self.admin_args = list(admin_args)
         conf = os.path.join(self.stack.work, "rmq-proxy.json")
         with open(conf, "w") as f:
-            json.dump({"rocketMQClusterName": "DefaultCluster", "grpcServerPort": 0,
-                       "bindAddress": "127.0.0.1"}, f)
+            json.dump(dict({"rocketMQClusterName": "DefaultCluster", "grpcServerPort": 0,
+                            "bindAddress": "127.0.0.1"}, **(extra_proxy_conf or {})), f)
         self.proxy = Server("mqproxy", ["-n", self.stack.ns.addr, "--pc", conf],
                             os.path.join(self.stack.work, "proxy.log"),
                             r"gRPC address (\S+)")
         self.endpoint = self.proxy.addr
 
     def admin(self, *args):
-        out = subprocess.run([os.path.join(BIN, "mqadmin")] + list(args) + ["-n", self.stack.ns.addr],
+        out = subprocess.run([os.path.join(BIN, "mqadmin")] + list(args) + ["-n", self.stack.ns.addr]
+                             + self.admin_args,
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stdout + out.stderr
         return out.stdout

@@ -133,6 +133,46 @@ pub fn sign(request: &mut RemotingCommand, credentials: &SessionCredentials) {
     request.ext_fields.insert(SIGNATURE, signed);
 }
 
+/// RocketMQ 5's gRPC signature: HMAC-SHA1 of the `x-mq-date-time` value with the secret,
+/// in upper-case hex (the `Signature=` of the `authorization` header).
+pub fn grpc_signature(secret: &str, date_time: &str) -> String {
+    let mut mac = match HmacSha1::new_from_slice(secret.as_bytes()) {
+        Ok(mac) => mac,
+        Err(_) => unreachable!("HMAC accepts any key length"),
+    };
+    mac.update(date_time.as_bytes());
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect()
+}
+
+/// Whether `claimed_hex` (either case) is [`grpc_signature`] of `date_time`, compared in
+/// constant time.
+pub fn verify_grpc(secret: &str, date_time: &str, claimed_hex: &str) -> bool {
+    let claimed = claimed_hex.trim();
+    if !claimed.len().is_multiple_of(2) || !claimed.is_ascii() {
+        return false;
+    }
+    let mut bytes = Vec::with_capacity(claimed.len() / 2);
+    for i in (0..claimed.len()).step_by(2) {
+        match claimed
+            .get(i..i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            Some(b) => bytes.push(b),
+            None => return false,
+        }
+    }
+    let mut mac = match HmacSha1::new_from_slice(secret.as_bytes()) {
+        Ok(mac) => mac,
+        Err(_) => unreachable!("HMAC accepts any key length"),
+    };
+    mac.update(date_time.as_bytes());
+    mac.verify_slice(&bytes).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +273,21 @@ mod tests {
     fn debug_never_shows_the_secret() {
         let shown = format!("{:?}", SessionCredentials::new("ak", "s3cr3t-value"));
         assert!(!shown.contains("s3cr3t"), "{shown}");
+    }
+
+    #[test]
+    fn grpc_signatures_are_hex_hmac_of_the_date_time() {
+        let signed = grpc_signature("secret", "20240101T000000Z");
+        assert_eq!(signed.len(), 40);
+        assert!(verify_grpc("secret", "20240101T000000Z", &signed));
+        assert!(verify_grpc(
+            "secret",
+            "20240101T000000Z",
+            &signed.to_lowercase()
+        ));
+        assert!(!verify_grpc("other", "20240101T000000Z", &signed));
+        assert!(!verify_grpc("secret", "20240101T000001Z", &signed));
+        assert!(!verify_grpc("secret", "20240101T000000Z", "zz"));
+        assert!(!verify_grpc("secret", "20240101T000000Z", "é"));
     }
 }

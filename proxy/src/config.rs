@@ -7,6 +7,7 @@ use std::path::Path;
 
 use stellmq_config::{properties_config, ConfigError};
 use stellmq_remoting::net::tls::TlsConfig;
+use stellmq_remoting::protocol::signature::SessionCredentials;
 
 /// The largest config file read (a hostile or mistaken path must not fill memory).
 const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
@@ -84,6 +85,20 @@ properties_config! {
         grpc_shutdown_time_seconds: u64 = "grpcShutdownTimeSeconds" => 30,
         /// Remoting timeout of calls to brokers and name servers (ms).
         remoting_call_timeout_millis: u64 = "remotingCallTimeoutMillis" => 3_000,
+        /// ACL 2.0: every gRPC request must be signed by an enabled user of the cluster
+        /// (users are read from the cluster's brokers and cached for 10 s).
+        authentication_enabled: bool = "authenticationEnabled" => false,
+        /// ACL 2.0: every gRPC request must be allowed by its user's policies.
+        authorization_enabled: bool = "authorizationEnabled" => false,
+        /// RPCs that skip authentication, by full message name, comma-separated
+        /// (`apache.rocketmq.v2.QueryRouteRequest`).
+        authentication_whitelist: String = "authenticationWhitelist" => String::new(),
+        /// RPCs that skip authorization, comma-separated.
+        authorization_whitelist: String = "authorizationWhitelist" => String::new(),
+        /// What the proxy signs its requests to brokers and name servers with
+        /// (`{"accessKey":"...","secretKey":"..."}`): a super user of the brokers when they
+        /// check requests.
+        inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
         /// The `cluster` label of the proxy's metrics (RocketMQ's key).
         proxy_cluster_name: String = "proxyClusterName" => "DefaultCluster".to_owned(),
         /// The `node_id` label of the proxy's metrics (RocketMQ's key; its default is the
@@ -132,8 +147,33 @@ pub fn load(props: &BTreeMap<String, String>) -> Result<(ProxyConfig, TlsConfig)
             ),
         });
     }
+    config.inner_credentials()?;
     let tls = TlsConfig::load(&with_proxy_tls_keys(props))?;
     Ok((config, tls))
+}
+
+impl ProxyConfig {
+    /// `innerClientAuthenticationCredentials`, parsed; `None` when not set.
+    pub fn inner_credentials(&self) -> Result<Option<SessionCredentials>, ConfigError> {
+        let text = self.inner_client_authentication_credentials.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Inner {
+            access_key: String,
+            secret_key: String,
+        }
+        let inner: Inner = serde_json::from_str(text).map_err(|_| ConfigError::Rejected {
+            key: "innerClientAuthenticationCredentials".into(),
+            reason: r#"expected {"accessKey":"...","secretKey":"..."}"#.into(),
+        })?;
+        Ok(Some(SessionCredentials::new(
+            inner.access_key,
+            inner.secret_key,
+        )))
+    }
 }
 
 /// RocketMQ's proxy names its certificate and key `tlsCertPath` and `tlsKeyPath`; given

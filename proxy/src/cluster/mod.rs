@@ -2,6 +2,7 @@
 //! routes it caches, and the requests the gRPC services make of brokers (send, end a
 //! transaction, POP, ack, heartbeats). It knows nothing of gRPC.
 
+mod auth;
 mod consume;
 mod error;
 mod inbound;
@@ -19,6 +20,7 @@ use stellmq_remoting::net::tls::{ClientTls, TlsError};
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::{SubscriptionGroupConfig, TopicRouteData};
 
+pub use auth::Subject;
 pub use consume::{PopOutcome, PopRequest, Popped};
 pub use error::ClusterError;
 pub use inbound::{TransactionCheck, TransactionChecks};
@@ -37,6 +39,9 @@ pub struct Cluster {
     routes: TtlCache<Arc<TopicRouteData>>,
     topic_types: TtlCache<TopicMessageType>,
     group_configs: TtlCache<Option<SubscriptionGroupConfig>>,
+    /// ACL 2.0 users with their policies, as the cluster's masters hold them.
+    auth_subjects: TtlCache<Option<Arc<auth::Subject>>>,
+    cluster_name: String,
     rotation: std::sync::atomic::AtomicUsize,
 }
 
@@ -58,6 +63,8 @@ impl Cluster {
         let remoting = RemotingClient::with_handler(
             ClientConfig {
                 tls: ClientTls::from_config(tls)?,
+                // Validated when the config was loaded.
+                credentials: config.inner_credentials().ok().flatten(),
                 ..ClientConfig::default()
             },
             Arc::new(inbound::BrokerCalls::new(checks)),
@@ -70,6 +77,8 @@ impl Cluster {
             routes: TtlCache::new(cache_ttl),
             topic_types: TtlCache::new(cache_ttl),
             group_configs: TtlCache::new(cache_ttl),
+            auth_subjects: TtlCache::new(auth::SUBJECT_TTL),
+            cluster_name: config.rocketmq_cluster_name.clone(),
             rotation: Default::default(),
         })
     }

@@ -3,6 +3,7 @@
 //! only Telemetry ends with gRPC errors.
 
 mod ack;
+mod auth;
 mod clients;
 mod context;
 pub mod message;
@@ -58,6 +59,8 @@ pub struct Proxy {
     pub producers_changed: tokio::sync::Notify,
     /// Cancelled when the proxy stops: long-lived streams end.
     stopping: tokio_util::sync::CancellationToken,
+    /// Keeps ACL 2.0 refusals from flooding the log.
+    auth_refusals: stellmq_acl::refusal_log::RefusalLog,
 }
 
 impl Proxy {
@@ -94,6 +97,7 @@ impl Proxy {
             stream_ids: AtomicU64::new(1),
             producers_changed: tokio::sync::Notify::new(),
             stopping,
+            auth_refusals: Default::default(),
         }))
     }
 
@@ -166,6 +170,7 @@ macro_rules! unary {
         let result: Result<$answer, Refusal> = async {
             let caller = Caller::of(&$request)?;
             let proxy = &$self.0;
+            proxy.check_request(&$request).await?;
             $body(proxy, caller, $request.into_inner()).await
         }
         .await;

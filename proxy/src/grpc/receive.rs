@@ -32,6 +32,8 @@ pub fn receive_message(
     request: Request<ReceiveMessageRequest>,
 ) -> AnswerStream<ReceiveMessageResponse> {
     let caller = Caller::of(&request);
+    let metadata = proxy.auth_metadata(&request);
+    let peer = request.remote_addr().map(|a| a.ip());
     let request = request.into_inner();
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
@@ -39,6 +41,14 @@ pub fn receive_message(
             Ok(caller) => caller,
             Err(refusal) => return finish(&tx, refusal.status()).await,
         };
+        if let Some(metadata) = &metadata {
+            let rpc = <ReceiveMessageRequest as super::auth::RpcNeeds>::RPC;
+            let needs = || super::auth::RpcNeeds::needs(&request);
+            if let Err(refusal) = proxy.check_auth(rpc, metadata, peer, needs).await {
+                proxy.log_refusal(rpc, peer, &refusal);
+                return finish(&tx, refusal.status()).await;
+            }
+        }
         match receive(&proxy, &caller, &request).await {
             Ok(Received::Messages(topic, group, popped)) => {
                 let renew = request.auto_renew && proxy.config.enable_proxy_auto_renew;

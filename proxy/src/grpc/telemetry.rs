@@ -29,6 +29,8 @@ pub fn telemetry(
     request: Request<Streaming<TelemetryCommand>>,
 ) -> Result<AnswerStream<TelemetryCommand>, tonic::Status> {
     let caller = Caller::of(&request).map_err(|r| tonic::Status::invalid_argument(r.message))?;
+    let metadata = proxy.auth_metadata(&request);
+    let peer = request.remote_addr().map(|a| a.ip());
     let mut inbound = request.into_inner();
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let stream_id = proxy.next_stream_id();
@@ -42,6 +44,19 @@ pub fn telemetry(
                 },
             };
             if let Some(Command::Settings(settings)) = command.command {
+                if let Some(metadata) = &metadata {
+                    let rpc = <TelemetryCommand as super::auth::RpcNeeds>::RPC;
+                    let needs = || super::auth::settings_needs(&settings);
+                    if let Err(refusal) = proxy.check_auth(rpc, metadata, peer, needs).await {
+                        proxy.log_refusal(rpc, peer, &refusal);
+                        let refused = TelemetryCommand {
+                            status: Some(refusal.status()),
+                            command: None,
+                        };
+                        let _ = tx.send(Ok(refused)).await;
+                        break;
+                    }
+                }
                 if let Err(e) = on_settings(&proxy, &caller, stream_id, &tx, settings).await {
                     let _ = tx.send(Err(e)).await;
                     break;
