@@ -123,7 +123,13 @@ const NAV: &[(&str, &str)] = &[
     ("/messages", "Messages"),
     ("/dlq", "DLQ"),
     ("/explain", "Explain a message"),
+    ("/users", "Users"),
+    ("/acls", "ACLs"),
 ];
+
+/// Set when a console that requires sign-in starts: pages then offer to sign out.
+pub static SIGN_OUT_SHOWN: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// One page: the layout (title, navigation, style) around a body built piece by piece.
 pub struct Page {
@@ -169,6 +175,11 @@ impl Page {
         for (path, name) in NAV {
             let _ = write!(nav, "<a href=\"{path}\">{name}</a>");
         }
+        if SIGN_OUT_SHOWN.load(std::sync::atomic::Ordering::Relaxed) {
+            nav.push_str(
+                "<form method=\"post\" action=\"/logout\" class=\"logout\"><button>Sign out</button></form>",
+            );
+        }
         format!(
             "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title} - StellMQ console</title>\
              <style>{STYLE}</style></head><body><nav>{nav}</nav><main><h1>{title}</h1>{body}</main></body></html>",
@@ -210,6 +221,17 @@ impl Form {
             esc(label),
             esc(name),
             esc(value)
+        );
+        self
+    }
+
+    /// A password field (never pre-filled).
+    pub fn password(mut self, label: &str, name: &str) -> Self {
+        let _ = write!(
+            self.html,
+            "<label>{}<input type=\"password\" name=\"{}\" autocomplete=\"current-password\"></label>",
+            esc(label),
+            esc(name)
         );
         self
     }

@@ -29,6 +29,11 @@ struct Cli {
     access_key: Option<String>,
     #[arg(long = "secretKey")]
     secret_key: Option<String>,
+    /// People sign in with an ACL 2.0 user of the cluster (checked against the brokers);
+    /// only super users may change anything. The console's own requests are signed with
+    /// --accessKey/--secretKey (a super user when the brokers check requests).
+    #[arg(long = "loginRequired")]
+    login_required: bool,
     /// The topic message traces are read from.
     #[arg(long = "traceTopic", default_value = stellmq_client::trace::DEFAULT_TRACE_TOPIC)]
     trace_topic: String,
@@ -54,7 +59,9 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let credentials =
         from_flags_or_tools_yml(cli.access_key.as_deref(), cli.secret_key.as_deref())?;
     let admin = AdminClient::connect(&namesrv, &cli.tls.client_tls(), credentials)?;
-    let console = Console::new(admin).with_trace_topic(&cli.trace_topic);
+    let console = Console::new(admin)
+        .with_trace_topic(&cli.trace_topic)
+        .with_login_required(cli.login_required);
     let listener = tokio::net::TcpListener::bind((cli.host.as_str(), cli.port)).await?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, %namesrv, "CONSOLE_STARTED");

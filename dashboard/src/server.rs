@@ -12,7 +12,7 @@ use stellmq_client::AdminClient;
 use stellmq_remoting::protocol::message::id::UniqIdGenerator;
 use tokio::net::TcpListener;
 
-use crate::pages;
+use crate::{login, pages};
 
 /// Form bodies larger than this are refused (413) before a handler runs.
 pub const MAX_FORM_BYTES: usize = 64 * 1024;
@@ -23,6 +23,8 @@ pub struct Console {
     pub(crate) admin: AdminClient,
     pub(crate) trace_topic: String,
     pub(crate) ids: UniqIdGenerator,
+    /// Who is signed in (with `--loginRequired`).
+    pub(crate) sessions: crate::login::Sessions,
 }
 
 impl Console {
@@ -31,7 +33,18 @@ impl Console {
             admin,
             trace_topic: DEFAULT_TRACE_TOPIC.to_owned(),
             ids: UniqIdGenerator::new(std::net::Ipv4Addr::LOCALHOST.into()),
+            sessions: crate::login::Sessions::new(false),
         }
+    }
+
+    /// Requires people to sign in with an ACL 2.0 user of the cluster; only super users
+    /// may change anything.
+    pub fn with_login_required(mut self, required: bool) -> Self {
+        self.sessions = crate::login::Sessions::new(required);
+        if required {
+            crate::html::SIGN_OUT_SHOWN.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        self
     }
 
     /// Reads traces from `topic` instead of RocketMQ's default trace topic.
@@ -46,7 +59,17 @@ pub type AppState = Arc<Console>;
 
 /// Every page and action of the console.
 pub fn router(console: Console) -> Router {
+    let console = Arc::new(console);
     Router::new()
+        .route("/login", get(login::login_form).post(login::login))
+        .route("/logout", post(login::logout))
+        .route("/users", get(pages::users::users))
+        .route("/users/create", post(pages::users::create_user))
+        .route("/users/status", post(pages::users::set_status))
+        .route("/users/delete", post(pages::users::delete_user))
+        .route("/acls", get(pages::users::acls))
+        .route("/acls/create", post(pages::users::create_acl))
+        .route("/acls/delete", post(pages::users::delete_acl))
         .route("/", get(|| async { Redirect::to("/cluster") }))
         .route("/cluster", get(pages::cluster::page))
         .route("/topics", get(pages::topics::list))
@@ -63,8 +86,12 @@ pub fn router(console: Console) -> Router {
         .route("/dlq", get(pages::dlq::page))
         .route("/dlq/resend", post(pages::dlq::resend))
         .route("/explain", get(pages::explain::page))
+        .layer(axum::middleware::from_fn_with_state(
+            console.clone(),
+            login::guard,
+        ))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
-        .with_state(Arc::new(console))
+        .with_state(console)
 }
 
 /// Serves the console on `listener` until `shutdown` completes, then lets the requests in

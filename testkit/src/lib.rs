@@ -64,7 +64,7 @@ pub use namesrv::{namesrv_config, NameServer};
 pub use process::{bin_path, Process};
 pub use raw::{heartbeat, request, send_header, send_request, Pull, RawClient};
 pub use registration::Registration;
-pub use scrape::{http_get, http_post, scrape, Scrape};
+pub use scrape::{http_get, http_post, http_send, scrape, Scrape};
 pub use stack::Stack;
 pub use tap::{Side, TcpTap};
 pub use tls::TestCa;

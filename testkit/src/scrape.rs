@@ -32,6 +32,30 @@ pub async fn http_post(addr: SocketAddr, path: &str, form: &str) -> Scrape {
     http_exchange(addr, request.into_bytes()).await
 }
 
+/// `method path` on `addr` with extra `headers` (cookies, `Origin`) and a form `body`
+/// (connection closed after the answer), within 10 s.
+pub async fn http_send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Scrape {
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty() || method == "POST" {
+        request.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    http_exchange(addr, request.into_bytes()).await
+}
+
 /// Writes `request` and reads the answer to the end.
 async fn http_exchange(addr: SocketAddr, request: Vec<u8>) -> Scrape {
     let exchange = async {

@@ -11,6 +11,7 @@ pub mod messages;
 pub mod topic;
 pub mod topic_actions;
 pub mod topics;
+pub mod users;
 
 use crate::form::Fields;
 use crate::html::link;

@@ -369,3 +369,47 @@ async fn every_main_page_shows_what_an_operator_needs_in_chromium() {
     b.quit().await;
     c.stop().await;
 }
+
+/// Sign-in and a cross-site form in a real browser: the console sends an anonymous visitor
+/// to its sign-in page, takes a cluster user's password, and refuses a form another page
+/// posts to it (Chromium sends `Origin: null` from a data: page).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_works_and_a_cross_site_form_is_refused_in_chromium() {
+    if !browser_installed() {
+        return;
+    }
+    let c = super::dashboard_login::LoginConsole::start().await;
+    let base = format!("http://{}", c.addr);
+    let b = Browser::start().await;
+
+    b.open(&format!("{base}/cluster")).await;
+    b.text_shown("Sign in").await;
+    b.type_into("#login input[name=username]", "root").await;
+    b.type_into("#login input[name=password]", "wrong").await;
+    b.click("#login button").await;
+    b.text_shown("wrong user or password").await;
+    b.type_into("#login input[name=username]", "root").await;
+    b.type_into("#login input[name=password]", "r00t").await;
+    b.click("#login button").await;
+    let cluster = b.text_shown("broker-a").await;
+    assert!(cluster.contains("MASTER"), "{cluster}");
+    b.screenshot("login").await;
+
+    let forged = format!(
+        "data:text/html,<form id=f method=post action='{base}/users/create'>\
+         <input name=username value=mallory><input name=password value=x>\
+         <input name=userType value=Super></form>\
+         <script>document.getElementById('f').submit()</script>"
+    )
+    .replace(' ', "%20");
+    b.open(&forged).await;
+    b.text_shown("cross-site request refused").await;
+    b.open(&format!("{base}/users")).await;
+    let users = b.text("body").await;
+    assert!(
+        users.contains("root") && !users.contains("mallory"),
+        "{users}"
+    );
+    b.quit().await;
+    c.stop().await;
+}

@@ -40,6 +40,7 @@ mod controller_process;
 mod controller_raft_process;
 mod dashboard;
 mod dashboard_browser;
+mod dashboard_login;
 mod hostile_requests;
 mod namesrv_acl;
 mod namesrv_in_process;
