@@ -1,4 +1,4 @@
-//! The name server's side of the plain ACL: with aclEnable on, its changes (topic and
+//! The name server's side of the plain ACL (and the gate ACL 2.0's check shares): with aclEnable on, its changes (topic and
 //! broker-permission edits, KV config, configuration updates) need a signed admin account
 //! from `<rocketmqHome>/conf/plain_acl.yml`; route queries and broker registration stay
 //! open, as in RocketMQ.
@@ -7,6 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use stellmq_acl::resource::needs_admin;
+
+use crate::auth::NamesrvAuth;
 use stellmq_acl::{AccessValidator, AclError, AclSource};
 use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -20,38 +22,61 @@ pub async fn open(home: &str) -> Result<Arc<AccessValidator>, AclError> {
     Ok(Arc::new(acl))
 }
 
-/// A processor whose admin requests are checked against the ACL first.
+/// A processor whose admin requests (the name server's changes) are checked first: against
+/// ACL 2.0 (a signed super user) and the plain ACL (a signed admin account), whichever are
+/// on.
 pub struct AdminGate {
     pub inner: Arc<dyn RequestProcessor>,
-    pub acl: Arc<AccessValidator>,
+    pub acl: Option<Arc<AccessValidator>>,
+    pub auth: Option<Arc<NamesrvAuth>>,
 }
 
 impl AdminGate {
-    /// `inner` behind the gate when the ACL is on, else as it is.
+    /// `inner` behind the gate when either check is on, else as it is.
     pub fn wrap(
         inner: Arc<dyn RequestProcessor>,
         acl: &Option<Arc<AccessValidator>>,
+        auth: &Option<Arc<NamesrvAuth>>,
     ) -> Arc<dyn RequestProcessor> {
-        match acl {
-            Some(acl) => Arc::new(AdminGate {
-                inner,
-                acl: acl.clone(),
-            }),
-            None => inner,
+        if acl.is_none() && auth.is_none() {
+            return inner;
         }
+        Arc::new(AdminGate {
+            inner,
+            acl: acl.clone(),
+            auth: auth.clone(),
+        })
     }
+}
+
+fn refuse(reason: String) -> ProcessFuture {
+    let refusal = ProcessorError::new(ResponseCode::NO_PERMISSION, reason);
+    Box::pin(std::future::ready(Err(refusal)))
 }
 
 impl RequestProcessor for AdminGate {
     fn process(&self, ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
-        if needs_admin(request.code) {
-            if let Err(denied) = self.acl.check(ctx.channel.peer().ip(), &request) {
-                self.acl
-                    .log_refusal(ctx.channel.peer(), request.code, &denied);
-                let refusal = ProcessorError::new(ResponseCode::NO_PERMISSION, denied.0);
-                return Box::pin(std::future::ready(Err(refusal)));
+        if !needs_admin(request.code) {
+            return self.inner.process(ctx, request);
+        }
+        if let Some(acl) = &self.acl {
+            if let Err(denied) = acl.check(ctx.channel.peer().ip(), &request) {
+                acl.log_refusal(ctx.channel.peer(), request.code, &denied);
+                return refuse(denied.0);
             }
         }
-        self.inner.process(ctx, request)
+        let Some(auth) = self.auth.clone() else {
+            return self.inner.process(ctx, request);
+        };
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            if let Err(reason) = auth.check_change(&request).await {
+                if let Some(unlogged) = auth.refusals.admit() {
+                    tracing::warn!(peer = %ctx.channel.peer(), code = request.code, %reason, unlogged, "[AUTH] name server change refused by ACL 2.0");
+                }
+                return Err(ProcessorError::new(ResponseCode::NO_PERMISSION, reason));
+            }
+            inner.process(ctx, request).await
+        })
     }
 }

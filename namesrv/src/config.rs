@@ -21,6 +21,17 @@ properties_config! {
         /// Check the name server's admin requests (topic and permission edits, KV config,
         /// configuration updates) against RocketMQ's plain ACL: a signed admin account.
         acl_enable: bool = "aclEnable" => false,
+        /// ACL 2.0: the name server's changes must be signed by an enabled super user
+        /// (users are read from the registered masters; route queries and registration
+        /// stay open).
+        authentication_enabled: bool = "authenticationEnabled" => false,
+        /// ACL 2.0, as authenticationEnabled (either turns the check on).
+        authorization_enabled: bool = "authorizationEnabled" => false,
+        /// A super user known to the name server itself: `{"username":"...","password":"..."}`.
+        init_authentication_user: String = "initAuthenticationUser" => String::new(),
+        /// A super user known to the name server itself, who also signs its lookups of
+        /// users on the brokers: `{"accessKey":"...","secretKey":"..."}`.
+        inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
         /// Where PUT_KV_CONFIG entries persist.
         kv_config_path: PathBuf = "kvConfigPath" => home().join("namesrv").join("kvConfig.json"),
         /// Where UPDATE_NAMESRV_CONFIG persists the configuration.
@@ -54,11 +65,47 @@ properties_config! {
         /// SYSTEM_BUSY, and its broker registers again on its next round.
         registration_inflate_budget_bytes: u64 = "registrationInflateBudgetBytes" => 128 * 1024 * 1024,
         /// Keys UPDATE_NAMESRV_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress;aclEnable;rocketmqHome;metricsExporterType;metricsPromExporterHost;metricsPromExporterPort;registrationInflateBudgetBytes".to_owned(),
+        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;kvConfigPath;listenPort;bindAddress;aclEnable;rocketmqHome;authenticationEnabled;authorizationEnabled;initAuthenticationUser;innerClientAuthenticationCredentials;metricsExporterType;metricsPromExporterHost;metricsPromExporterPort;registrationInflateBudgetBytes".to_owned(),
     }
 }
 
+/// Keys whose values GET_NAMESRV_CONFIG masks.
+pub const SECRET_KEYS: &[&str] = &[
+    "initAuthenticationUser",
+    "innerClientAuthenticationCredentials",
+];
+
 impl NamesrvConfig {
+    /// `innerClientAuthenticationCredentials`, parsed; `None` when not set.
+    pub fn inner_credentials(
+        &self,
+    ) -> Result<
+        Option<stellmq_remoting::protocol::signature::SessionCredentials>,
+        stellmq_config::ConfigError,
+    > {
+        let text = self.inner_client_authentication_credentials.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Inner {
+            access_key: String,
+            secret_key: String,
+        }
+        let inner: Inner =
+            serde_json::from_str(text).map_err(|_| stellmq_config::ConfigError::Rejected {
+                key: "innerClientAuthenticationCredentials".into(),
+                reason: r#"expected {"accessKey":"...","secretKey":"..."}"#.into(),
+            })?;
+        Ok(Some(
+            stellmq_remoting::protocol::signature::SessionCredentials::new(
+                inner.access_key,
+                inner.secret_key,
+            ),
+        ))
+    }
+
     /// Whether a runtime config update may change `key`.
     pub fn is_blacklisted(&self, key: &str) -> bool {
         self.config_black_list.split(';').any(|k| k.trim() == key)

@@ -11,6 +11,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod acl;
+pub mod auth;
 pub mod config;
 mod housekeeping;
 mod inflate_budget;
@@ -53,6 +54,8 @@ pub enum NamesrvError {
     },
     #[error("ACL: {0}")]
     Acl(#[from] stellmq_acl::AclError),
+    #[error(transparent)]
+    Config(#[from] stellmq_config::ConfigError),
     #[error("cannot load the KV config from {path}: {source}")]
     KvConfig {
         path: String,
@@ -144,6 +147,23 @@ pub async fn start_with_tls(
         false => None,
     };
     let routes = Arc::new(RouteInfoManager::new());
+    let auth = match config.authentication_enabled || config.authorization_enabled {
+        true => {
+            let inner = config.inner_credentials()?;
+            let auth =
+                auth::NamesrvAuth::new(&config.init_authentication_user, inner, routes.clone())
+                    .map_err(|reason| stellmq_config::ConfigError::Rejected {
+                        key: "initAuthenticationUser".into(),
+                        reason,
+                    })?;
+            tracing::info!(
+                event = "AUTH_ENABLED",
+                "name server changes need a signed ACL 2.0 super user"
+            );
+            Some(Arc::new(auth))
+        }
+        false => None,
+    };
     let scan_interval = Duration::from_millis(config.scan_not_active_broker_interval.max(10));
     let idle_timeout = Duration::from_secs(config.server_channel_max_idle_time_seconds.max(1));
     let metrics_addr = stellmq_metrics::ExporterConfig {
@@ -206,7 +226,11 @@ pub async fn start_with_tls(
                 RequestCode::WIPE_WRITE_PERM_OF_BROKER,
                 RequestCode::ADD_WRITE_PERM_OF_BROKER,
             ],
-            AdminGate::wrap(Arc::new(TopicAdminProcessor::new(routes.clone())), &acl),
+            AdminGate::wrap(
+                Arc::new(TopicAdminProcessor::new(routes.clone())),
+                &acl,
+                &auth,
+            ),
             default_lane.clone(),
         )
         .register(
@@ -216,7 +240,7 @@ pub async fn start_with_tls(
                 RequestCode::DELETE_KV_CONFIG,
                 RequestCode::GET_KVLIST_BY_NAMESPACE,
             ],
-            AdminGate::wrap(Arc::new(KvConfigProcessor::new(kv)), &acl),
+            AdminGate::wrap(Arc::new(KvConfigProcessor::new(kv)), &acl, &auth),
             default_lane.clone(),
         )
         .register(
@@ -224,7 +248,7 @@ pub async fn start_with_tls(
                 RequestCode::GET_NAMESRV_CONFIG,
                 RequestCode::UPDATE_NAMESRV_CONFIG,
             ],
-            AdminGate::wrap(Arc::new(ConfigAdminProcessor::new(config)), &acl),
+            AdminGate::wrap(Arc::new(ConfigAdminProcessor::new(config)), &acl, &auth),
             default_lane,
         )
         .add_listener(Arc::new(BrokerChannelWatcher {

@@ -9,6 +9,7 @@ pub mod info;
 pub mod migrate;
 pub mod model;
 pub mod registry;
+pub mod remote;
 pub mod request;
 
 use thiserror::Error;
@@ -20,6 +21,7 @@ pub use model::{
     Acl, Action, Decision, PolicyType, Resource, ResourceType, User, UserStatus, UserType,
 };
 pub use registry::{AuthPersist, AuthRegistry, InMemory};
+pub use remote::{AskBroker, RemoteSubjects, Subject};
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum AuthError {

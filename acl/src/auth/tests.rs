@@ -507,3 +507,60 @@ accounts:
     // Again: users that exist are left alone.
     assert_eq!(migrate::migrate(&reg, &[file]).skipped, 2);
 }
+
+/// A broker that knows one user, counting what it is asked.
+struct FakeBroker {
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl AskBroker for FakeBroker {
+    async fn ask(&self, _addr: &str, request: RemotingCommand) -> Result<RemotingCommand, String> {
+        self.asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut answer = RemotingCommand::request_code(0, ExtFields::new());
+        answer.code = 0;
+        let body = match (
+            request.code,
+            request.ext_fields.get("username"),
+            request.ext_fields.get("subject"),
+        ) {
+            (3004, Some("alice"), _) => {
+                r#"{"username":"alice","password":"pw","userType":"Normal","userStatus":"enable"}"#
+            }
+            (3009, _, Some("User:alice")) => {
+                r#"{"subject":"User:alice","policies":[{"policyType":"Custom","entries":[{"resource":"Topic:t","actions":["Pub"],"decision":"Allow"}]}]}"#
+            }
+            _ => "",
+        };
+        answer.body = body.as_bytes().to_vec().into();
+        Ok(answer)
+    }
+}
+
+#[tokio::test]
+async fn remote_subjects_are_read_once_per_period_unknown_ones_too() {
+    let broker = FakeBroker {
+        asked: Default::default(),
+    };
+    let subjects = RemoteSubjects::new(std::time::Duration::from_secs(60));
+    let masters = vec!["m:1".to_owned()];
+    let alice = subjects
+        .load(&broker, &masters, "alice")
+        .await
+        .expect("read")
+        .expect("alice");
+    assert_eq!(alice.user.password, "pw");
+    assert_eq!(alice.acl.as_ref().map(|a| a.policies.len()), Some(1));
+    assert!(subjects.cached("alice").is_some());
+    assert_eq!(subjects.load(&broker, &masters, "ghost").await, Ok(None));
+    assert_eq!(
+        subjects.cached("ghost"),
+        Some(None),
+        "unknown users are remembered"
+    );
+    assert_eq!(broker.asked.load(std::sync::atomic::Ordering::Relaxed), 3);
+    assert!(
+        subjects.load(&broker, &[], "bob").await.is_err(),
+        "no master to ask"
+    );
+}

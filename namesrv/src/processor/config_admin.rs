@@ -51,7 +51,12 @@ impl RequestProcessor for ConfigAdminProcessor {
     fn process(&self, _ctx: RequestContext, request: RemotingCommand) -> ProcessFuture {
         match request.request_code_typed() {
             Some(RequestCode::GET_NAMESRV_CONFIG) => {
-                let text = format_properties(self.config.read().entries());
+                let config = self.config.read();
+                let shown = config.entries().into_iter().map(|(key, value)| {
+                    let secret = crate::config::SECRET_KEYS.contains(&key) && !value.is_empty();
+                    (key, if secret { "******".to_owned() } else { value })
+                });
+                let text = format_properties(shown);
                 Box::pin(std::future::ready(Ok(Some(
                     request.success_to().with_body(text.into_bytes()),
                 ))))

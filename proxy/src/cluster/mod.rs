@@ -20,7 +20,6 @@ use stellmq_remoting::net::tls::{ClientTls, TlsError};
 use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::body::{SubscriptionGroupConfig, TopicRouteData};
 
-pub use auth::Subject;
 pub use consume::{PopOutcome, PopRequest, Popped};
 pub use error::ClusterError;
 pub use inbound::{TransactionCheck, TransactionChecks};
@@ -40,7 +39,7 @@ pub struct Cluster {
     topic_types: TtlCache<TopicMessageType>,
     group_configs: TtlCache<Option<SubscriptionGroupConfig>>,
     /// ACL 2.0 users with their policies, as the cluster's masters hold them.
-    auth_subjects: TtlCache<Option<Arc<auth::Subject>>>,
+    auth_subjects: stellmq_acl::auth::RemoteSubjects,
     cluster_name: String,
     rotation: std::sync::atomic::AtomicUsize,
 }
@@ -77,7 +76,7 @@ impl Cluster {
             routes: TtlCache::new(cache_ttl),
             topic_types: TtlCache::new(cache_ttl),
             group_configs: TtlCache::new(cache_ttl),
-            auth_subjects: TtlCache::new(auth::SUBJECT_TTL),
+            auth_subjects: auth::subjects(),
             cluster_name: config.rocketmq_cluster_name.clone(),
             rotation: Default::default(),
         })

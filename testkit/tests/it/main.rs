@@ -43,6 +43,7 @@ mod dashboard_browser;
 mod dashboard_login;
 mod hostile_requests;
 mod namesrv_acl;
+mod namesrv_auth;
 mod namesrv_in_process;
 mod namesrv_metrics;
 mod namesrv_process;
