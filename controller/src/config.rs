@@ -48,8 +48,54 @@ properties_config! {
         /// only signed ones are answered (StellMQ key; empty: unauthenticated, as RocketMQ).
         /// Never shown by GET_CONTROLLER_CONFIG.
         controller_raft_auth_secret: String = "controllerRaftAuthSecret" => String::new(),
+        /// ACL 2.0: every controller request must be signed by an enabled super user
+        /// (brokers sign with their innerClientAuthenticationCredentials).
+        authentication_enabled: bool = "authenticationEnabled" => false,
+        /// ACL 2.0, as authenticationEnabled (either turns the check on).
+        authorization_enabled: bool = "authorizationEnabled" => false,
+        /// A super user known to the controller itself: `{"username":"...","password":"..."}`.
+        /// Never shown by GET_CONTROLLER_CONFIG.
+        init_authentication_user: String = "initAuthenticationUser" => String::new(),
+        /// A super user known to the controller itself, who also signs its lookups of users
+        /// on the brokers: `{"accessKey":"...","secretKey":"..."}`. Never shown.
+        inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
         /// Keys UPDATE_CONTROLLER_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;controllerStorePath;controllerDLegerPeers;controllerDLegerSelfId;controllerDLegerGroup;listenPort;bindAddress;controllerRaftAuthSecret".to_owned(),
+        config_black_list: String = "configBlackList" => "configBlackList;configStorePath;controllerStorePath;controllerDLegerPeers;controllerDLegerSelfId;controllerDLegerGroup;listenPort;bindAddress;controllerRaftAuthSecret;authenticationEnabled;authorizationEnabled;initAuthenticationUser;innerClientAuthenticationCredentials".to_owned(),
+    }
+}
+
+/// Keys GET_CONTROLLER_CONFIG never shows.
+pub const SECRET_KEYS: &[&str] = &[
+    "controllerRaftAuthSecret",
+    "initAuthenticationUser",
+    "innerClientAuthenticationCredentials",
+];
+
+impl ControllerConfig {
+    /// `innerClientAuthenticationCredentials`, parsed; `None` when not set.
+    pub fn inner_credentials(
+        &self,
+    ) -> Result<Option<stellmq_remoting::protocol::signature::SessionCredentials>, String> {
+        let text = self.inner_client_authentication_credentials.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Inner {
+            access_key: String,
+            secret_key: String,
+        }
+        let inner: Inner = serde_json::from_str(text).map_err(|_| {
+            r#"innerClientAuthenticationCredentials: expected {"accessKey":"...","secretKey":"..."}"#
+                .to_owned()
+        })?;
+        Ok(Some(
+            stellmq_remoting::protocol::signature::SessionCredentials::new(
+                inner.access_key,
+                inner.secret_key,
+            ),
+        ))
     }
 }
 

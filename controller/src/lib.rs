@@ -9,6 +9,7 @@
 // Bytes from sockets and files reach this crate: no index or slice that can panic (#42).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
+pub mod auth;
 pub mod config;
 pub mod elect;
 pub mod liveness;
@@ -173,7 +174,8 @@ pub async fn start_on(
         idle_timeout: Duration::from_secs(120),
         ..ServerConfig::default()
     });
-    processor::register(&mut server, &node);
+    let auth = controller_auth(&node)?;
+    processor::register(&mut server, &node, auth);
     server.add_listener(Arc::new(tasks::BrokerChannelWatch(node.clone())));
     let server = server
         .start_on(listener)
@@ -186,6 +188,35 @@ pub async fn start_on(
     tokio::spawn(tasks::scan_inactive_masters(node.clone(), stop.clone()));
     tracing::info!(node = %node.self_peer.name, addr = %server.local_addr(), peers = %node.config.read().peers_text(), "CONTROLLER_STARTED");
     Ok(ControllerHandle { server, node, stop })
+}
+
+/// ACL 2.0's check of the controller's requests, when authenticationEnabled or
+/// authorizationEnabled.
+fn controller_auth(
+    node: &Arc<ControllerNode>,
+) -> Result<Option<Arc<auth::ControllerAuth>>, ControllerError> {
+    let config = node.config.read().clone();
+    if !(config.authentication_enabled || config.authorization_enabled) {
+        return Ok(None);
+    }
+    let inner =
+        config
+            .inner_credentials()
+            .map_err(|reason| stellmq_config::ConfigError::Rejected {
+                key: "innerClientAuthenticationCredentials".into(),
+                reason,
+            })?;
+    let auth =
+        auth::ControllerAuth::new(&config.init_authentication_user, inner, node.state.clone())
+            .map_err(|reason| stellmq_config::ConfigError::Rejected {
+                key: "initAuthenticationUser".into(),
+                reason,
+            })?;
+    tracing::info!(
+        event = "AUTH_ENABLED",
+        "controller requests need a signed ACL 2.0 super user"
+    );
+    Ok(Some(Arc::new(auth)))
 }
 
 /// A fresh store joins the configured group; a store that has a membership keeps it.

@@ -70,10 +70,7 @@ impl RequestProcessor for AdminGate {
         };
         let inner = self.inner.clone();
         Box::pin(async move {
-            if let Err(reason) = auth.check_change(&request).await {
-                if let Some(unlogged) = auth.refusals.admit() {
-                    tracing::warn!(peer = %ctx.channel.peer(), code = request.code, %reason, unlogged, "[AUTH] name server change refused by ACL 2.0");
-                }
+            if let Err(reason) = auth.check_change(ctx.channel.peer(), &request).await {
                 return Err(ProcessorError::new(ResponseCode::NO_PERMISSION, reason));
             }
             inner.process(ctx, request).await

@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod decide;
+pub mod gate;
 pub mod info;
 pub mod migrate;
 pub mod model;

@@ -83,7 +83,11 @@ async fn fetch(
     masters: &[String],
     username: &str,
 ) -> Result<Option<Subject>, String> {
-    let mut last_error = format!("no master broker to read user {username} from");
+    if masters.is_empty() {
+        // No broker registered yet: nobody but the server's own users exists.
+        return Ok(None);
+    }
+    let mut last_error = String::new();
     for addr in masters {
         match fetch_from(broker, addr, username).await {
             Ok(subject) => return Ok(subject),

@@ -48,7 +48,7 @@ pub fn get_config(
             let text = format_properties(
                 entries
                     .iter()
-                    .filter(|(k, _)| *k != "controllerRaftAuthSecret")
+                    .filter(|(k, _)| !crate::config::SECRET_KEYS.contains(k))
                     .map(|(k, v)| (*k, v.clone())),
             );
             Ok(request.success_to().with_body(text.into_bytes()))

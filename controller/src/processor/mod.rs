@@ -27,8 +27,13 @@ const MAX_NAME: usize = 127;
 
 type Handle = fn(Arc<ControllerNode>, RequestContext, RemotingCommand) -> ProcessFuture;
 
-/// Serves the controller's request codes and the Raft RPCs on `server`.
-pub fn register(server: &mut RemotingServer, node: &Arc<ControllerNode>) {
+/// Serves the controller's request codes (behind ACL 2.0's check when `auth` is given)
+/// and the Raft RPCs on `server`.
+pub fn register(
+    server: &mut RemotingServer,
+    node: &Arc<ControllerNode>,
+    auth: Option<Arc<crate::auth::ControllerAuth>>,
+) {
     let brokers = Lane::new("controller", 8, 1024);
     let raft = Lane::new("controller-raft", 4, 256);
     let routes: [(RequestCode, Handle); 12] = [
@@ -67,7 +72,15 @@ pub fn register(server: &mut RemotingServer, node: &Arc<ControllerNode>) {
         (RequestCode::UPDATE_CONTROLLER_CONFIG, admin::update_config),
     ];
     for (code, handle) in routes {
-        server.register(&[code], handler(node, handle), brokers.clone());
+        let served = handler(node, handle);
+        let served: Arc<dyn stellmq_remoting::net::RequestProcessor> = match &auth {
+            Some(auth) => Arc::new(crate::auth::Guarded {
+                inner: served,
+                auth: auth.clone(),
+            }),
+            None => served,
+        };
+        server.register(&[code], served, brokers.clone());
     }
     let raft_routes: [(RequestCode, Handle); 3] = [
         (

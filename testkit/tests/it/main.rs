@@ -36,6 +36,7 @@ mod client_trace;
 mod client_transaction;
 mod conf_samples;
 mod controller;
+mod controller_auth;
 mod controller_process;
 mod controller_raft_process;
 mod dashboard;
