@@ -210,10 +210,13 @@ async fn a_blocking_pull_waits_for_the_next_message() {
             stack.broker().parked_pulls() == 1
         })
         .await;
+        // The broker may answer the held pull before the producer reads its SEND_OK:
+        // what matters is that the answer did not come before the message was sent.
+        let sending_at = Instant::now();
         p.send_with_selector(Message::new("Blocking", "awaited"), |_| 2)
             .await
             .expect("send");
-        Instant::now()
+        sending_at
     };
     let (got, sent_at) = tokio::join!(
         async {
