@@ -11,7 +11,7 @@ use stellmq_protocol::signature::{self, Coverage, ACCESS_KEY, SIGNATURE};
 use stellmq_protocol::RemotingCommand;
 
 use super::decide::authorize;
-use super::model::{user_subject, UserStatus};
+use super::model::{user_subject, User, UserStatus, UserType};
 use super::registry::AuthRegistry;
 use super::request::needs;
 use crate::refusal_log::RefusalLog;
@@ -22,19 +22,18 @@ pub struct AuthSettings {
     pub authentication: bool,
     pub authorization: bool,
     /// Request codes that skip authentication (`authenticationWhitelist`).
-    pub authentication_whitelist: HashSet<String>,
+    pub authentication_whitelist: HashSet<i32>,
     /// Request codes that skip authorization (`authorizationWhitelist`).
-    pub authorization_whitelist: HashSet<String>,
+    pub authorization_whitelist: HashSet<i32>,
     /// `brokerClusterName`: the `Cluster:` resource of cluster-wide requests.
     pub cluster: String,
 }
 
-/// Parses a white list as RocketMQ does: comma-separated, trimmed.
-pub fn parse_whitelist(text: &str) -> HashSet<String> {
+/// Parses a white list of request codes as RocketMQ does: comma-separated, trimmed; what
+/// is not a number names no remoting request and is left out.
+pub fn parse_whitelist(text: &str) -> HashSet<i32> {
     text.split(',')
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned)
+        .filter_map(|c| c.trim().parse().ok())
         .collect()
 }
 
@@ -66,17 +65,27 @@ impl AuthChecker {
 
     /// Whether the peer may make this request; the refusal text is RocketMQ's.
     pub fn check(&self, peer: IpAddr, request: &RemotingCommand) -> Result<(), String> {
-        let code = request.code.to_string();
-        if self.settings.authentication && !self.settings.authentication_whitelist.contains(&code) {
-            self.authenticate(request)?;
+        let settings = &self.settings;
+        let code = request.code;
+        let authenticate =
+            settings.authentication && !settings.authentication_whitelist.contains(&code);
+        let authorize_it =
+            settings.authorization && !settings.authorization_whitelist.contains(&code);
+        if !authenticate && !authorize_it {
+            return Ok(());
         }
-        if self.settings.authorization && !self.settings.authorization_whitelist.contains(&code) {
-            self.authorize(peer, request)?;
+        let user = self.signer(request)?;
+        if authenticate {
+            verify_signature(&user, request)?;
+        }
+        if authorize_it {
+            self.authorize(peer, request, &user)?;
         }
         Ok(())
     }
 
-    fn authenticate(&self, request: &RemotingCommand) -> Result<(), String> {
+    /// The enabled user a request names in `AccessKey`.
+    fn signer(&self, request: &RemotingCommand) -> Result<Arc<User>, String> {
         let Some(username) = request.ext_fields.get_non_empty(ACCESS_KEY) else {
             return Err("username cannot be null.".to_owned());
         };
@@ -86,37 +95,40 @@ impl AuthChecker {
         if user.user_status == UserStatus::Disable {
             return Err(format!("User:{username} is disabled."));
         }
-        let claimed = request.ext_fields.get(SIGNATURE).unwrap_or("");
-        let signed = signature::verify(
-            &user.password,
-            &request.ext_fields,
-            &request.body,
-            Coverage::for_version(request.version),
-            claimed,
-        );
-        if !signed {
-            return Err("check signature failed.".to_owned());
-        }
-        Ok(())
+        Ok(user)
     }
 
-    fn authorize(&self, peer: IpAddr, request: &RemotingCommand) -> Result<(), String> {
+    fn authorize(
+        &self,
+        peer: IpAddr,
+        request: &RemotingCommand,
+        user: &User,
+    ) -> Result<(), String> {
+        // A super user may do anything: what the request needs is not even read.
+        if user.user_type == UserType::Super {
+            return Ok(());
+        }
         let needs = needs(request, &self.settings.cluster)?;
         if needs.is_empty() {
             return Ok(());
         }
-        let Some(username) = request.ext_fields.get_non_empty(ACCESS_KEY) else {
-            return Err(
-                "Authorization failed. Please verify your access rights and try again.".to_owned(),
-            );
-        };
-        let Some(user) = self.registry.user(username) else {
-            return Err(format!("User:{username} not found."));
-        };
-        if user.user_status == UserStatus::Disable {
-            return Err(format!("User:{username} is disabled."));
-        }
-        let acl = self.registry.acl(&user_subject(username));
-        authorize(&user, acl.as_deref(), &needs, Some(peer))
+        let acl = self.registry.acl(&user_subject(&user.username));
+        authorize(user, acl.as_deref(), &needs, Some(peer))
+    }
+}
+
+fn verify_signature(user: &User, request: &RemotingCommand) -> Result<(), String> {
+    let claimed = request.ext_fields.get(SIGNATURE).unwrap_or("");
+    let signed = signature::verify(
+        &user.password,
+        &request.ext_fields,
+        &request.body,
+        Coverage::for_version(request.version),
+        claimed,
+    );
+    if signed {
+        Ok(())
+    } else {
+        Err("check signature failed.".to_owned())
     }
 }

@@ -67,7 +67,7 @@ pub fn deciding_entry<'a>(
     need: &Need,
     source: Option<IpAddr>,
 ) -> Option<&'a PolicyEntry> {
-    let matching = |policy_type| {
+    let deciding = |policy_type| {
         acl.policy(policy_type)
             .into_iter()
             .flat_map(|p| p.entries.iter())
@@ -76,13 +76,9 @@ pub fn deciding_entry<'a>(
                     && e.covers_actions(&need.actions)
                     && e.covers_source(source)
             })
-            .collect::<Vec<_>>()
+            .min_by_key(|e| specificity(e))
     };
-    let mut entries = matching(PolicyType::Custom);
-    if entries.is_empty() {
-        entries = matching(PolicyType::Default);
-    }
-    entries.into_iter().min_by_key(|e| specificity(e))
+    deciding(PolicyType::Custom).or_else(|| deciding(PolicyType::Default))
 }
 
 /// Sort key: smaller is more specific.
