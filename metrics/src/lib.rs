@@ -11,12 +11,14 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 mod exporter;
+mod grpc;
 mod histogram;
 mod http;
 mod labels;
 mod rpc;
 
 pub use exporter::{ExporterConfig, ExporterType};
+pub use grpc::GrpcLatency;
 pub use histogram::{AtomicHistogram, HistogramSnapshot};
 pub use http::{MetricsError, MetricsServer, ServerLimits};
 pub use labels::{is_system_group, NodeLabels};

@@ -1,7 +1,8 @@
 //! The proxy's Prometheus endpoint (`metricsExporterType=PROM`, default port 5559 so it
 //! runs beside a broker on one host): RocketMQ's `rocketmq_proxy_up` with its labels
 //! (`node_type="proxy"`, `cluster`=proxyClusterName, `node_id`=proxyName, `proxy_mode`), and
-//! StellMQ's `rocketmq_proxy_clients` (gRPC clients known).
+//! StellMQ's `rocketmq_proxy_clients` (gRPC clients known), and `rocketmq_rpc_latency` of the
+//! gRPC RPCs (`protocol_type="grpc"`, by RPC and status).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -61,6 +62,7 @@ pub async fn start(
         node_id: proxy.config.proxy_name.clone(),
     }
     .registry();
+    registry.register_collector(Box::new(proxy.latency.clone()));
     registry.register_collector(Box::new(ProxyGauges(proxy)));
     MetricsServer::start(addr, Arc::new(registry), ServerLimits::default()).await
 }

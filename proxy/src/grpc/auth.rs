@@ -24,6 +24,12 @@ pub trait RpcNeeds {
     }
 }
 
+/// An RPC's method name (`SendMessage`), from its request's message name.
+pub fn rpc_name<T: RpcNeeds>(_: &tonic::Request<T>) -> &'static str {
+    let name = T::RPC.strip_prefix("apache.rocketmq.v2.").unwrap_or(T::RPC);
+    name.strip_suffix("Request").unwrap_or(name)
+}
+
 fn topic(resource: Option<&crate::pb::Resource>, actions: &[Action]) -> Result<Need, String> {
     match resource.filter(|r| !r.name.trim().is_empty()) {
         Some(r) => {

@@ -61,6 +61,8 @@ pub struct Proxy {
     stopping: tokio_util::sync::CancellationToken,
     /// Keeps ACL 2.0 refusals from flooding the log.
     auth_refusals: stellmq_acl::refusal_log::RefusalLog,
+    /// `rocketmq_rpc_latency` of the gRPC RPCs.
+    pub latency: Arc<stellmq_metrics::GrpcLatency>,
 }
 
 impl Proxy {
@@ -98,6 +100,7 @@ impl Proxy {
             producers_changed: tokio::sync::Notify::new(),
             stopping,
             auth_refusals: Default::default(),
+            latency: Arc::default(),
         }))
     }
 
@@ -167,6 +170,8 @@ pub struct Service(pub Arc<Proxy>);
 /// refusal becomes the answer's status.
 macro_rules! unary {
     ($self:ident, $request:ident, $answer:ty, $body:expr) => {{
+        let started = std::time::Instant::now();
+        let rpc = auth::rpc_name(&$request);
         let result: Result<$answer, Refusal> = async {
             let caller = Caller::of(&$request)?;
             let proxy = &$self.0;
@@ -174,15 +179,21 @@ macro_rules! unary {
             $body(proxy, caller, $request.into_inner()).await
         }
         .await;
-        Ok(Response::new(
-            result.unwrap_or_else(|refusal| <$answer>::refused(&refusal)),
-        ))
+        let answer = result.unwrap_or_else(|refusal| <$answer>::refused(&refusal));
+        $self.0.latency.observe(
+            rpc,
+            status::code_name(answer.status_code()),
+            started.elapsed(),
+        );
+        Ok(Response::new(answer))
     }};
 }
 
 /// Answers that are only a status when refused.
 trait Refused {
     fn refused(refusal: &Refusal) -> Self;
+    /// The code of the answer's status (OK when it has none).
+    fn status_code(&self) -> i32;
 }
 
 macro_rules! refused_by_status {
@@ -192,6 +203,10 @@ macro_rules! refused_by_status {
                 let mut answer = Self::default();
                 answer.status = Some(refusal.status());
                 answer
+            }
+
+            fn status_code(&self) -> i32 {
+                self.status.as_ref().map_or(Code::Ok as i32, |s| s.code)
             }
         }
     )*};

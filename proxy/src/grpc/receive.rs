@@ -49,8 +49,16 @@ pub fn receive_message(
                 return finish(&tx, refusal.status()).await;
             }
         }
+        let started = std::time::Instant::now();
+        let observe = |code: i32| {
+            let name = super::status::code_name(code);
+            proxy
+                .latency
+                .observe("ReceiveMessage", name, started.elapsed());
+        };
         match receive(&proxy, &caller, &request).await {
             Ok(Received::Messages(topic, group, popped)) => {
+                observe(Code::Ok as i32);
                 let renew = request.auto_renew && proxy.config.enable_proxy_auto_renew;
                 let qualified_topic = super::qualified(&topic);
                 let messages = popped
@@ -70,8 +78,14 @@ pub fn receive_message(
                     .collect();
                 deliver(&tx, messages, &proxy, &group, &topic, popped).await;
             }
-            Ok(Received::Nothing(head)) => finish(&tx, head).await,
-            Err(refusal) => finish(&tx, refusal.status()).await,
+            Ok(Received::Nothing(head)) => {
+                observe(head.code);
+                finish(&tx, head).await
+            }
+            Err(refusal) => {
+                observe(refusal.code as i32);
+                finish(&tx, refusal.status()).await
+            }
         }
     });
     Box::pin(ReceiverStream::new(rx))

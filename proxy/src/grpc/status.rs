@@ -94,6 +94,11 @@ fn remoting_code(e: &RemotingError) -> Code {
     }
 }
 
+/// The name of a RocketMQ 5 status code (`OK`, `UNAUTHORIZED`), for metrics.
+pub fn code_name(code: i32) -> &'static str {
+    Code::try_from(code).map_or("UNKNOWN", |c| c.as_str_name())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,11 @@
 //! The name server's and the proxy's Prometheus endpoints on loopback: RocketMQ's rpc
-//! latency and node labels from a live name server, `rocketmq_proxy_up` from a proxy.
+//! latency and node labels from a live name server, `rocketmq_proxy_up` and the gRPC
+//! `rocketmq_rpc_latency` from a proxy.
 
 use stellmq_metrics::ExporterType;
 use stellmq_proxy::config::ProxyConfig;
+use stellmq_proxy::pb::messaging_service_client::MessagingServiceClient;
+use stellmq_proxy::pb::{QueryRouteRequest, Resource};
 use stellmq_proxy::server;
 use stellmq_remoting::net::tls::TlsConfig;
 use stellmq_testkit::{scrape, NameServer, Stack, TestBroker};
@@ -70,6 +73,41 @@ async fn proxy_serves_proxy_up_with_rocketmq_labels() {
         s.body
     );
     assert_eq!(s.value("rocketmq_proxy_clients", &[]), Some(0.0));
+
+    // One QueryRoute answered (TOPIC_NOT_FOUND), one refused for its missing client id.
+    let endpoint = format!("http://{}", proxy.local_addr());
+    let mut client = MessagingServiceClient::connect(endpoint)
+        .await
+        .expect("gRPC");
+    let query = || QueryRouteRequest {
+        topic: Some(Resource {
+            name: "NoSuchTopic".into(),
+            ..Resource::default()
+        }),
+        endpoints: None,
+    };
+    let mut known = tonic::Request::new(query());
+    known
+        .metadata_mut()
+        .insert("x-mq-client-id", "metrics-client".parse().expect("value"));
+    client.query_route(known).await.expect("answered");
+    client
+        .query_route(tonic::Request::new(query()))
+        .await
+        .expect("answered");
+    let s = scrape(addr).await;
+    let latency = |status: &str| {
+        s.value(
+            "rocketmq_rpc_latency_count",
+            &[
+                ("protocol_type", "grpc"),
+                ("request_code", "query_route"),
+                ("response_code", status),
+            ],
+        )
+    };
+    assert_eq!(latency("topic_not_found"), Some(1.0), "{}", s.body);
+    assert_eq!(latency("client_id_required"), Some(1.0), "{}", s.body);
     proxy.shutdown().await;
     stack.stop().await;
 }
