@@ -20,6 +20,7 @@ mod broker_process;
 mod broker_registration;
 mod broker_reply;
 mod broker_roles;
+mod broker_roles_auth;
 mod broker_sql_filter;
 mod broker_timer;
 mod broker_transaction;
