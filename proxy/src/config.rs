@@ -26,9 +26,16 @@ properties_config! {
         grpc_server_port: u16 = "grpcServerPort" => 8081,
         /// Address the gRPC port binds to. (StellMQ key.)
         bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
-        /// RocketMQ's remoting port of the proxy. Accepted so RocketMQ's files load; StellMQ's
-        /// proxy serves gRPC only (remoting clients talk to brokers directly).
+        /// The remoting port for RocketMQ 4.x clients (with enableRemotingProxy): clients
+        /// set their name server address to it (0 = any free port, reported at start).
         remoting_listen_port: u16 = "remotingListenPort" => 8080,
+        /// Serve 4.x clients on remotingListenPort: the proxy answers as their name server
+        /// and relays each broker's connections through a port of its own. (StellMQ key;
+        /// RocketMQ's proxy always serves it.)
+        enable_remoting_proxy: bool = "enableRemotingProxy" => false,
+        /// The host routes given to 4.x clients name for the proxy (RocketMQ's key); empty =
+        /// the address each client connected to.
+        remoting_access_addr: String = "remotingAccessAddr" => String::new(),
         /// Routes advertise the port the client dialled rather than grpcServerPort (behind
         /// a port-mapping load balancer).
         use_endpoint_port_from_request: bool = "useEndpointPortFromRequest" => false,

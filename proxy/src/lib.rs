@@ -16,6 +16,7 @@ pub mod config;
 pub mod grpc;
 mod listener;
 mod metrics;
+pub mod remoting;
 pub mod server;
 
 /// The generated apache.rocketmq.v2 messages and services (crate `stellmq-grpc-api`).

@@ -91,8 +91,12 @@ fn main() -> ExitCode {
         "mqproxy",
         async move { stellmq_proxy::server::start(config, &tls).await },
         |h| {
+            let remoting = h
+                .remoting_addr()
+                .map(|a| format!(", remoting address {a}"))
+                .unwrap_or_default();
             format!(
-                "rocketmq-proxy startup successfully, gRPC address {}",
+                "rocketmq-proxy startup successfully, gRPC address {}{remoting}",
                 h.local_addr()
             )
         },

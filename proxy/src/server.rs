@@ -45,6 +45,7 @@ pub struct ProxyHandle {
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     metrics: Option<stellmq_metrics::MetricsServer>,
+    remoting: Option<crate::remoting::RemotingGateway>,
     pub proxy: Arc<Proxy>,
 }
 
@@ -61,9 +62,17 @@ impl ProxyHandle {
         self.metrics.as_ref().map(|m| m.local_addr())
     }
 
+    /// The remoting port's address, when `enableRemotingProxy` is on.
+    pub fn remoting_addr(&self) -> Option<SocketAddr> {
+        self.remoting.as_ref().map(|r| r.local_addr())
+    }
+
     pub async fn shutdown(self) {
         if let Some(metrics) = self.metrics {
             metrics.shutdown().await;
+        }
+        if let Some(remoting) = self.remoting {
+            remoting.shutdown().await;
         }
         self.stop.cancel();
         let grace = Duration::from_secs(self.proxy.config.grpc_shutdown_time_seconds);
@@ -126,11 +135,26 @@ pub async fn start(config: ProxyConfig, tls: &TlsConfig) -> Result<ProxyHandle, 
         Some(addr) => Some(crate::metrics::start(addr, proxy.clone()).await?),
         None => None,
     };
+    let remoting = match proxy.config.enable_remoting_proxy {
+        true => Some(
+            crate::remoting::start(
+                &proxy.config.bind_address,
+                proxy.config.remoting_listen_port,
+                &proxy.config.remoting_access_addr,
+                proxy.cluster.name_servers().to_vec(),
+                &stop,
+            )
+            .await
+            .map_err(StartError::Config)?,
+        ),
+        false => None,
+    };
     Ok(ProxyHandle {
         local_addr,
         stop,
         tasks,
         metrics,
+        remoting,
         proxy,
     })
 }
