@@ -69,7 +69,11 @@ impl NameServerFront {
     async fn relay(&self, request: RemotingCommand) -> Result<RemotingCommand, ProcessorError> {
         let mut last = String::from("no name server is configured");
         for addr in &self.namesrv {
-            match self.client.invoke(addr, request.clone(), CALL_TIMEOUT).await {
+            match self
+                .client
+                .invoke(addr, request.clone(), CALL_TIMEOUT)
+                .await
+            {
                 Ok(answer) => return Ok(answer),
                 Err(e) => last = format!("{addr}: {e}"),
             }
@@ -175,7 +179,10 @@ pub async fn start(
         listen_addr: listen,
         ..ServerConfig::default()
     });
-    server.register_default(Arc::new(Front(front)), Lane::new("remoting-front", 8, 10_000));
+    server.register_default(
+        Arc::new(Front(front)),
+        Lane::new("remoting-front", 8, 10_000),
+    );
     let server = server
         .start()
         .await

@@ -59,7 +59,13 @@ impl Relays {
             self.stop.clone(),
         ));
         tracing::info!(broker, port, master, "relay port opened");
-        ports.insert(broker.to_owned(), BrokerPort { port, master: target });
+        ports.insert(
+            broker.to_owned(),
+            BrokerPort {
+                port,
+                master: target,
+            },
+        );
         Ok(port)
     }
 
@@ -104,7 +110,11 @@ async fn accept_loop(
     }
 }
 
-async fn relay(mut client: TcpStream, target: &str, stop: &CancellationToken) -> std::io::Result<()> {
+async fn relay(
+    mut client: TcpStream,
+    target: &str,
+    stop: &CancellationToken,
+) -> std::io::Result<()> {
     let mut upstream = TcpStream::connect(target).await?;
     let _ = client.set_nodelay(true);
     let _ = upstream.set_nodelay(true);

@@ -50,6 +50,7 @@ mod namesrv_in_process;
 mod namesrv_metrics;
 mod namesrv_process;
 mod proxy_grpc;
+mod proxy_remoting;
 mod testkit_embedded;
 mod tls_modes;
 mod tls_process;
