@@ -3,9 +3,6 @@ mqproxy's remoting port (`enableRemotingProxy`): its name server address is the 
 routes it gets name the proxy, and it sends, consumes and is refused by ACL 2.0 through it."""
 import json
 import os
-import re
-import time
-
 import pytest
 from rocketmq.client import Producer, PushConsumer, SendStatus
 
@@ -67,3 +64,18 @@ def test_a_4x_client_sends_and_consumes_through_the_proxy(gateway):
         c.shutdown()
     log = open(gateway["proxy_log"]).read()
     assert "relay port opened" in log, log
+
+
+def test_wrong_and_missing_credentials_are_refused_through_the_proxy(gateway):
+    topic = unique("GwRefused")
+    for credentials in [(APP[0], "not-the-password"), None]:
+        p = Producer(unique("PG"))
+        p.set_namesrv_addr(gateway["proxy"])
+        if credentials:
+            p.set_session_credentials(credentials[0], credentials[1], "ALIYUN")
+        p.start()
+        try:
+            with pytest.raises(Exception):
+                p.send_sync(message(topic, "never"))
+        finally:
+            p.shutdown()
