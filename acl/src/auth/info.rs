@@ -21,6 +21,10 @@ fn non_blank(value: &Option<String>) -> Option<&str> {
 pub const MAX_USERNAME: usize = 256;
 /// The most entries one ACL may hold, so a client cannot grow one without bound.
 pub const MAX_ENTRIES: usize = 4096;
+/// The longest resource key, password, and the most source addresses of one entry.
+pub const MAX_RESOURCE: usize = 1024;
+pub const MAX_PASSWORD: usize = 1024;
+pub const MAX_SOURCE_IPS: usize = 64;
 
 /// Checks a user name as RocketMQ does (not blank), and that it is one a store can key.
 pub fn check_username(name: &str) -> Result<(), AuthError> {
@@ -103,6 +107,11 @@ impl UserInfoExt for UserInfo {
         let Some(password) = non_blank(&self.password) else {
             return Err(invalid("password can not be blank"));
         };
+        if password.len() > MAX_PASSWORD {
+            return Err(AuthError::Invalid(format!(
+                "password must be at most {MAX_PASSWORD} bytes"
+            )));
+        }
         Ok(User {
             username: username.to_owned(),
             password: password.to_owned(),
@@ -115,6 +124,11 @@ impl UserInfoExt for UserInfo {
         let user_type = user_type(self)?;
         let user_status = user_status(self)?;
         if let Some(password) = non_blank(&self.password) {
+            if password.len() > MAX_PASSWORD {
+                return Err(AuthError::Invalid(format!(
+                    "password must be at most {MAX_PASSWORD} bytes"
+                )));
+            }
             user.password = password.to_owned();
         }
         if let Some(t) = user_type {
@@ -174,9 +188,27 @@ fn to_policy(info: &PolicyInfo) -> Result<Policy, AuthError> {
 }
 
 fn to_entry(info: &PolicyEntryInfo) -> Result<PolicyEntry, AuthError> {
+    if info
+        .resource
+        .as_deref()
+        .is_some_and(|r| r.len() > MAX_RESOURCE)
+    {
+        return Err(AuthError::Invalid(format!(
+            "a resource must be at most {MAX_RESOURCE} bytes"
+        )));
+    }
     let resource = non_blank(&info.resource)
         .and_then(Resource::parse)
         .ok_or_else(|| invalid("The resource is null."))?;
+    if info
+        .source_ips
+        .as_ref()
+        .is_some_and(|ips| ips.len() > MAX_SOURCE_IPS)
+    {
+        return Err(AuthError::Invalid(format!(
+            "an entry names at most {MAX_SOURCE_IPS} source addresses"
+        )));
+    }
     let mut actions = Vec::new();
     for name in info.actions.as_deref().unwrap_or_default() {
         let action = Action::by_name(name)

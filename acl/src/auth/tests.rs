@@ -268,6 +268,13 @@ fn super_users_pass_and_validation_speaks_rocketmqs_words() {
         "The source ip is invalid."
     );
     assert_eq!(bad(vec![]), "The policy entries is empty.");
+    let long = format!("Topic:{}", "t".repeat(2000));
+    assert!(bad(vec![entry(&long, &["Pub"], "Allow", &[])]).contains("at most 1024 bytes"));
+    let ips: Vec<String> = (0..65).map(|i| format!("10.0.0.{i}")).collect();
+    let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
+    assert!(bad(vec![entry("Topic:a", &["Pub"], "Allow", &ips)]).contains("at most 64 source"));
+    let huge = user_info(&"p".repeat(2000), None);
+    assert!(reg.create_user("huge", &huge).is_err());
     assert_eq!(
         reg.put_acl(
             "User:ghost",

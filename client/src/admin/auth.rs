@@ -4,18 +4,28 @@
 
 use serde::de::DeserializeOwned;
 use stellmq_remoting::protocol::body::auth::{AclInfo, UserInfo};
+use stellmq_remoting::protocol::headers::{
+    AclRequestHeader, DeleteAclRequestHeader, ListAclsRequestHeader, ListUsersRequestHeader,
+    UserRequestHeader,
+};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode};
 
 use super::{AdminClient, To};
 use crate::error::ClientError;
-use crate::request::{bare, read};
+use crate::request::{read, request};
 
-fn with_fields(code: RequestCode, fields: &[(&str, &str)]) -> RemotingCommand {
-    let mut request = bare(code);
-    for (key, value) in fields {
-        request.ext_fields.insert(*key, *value);
-    }
-    request
+fn user_request(code: RequestCode, username: &str) -> RemotingCommand {
+    let header = UserRequestHeader {
+        username: Some(username.to_owned()),
+    };
+    request(code, &header)
+}
+
+fn acl_request(code: RequestCode, subject: &str) -> RemotingCommand {
+    let header = AclRequestHeader {
+        subject: Some(subject.to_owned()),
+    };
+    request(code, &header)
 }
 
 fn with_json(
@@ -39,26 +49,20 @@ impl AdminClient {
     /// AUTH_CREATE_USER: creates `user` (its `username`) on `broker`.
     pub async fn create_user(&self, broker: &str, user: &UserInfo) -> Result<(), ClientError> {
         let name = user.username.clone().unwrap_or_default();
-        let request = with_json(
-            with_fields(RequestCode::AUTH_CREATE_USER, &[("username", &name)]),
-            user,
-        )?;
+        let request = with_json(user_request(RequestCode::AUTH_CREATE_USER, &name), user)?;
         self.ask(To::Addr(broker), request, read::nothing).await
     }
 
     /// AUTH_UPDATE_USER: changes what `user` gives of an existing user.
     pub async fn update_user(&self, broker: &str, user: &UserInfo) -> Result<(), ClientError> {
         let name = user.username.clone().unwrap_or_default();
-        let request = with_json(
-            with_fields(RequestCode::AUTH_UPDATE_USER, &[("username", &name)]),
-            user,
-        )?;
+        let request = with_json(user_request(RequestCode::AUTH_UPDATE_USER, &name), user)?;
         self.ask(To::Addr(broker), request, read::nothing).await
     }
 
     /// AUTH_DELETE_USER: deletes a user and its policies.
     pub async fn delete_user(&self, broker: &str, username: &str) -> Result<(), ClientError> {
-        let request = with_fields(RequestCode::AUTH_DELETE_USER, &[("username", username)]);
+        let request = user_request(RequestCode::AUTH_DELETE_USER, username);
         self.ask(To::Addr(broker), request, read::nothing).await
     }
 
@@ -68,7 +72,7 @@ impl AdminClient {
         broker: &str,
         username: &str,
     ) -> Result<Option<UserInfo>, ClientError> {
-        let request = with_fields(RequestCode::AUTH_GET_USER, &[("username", username)]);
+        let request = user_request(RequestCode::AUTH_GET_USER, username);
         self.ask(To::Addr(broker), request, optional).await
     }
 
@@ -78,7 +82,10 @@ impl AdminClient {
         broker: &str,
         filter: &str,
     ) -> Result<Vec<UserInfo>, ClientError> {
-        let request = with_fields(RequestCode::AUTH_LIST_USER, &[("filter", filter)]);
+        let header = ListUsersRequestHeader {
+            filter: Some(filter.to_owned()),
+        };
+        let request = request(RequestCode::AUTH_LIST_USER, &header);
         Ok(self
             .ask(To::Addr(broker), request, optional)
             .await?
@@ -104,7 +111,7 @@ impl AdminClient {
         acl: &AclInfo,
     ) -> Result<(), ClientError> {
         let subject = acl.subject.clone().unwrap_or_default();
-        let request = with_json(with_fields(code, &[("subject", &subject)]), acl)?;
+        let request = with_json(acl_request(code, &subject), acl)?;
         self.ask(To::Addr(broker), request, read::nothing).await
     }
 
@@ -116,11 +123,12 @@ impl AdminClient {
         subject: &str,
         resource: Option<&str>,
     ) -> Result<(), ClientError> {
-        let mut fields = vec![("subject", subject)];
-        if let Some(resource) = resource {
-            fields.push(("resource", resource));
-        }
-        let request = with_fields(RequestCode::AUTH_DELETE_ACL, &fields);
+        let header = DeleteAclRequestHeader {
+            subject: Some(subject.to_owned()),
+            policy_type: None,
+            resource: resource.map(str::to_owned),
+        };
+        let request = request(RequestCode::AUTH_DELETE_ACL, &header);
         self.ask(To::Addr(broker), request, read::nothing).await
     }
 
@@ -130,7 +138,7 @@ impl AdminClient {
         broker: &str,
         subject: &str,
     ) -> Result<Option<AclInfo>, ClientError> {
-        let request = with_fields(RequestCode::AUTH_GET_ACL, &[("subject", subject)]);
+        let request = acl_request(RequestCode::AUTH_GET_ACL, subject);
         self.ask(To::Addr(broker), request, optional).await
     }
 
@@ -142,13 +150,11 @@ impl AdminClient {
         subject_filter: &str,
         resource_filter: &str,
     ) -> Result<Vec<AclInfo>, ClientError> {
-        let request = with_fields(
-            RequestCode::AUTH_LIST_ACL,
-            &[
-                ("subjectFilter", subject_filter),
-                ("resourceFilter", resource_filter),
-            ],
-        );
+        let header = ListAclsRequestHeader {
+            subject_filter: Some(subject_filter.to_owned()),
+            resource_filter: Some(resource_filter.to_owned()),
+        };
+        let request = request(RequestCode::AUTH_LIST_ACL, &header);
         Ok(self
             .ask(To::Addr(broker), request, optional)
             .await?

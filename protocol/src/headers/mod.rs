@@ -7,6 +7,7 @@
 
 mod acl;
 mod admin;
+mod auth;
 mod consumer;
 mod controller;
 mod namesrv;
@@ -16,6 +17,7 @@ mod query;
 
 pub use acl::*;
 pub use admin::*;
+pub use auth::*;
 pub use consumer::*;
 pub use controller::*;
 pub use namesrv::*;
