@@ -26,7 +26,7 @@ use stellmq_remoting::net::{
     ClientConfig, Lane, ProcessFuture, ProcessorError, RemotingClient, RemotingServer,
     RequestContext, RequestProcessor, ServerConfig, ServerHandle,
 };
-use stellmq_remoting::protocol::body::{fastjson, TopicRouteData};
+use stellmq_remoting::protocol::body::{fastjson, BrokerData, ClusterInfo, TopicRouteData};
 use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use tokio_util::sync::CancellationToken;
 
@@ -83,6 +83,55 @@ impl NameServerFront {
         )))
     }
 
+    /// The host routes name: `remotingAccessAddr`, else the address the client dialled.
+    fn host(&self, ctx: &RequestContext) -> String {
+        if self.access_host.is_empty() {
+            ctx.channel.local().ip().to_string()
+        } else {
+            self.access_host.clone()
+        }
+    }
+
+    /// Points a broker's entry at its relay port (the master only).
+    async fn rewrite(&self, host: &str, broker: &mut BrokerData) -> Result<(), ProcessorError> {
+        let Some(master) = broker.master_addr().map(str::to_owned) else {
+            return Ok(());
+        };
+        let port = self
+            .relays
+            .port_for(&broker.broker_name, &master)
+            .await
+            .map_err(|e| ProcessorError::system(format!("no relay port: {e}")))?;
+        // Only the master: the relay port reaches it (reads suggested from a slave fall
+        // back to the master).
+        broker.broker_addrs.0.clear();
+        broker.broker_addrs.0.insert(0, format!("{host}:{port}"));
+        Ok(())
+    }
+
+    /// GET_BROKER_CLUSTER_INFO with every broker's address replaced by its relay port, so
+    /// admin tools work through the proxy too.
+    async fn cluster_info(
+        &self,
+        ctx: &RequestContext,
+        request: RemotingCommand,
+    ) -> Result<RemotingCommand, ProcessorError> {
+        let answer = self.relay(request.clone()).await?;
+        if answer.code != ResponseCode::SUCCESS.as_i32() {
+            return Ok(with_opaque(answer, &request));
+        }
+        let mut info: ClusterInfo = fastjson::decode(&answer.body).map_err(|e| {
+            ProcessorError::system(format!(
+                "the name server's cluster info cannot be read: {e}"
+            ))
+        })?;
+        let host = self.host(ctx);
+        for broker in info.broker_addr_table.values_mut() {
+            self.rewrite(&host, broker).await?;
+        }
+        Ok(with_opaque(answer, &request).with_body(fastjson::encode(&info)))
+    }
+
     async fn route(
         &self,
         ctx: &RequestContext,
@@ -97,24 +146,9 @@ impl NameServerFront {
         let mut route: TopicRouteData = fastjson::decode(&answer.body).map_err(|e| {
             ProcessorError::system(format!("the name server's route cannot be read: {e}"))
         })?;
-        let host = if self.access_host.is_empty() {
-            ctx.channel.local().ip().to_string()
-        } else {
-            self.access_host.clone()
-        };
+        let host = self.host(ctx);
         for broker in &mut route.broker_datas {
-            let Some(master) = broker.master_addr().map(str::to_owned) else {
-                continue;
-            };
-            let port = self
-                .relays
-                .port_for(&broker.broker_name, &master)
-                .await
-                .map_err(|e| ProcessorError::system(format!("no relay port: {e}")))?;
-            // Only the master: the relay port reaches it (reads suggested from a slave fall
-            // back to the master).
-            broker.broker_addrs.0.clear();
-            broker.broker_addrs.0.insert(0, format!("{host}:{port}"));
+            self.rewrite(&host, broker).await?;
         }
         let body = if standard {
             fastjson::encode_standard(&route)
@@ -146,6 +180,8 @@ impl RequestProcessor for Front {
             }
             let answer = if request.code == RequestCode::GET_ROUTEINFO_BY_TOPIC.as_i32() {
                 front.route(&ctx, request).await?
+            } else if request.code == RequestCode::GET_BROKER_CLUSTER_INFO.as_i32() {
+                front.cluster_info(&ctx, request).await?
             } else {
                 let answer = front.relay(request.clone()).await?;
                 with_opaque(answer, &request)

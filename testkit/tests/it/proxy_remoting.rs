@@ -6,7 +6,7 @@
 use stellmq_proxy::config::ProxyConfig;
 use stellmq_proxy::server;
 use stellmq_remoting::net::tls::TlsConfig;
-use stellmq_remoting::protocol::body::{fastjson, TopicRouteData};
+use stellmq_remoting::protocol::body::{fastjson, ClusterInfo, TopicRouteData};
 use stellmq_remoting::protocol::{RequestCode, ResponseCode};
 use stellmq_testkit::{request, RawClient, Stack};
 
@@ -80,11 +80,17 @@ async fn routes_name_the_proxy_and_its_broker_ports_reach_the_broker() {
         .await;
     assert_eq!(max.ext_fields.get("offset"), Some("1"));
 
-    // Other name-server requests are relayed as they came; errors too.
+    // The cluster's brokers are named by their relay ports too (admin tools work through
+    // the proxy); other name-server requests are relayed as they came, errors too.
     let cluster = front
         .call(request(RequestCode::GET_BROKER_CLUSTER_INFO, &[]))
         .await;
     assert_eq!(cluster.code, 0);
+    let info: ClusterInfo = fastjson::decode(&cluster.body).expect("cluster info");
+    let named = info.broker_addr_table["broker-a"]
+        .master_addr()
+        .map(str::to_owned);
+    assert_eq!(named.as_deref(), Some(relay.as_str()));
     let missing = front
         .call(request(
             RequestCode::GET_ROUTEINFO_BY_TOPIC,
