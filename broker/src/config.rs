@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use stellmq_config::properties_config;
 use stellmq_config::{format_documented, format_properties, ConfigError, ConfigValue};
 use stellmq_remoting::net::tls::TlsConfig;
-use stellmq_remoting::protocol::signature::SessionCredentials;
+use stellmq_remoting::protocol::signature::{parse_inner_credentials, SessionCredentials};
 use stellmq_store::MessageStoreConfig;
 
 fn default_namesrv() -> String {
@@ -478,24 +478,12 @@ impl BrokerConfig {
 
     /// `innerClientAuthenticationCredentials`, parsed; `None` when not set.
     pub fn inner_credentials(&self) -> Result<Option<SessionCredentials>, ConfigError> {
-        let text = self.inner_client_authentication_credentials.trim();
-        if text.is_empty() {
-            return Ok(None);
-        }
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Inner {
-            access_key: String,
-            secret_key: String,
-        }
-        let inner: Inner = serde_json::from_str(text).map_err(|_| ConfigError::Rejected {
-            key: "innerClientAuthenticationCredentials".into(),
-            reason: r#"expected {"accessKey":"...","secretKey":"..."}"#.into(),
-        })?;
-        Ok(Some(SessionCredentials::new(
-            inner.access_key,
-            inner.secret_key,
-        )))
+        parse_inner_credentials(&self.inner_client_authentication_credentials).map_err(|reason| {
+            ConfigError::Rejected {
+                key: "innerClientAuthenticationCredentials".into(),
+                reason,
+            }
+        })
     }
 
     /// The secret slaves prove on the HA port: haAuthSecret, else (with aclEnable) the

@@ -76,26 +76,10 @@ impl ControllerConfig {
     pub fn inner_credentials(
         &self,
     ) -> Result<Option<stellmq_remoting::protocol::signature::SessionCredentials>, String> {
-        let text = self.inner_client_authentication_credentials.trim();
-        if text.is_empty() {
-            return Ok(None);
-        }
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Inner {
-            access_key: String,
-            secret_key: String,
-        }
-        let inner: Inner = serde_json::from_str(text).map_err(|_| {
-            r#"innerClientAuthenticationCredentials: expected {"accessKey":"...","secretKey":"..."}"#
-                .to_owned()
-        })?;
-        Ok(Some(
-            stellmq_remoting::protocol::signature::SessionCredentials::new(
-                inner.access_key,
-                inner.secret_key,
-            ),
-        ))
+        stellmq_remoting::protocol::signature::parse_inner_credentials(
+            &self.inner_client_authentication_credentials,
+        )
+        .map_err(|reason| format!("innerClientAuthenticationCredentials: {reason}"))
     }
 }
 

@@ -83,27 +83,13 @@ impl NamesrvConfig {
         Option<stellmq_remoting::protocol::signature::SessionCredentials>,
         stellmq_config::ConfigError,
     > {
-        let text = self.inner_client_authentication_credentials.trim();
-        if text.is_empty() {
-            return Ok(None);
-        }
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Inner {
-            access_key: String,
-            secret_key: String,
-        }
-        let inner: Inner =
-            serde_json::from_str(text).map_err(|_| stellmq_config::ConfigError::Rejected {
-                key: "innerClientAuthenticationCredentials".into(),
-                reason: r#"expected {"accessKey":"...","secretKey":"..."}"#.into(),
-            })?;
-        Ok(Some(
-            stellmq_remoting::protocol::signature::SessionCredentials::new(
-                inner.access_key,
-                inner.secret_key,
-            ),
-        ))
+        stellmq_remoting::protocol::signature::parse_inner_credentials(
+            &self.inner_client_authentication_credentials,
+        )
+        .map_err(|reason| stellmq_config::ConfigError::Rejected {
+            key: "innerClientAuthenticationCredentials".into(),
+            reason,
+        })
     }
 
     /// Whether a runtime config update may change `key`.

@@ -173,6 +173,27 @@ pub fn verify_grpc(secret: &str, date_time: &str, claimed_hex: &str) -> bool {
     mac.verify_slice(&bytes).is_ok()
 }
 
+/// RocketMQ 5's `innerClientAuthenticationCredentials`, `{"accessKey":"...","secretKey":"..."}`;
+/// blank text is none. The error says what was expected, never the text (it holds a secret).
+pub fn parse_inner_credentials(text: &str) -> Result<Option<SessionCredentials>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Inner {
+        access_key: String,
+        secret_key: String,
+    }
+    let inner: Inner = serde_json::from_str(text)
+        .map_err(|_| r#"expected {"accessKey":"...","secretKey":"..."}"#.to_owned())?;
+    Ok(Some(SessionCredentials::new(
+        inner.access_key,
+        inner.secret_key,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
