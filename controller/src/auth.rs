@@ -7,35 +7,17 @@
 //! (`controllerRaftAuthSecret`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use stellmq_acl::auth::gate::SuperUserGate;
-use stellmq_acl::auth::AskBroker;
-use stellmq_remoting::net::{
-    ClientConfig, ProcessFuture, ProcessorError, RemotingClient, RequestContext, RequestProcessor,
-};
+use stellmq_remoting::net::{ProcessFuture, ProcessorError, RequestContext, RequestProcessor};
 use stellmq_remoting::protocol::signature::SessionCredentials;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
 
 use crate::state_machine::SharedState;
 
-const CALL_TIMEOUT: Duration = Duration::from_secs(3);
-
 pub struct ControllerAuth {
     gate: SuperUserGate,
-    client: BrokerClient,
     state: SharedState,
-}
-
-struct BrokerClient(RemotingClient);
-
-impl AskBroker for BrokerClient {
-    async fn ask(&self, addr: &str, request: RemotingCommand) -> Result<RemotingCommand, String> {
-        self.0
-            .invoke(addr, request, CALL_TIMEOUT)
-            .await
-            .map_err(|e| e.to_string())
-    }
 }
 
 impl ControllerAuth {
@@ -44,16 +26,8 @@ impl ControllerAuth {
         inner: Option<SessionCredentials>,
         state: SharedState,
     ) -> Result<Self, String> {
-        let gate = SuperUserGate::new("the controller", init_user, inner.as_ref())?;
-        let client = RemotingClient::new(ClientConfig {
-            credentials: inner,
-            ..ClientConfig::default()
-        });
-        Ok(Self {
-            gate,
-            client: BrokerClient(client),
-            state,
-        })
+        let gate = SuperUserGate::new("the controller", init_user, inner)?;
+        Ok(Self { gate, state })
     }
 
     async fn check(
@@ -69,7 +43,7 @@ impl ControllerAuth {
                 .filter_map(|set| set.master_address().map(str::to_owned))
                 .collect()
         };
-        self.gate.check(&self.client, masters, peer, request).await
+        self.gate.check(masters, peer, request).await
     }
 }
 

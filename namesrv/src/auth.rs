@@ -5,33 +5,16 @@
 //! are read from the registered masters, signed with the inner credentials.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use stellmq_acl::auth::gate::SuperUserGate;
-use stellmq_acl::auth::AskBroker;
-use stellmq_remoting::net::{ClientConfig, RemotingClient};
 use stellmq_remoting::protocol::signature::SessionCredentials;
 use stellmq_remoting::protocol::RemotingCommand;
 
 use crate::route::RouteInfoManager;
 
-const CALL_TIMEOUT: Duration = Duration::from_secs(3);
-
 pub struct NamesrvAuth {
     gate: SuperUserGate,
-    client: BrokerClient,
     routes: Arc<RouteInfoManager>,
-}
-
-struct BrokerClient(RemotingClient);
-
-impl AskBroker for BrokerClient {
-    async fn ask(&self, addr: &str, request: RemotingCommand) -> Result<RemotingCommand, String> {
-        self.0
-            .invoke(addr, request, CALL_TIMEOUT)
-            .await
-            .map_err(|e| e.to_string())
-    }
 }
 
 impl NamesrvAuth {
@@ -40,16 +23,8 @@ impl NamesrvAuth {
         inner: Option<SessionCredentials>,
         routes: Arc<RouteInfoManager>,
     ) -> Result<Self, String> {
-        let gate = SuperUserGate::new("the name server", init_user, inner.as_ref())?;
-        let client = RemotingClient::new(ClientConfig {
-            credentials: inner,
-            ..ClientConfig::default()
-        });
-        Ok(Self {
-            gate,
-            client: BrokerClient(client),
-            routes,
-        })
+        let gate = SuperUserGate::new("the name server", init_user, inner)?;
+        Ok(Self { gate, routes })
     }
 
     /// Whether the change `request` is signed by an enabled super user.
@@ -66,6 +41,6 @@ impl NamesrvAuth {
                 .filter_map(|b| b.master_addr().map(str::to_owned))
                 .collect()
         };
-        self.gate.check(&self.client, masters, peer, request).await
+        self.gate.check(masters, peer, request).await
     }
 }

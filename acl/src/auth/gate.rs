@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use stellmq_protocol::signature::{self, Coverage, SessionCredentials, ACCESS_KEY, SIGNATURE};
 use stellmq_protocol::RemotingCommand;
+use stellmq_remoting::net::{ClientConfig, RemotingClient};
 
 use super::info::UserInfo;
 use super::model::{UserStatus, UserType};
@@ -17,11 +18,25 @@ use crate::refusal_log::RefusalLog;
 
 /// How long users read from the brokers are used.
 pub const SUBJECT_TTL: Duration = Duration::from_secs(10);
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The server's connections to brokers, signed with its inner credentials.
+struct Brokers(RemotingClient);
+
+impl AskBroker for Brokers {
+    async fn ask(&self, addr: &str, request: RemotingCommand) -> Result<RemotingCommand, String> {
+        self.0
+            .invoke(addr, request, CALL_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
 
 pub struct SuperUserGate {
     /// The configured super users.
     local: AuthRegistry,
     remote: RemoteSubjects,
+    brokers: Brokers,
     refusals: RefusalLog,
     /// What the server is, for refusals: "the name server", "the controller".
     what: &'static str,
@@ -29,11 +44,11 @@ pub struct SuperUserGate {
 
 impl SuperUserGate {
     /// `init_user` is `{"username":..,"password":..}` (or empty); `inner` the server's own
-    /// credentials.
+    /// credentials, which also sign its lookups of users on the brokers.
     pub fn new(
         what: &'static str,
         init_user: &str,
-        inner: Option<&SessionCredentials>,
+        inner: Option<SessionCredentials>,
     ) -> Result<Self, String> {
         let local = AuthRegistry::new(Vec::new(), Vec::new(), Box::new(InMemory));
         let mut supers = Vec::new();
@@ -43,7 +58,7 @@ impl SuperUserGate {
             })?;
             supers.push((info.username.unwrap_or_default(), info.password));
         }
-        if let Some(inner) = inner {
+        if let Some(inner) = &inner {
             supers.push((inner.access_key.clone(), Some(inner.secret_key.clone())));
         }
         for (name, password) in supers {
@@ -58,9 +73,14 @@ impl SuperUserGate {
                 local.create_user(&name, &info).map_err(|e| e.to_string())?;
             }
         }
+        let brokers = Brokers(RemotingClient::new(ClientConfig {
+            credentials: inner,
+            ..ClientConfig::default()
+        }));
         Ok(Self {
             local,
             remote: RemoteSubjects::new(SUBJECT_TTL),
+            brokers,
             refusals: RefusalLog::default(),
             what,
         })
@@ -68,7 +88,6 @@ impl SuperUserGate {
 
     async fn subject(
         &self,
-        broker: &impl AskBroker,
         masters: impl FnOnce() -> Vec<String>,
         username: &str,
     ) -> Result<Option<Arc<Subject>>, String> {
@@ -81,19 +100,19 @@ impl SuperUserGate {
         if let Some(known) = self.remote.cached(username) {
             return Ok(known);
         }
-        self.remote.load(broker, &masters(), username).await
+        self.remote.load(&self.brokers, &masters(), username).await
     }
 
     /// Whether `request` is signed by an enabled super user; the refusal is RocketMQ's text
     /// (and logged, a few lines a second at most).
+    /// `masters` lists the brokers to read unknown users from (asked only when needed).
     pub async fn check(
         &self,
-        broker: &impl AskBroker,
         masters: impl FnOnce() -> Vec<String>,
         peer: std::net::SocketAddr,
         request: &RemotingCommand,
     ) -> Result<(), String> {
-        let checked = self.check_quietly(broker, masters, request).await;
+        let checked = self.check_quietly(masters, request).await;
         if let Err(reason) = &checked {
             if let Some(unlogged) = self.refusals.admit() {
                 tracing::warn!(%peer, code = request.code, %reason, unlogged, server = self.what, "[AUTH] request refused by ACL 2.0");
@@ -104,7 +123,6 @@ impl SuperUserGate {
 
     async fn check_quietly(
         &self,
-        broker: &impl AskBroker,
         masters: impl FnOnce() -> Vec<String>,
         request: &RemotingCommand,
     ) -> Result<(), String> {
@@ -112,7 +130,7 @@ impl SuperUserGate {
             return Err("username cannot be null.".to_owned());
         };
         let subject = self
-            .subject(broker, masters, username)
+            .subject(masters, username)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "[AUTH] users cannot be read from the brokers");
