@@ -13,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Relayed connections at once, over every broker port.
 const MAX_CONNECTIONS: usize = 10_000;
+/// Broker names given a port; names registered beyond it get none (a route naming them
+/// is answered with an error) rather than the proxy binding without bound.
+const MAX_BROKER_PORTS: usize = 1_024;
 
 struct BrokerPort {
     port: u16,
@@ -47,6 +50,11 @@ impl Relays {
                 master.clone_into(&mut current);
             }
             return Ok(known.port);
+        }
+        if ports.len() >= MAX_BROKER_PORTS {
+            return Err(std::io::Error::other(format!(
+                "the proxy relays at most {MAX_BROKER_PORTS} broker names"
+            )));
         }
         let listener = TcpListener::bind(format!("{}:0", self.bind)).await?;
         let port = listener.local_addr()?.port();

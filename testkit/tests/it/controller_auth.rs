@@ -77,17 +77,16 @@ async fn controller_requests_need_a_signed_super_user() {
     // answer is the controller's own, once it leads).
     for who in [INNER, ("root", "r00t")] {
         let signed = client(Some(who));
-        let mut answered = None;
-        for _ in 0..50 {
-            let r = signed.invoke(&addr, next_id(), T).await.expect("answer");
-            if r.code == ResponseCode::SUCCESS.as_i32() {
-                answered = Some(r);
-                break;
-            }
-            assert_ne!(r.code, no_permission, "{}", r.remark_str());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert!(answered.is_some(), "{who:?} was never answered");
+        stellmq_testkit::eventually_within(
+            "the signed super user is answered once the controller leads",
+            stellmq_testkit::TIMEOUT,
+            async || {
+                let r = signed.invoke(&addr, next_id(), T).await.expect("answer");
+                assert_ne!(r.code, no_permission, "{who:?}: {}", r.remark_str());
+                r.code == ResponseCode::SUCCESS.as_i32()
+            },
+        )
+        .await;
         signed.shutdown().await;
     }
 
