@@ -12,9 +12,8 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
 use crate::histogram::AtomicHistogram;
+use crate::rpc::RPC_BOUNDS;
 
-/// RocketMQ's buckets (ms), as for remoting.
-static BOUNDS: [u64; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
 /// (RPC, status) pairs kept; the set of both is finite, this only guards mistakes.
 const MAX_SERIES: usize = 1024;
 
@@ -39,7 +38,7 @@ impl GrpcLatency {
                 }
                 cells
                     .entry(key)
-                    .or_insert_with(|| Arc::new(AtomicHistogram::new(&BOUNDS)))
+                    .or_insert_with(|| Arc::new(AtomicHistogram::new(&RPC_BOUNDS)))
                     .clone()
             }
         };

@@ -16,7 +16,7 @@ use stellmq_remoting::protocol::{RequestCode, ResponseCode};
 use crate::histogram::AtomicHistogram;
 
 /// RocketMQ's buckets (ms).
-static RPC_BOUNDS: [u64; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
+pub(crate) static RPC_BOUNDS: [u64; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
 /// (request code, response code) pairs kept; later ones share one "other" series.
 const MAX_SERIES: usize = 1024;
 const OTHER: (i32, i32) = (i32::MIN, i32::MIN);
