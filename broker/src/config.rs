@@ -187,6 +187,15 @@ properties_config! {
         max_pop_polling_size: usize = "maxPopPollingSize" => 100_000,
         /// POPs held at once on one topic; beyond it POLLING_FULL.
         pop_polling_size: usize = "popPollingSize" => 1_024,
+        /// The chance in 100 that a POP reads the group's retry topic before the topic
+        /// (otherwise only when the topic did not fill the batch).
+        pop_from_retry_probability: i32 = "popFromRetryProbability" => 20,
+        /// The same for a POP served by priority (RocketMQ 5.4): 0 makes retried messages
+        /// the lowest priority, 100 the highest.
+        pop_from_retry_probability_for_priority: i32 = "popFromRetryProbabilityForPriority" => 0,
+        /// Priority messages: true (RocketMQ's default) serves the highest queue id, the
+        /// highest priority, first; false serves queue 0 first.
+        priority_order_asc: bool = "priorityOrderAsc" => true,
         /// POP batches (checkpoints) in flight at once, unacked and not yet revived; beyond
         /// it a POP is refused with SYSTEM_BUSY until acks or revives make room. (StellMQ key.)
         pop_max_inflight_checkpoints: usize = "popMaxInflightCheckpoints" => 200_000,

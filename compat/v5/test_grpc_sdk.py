@@ -25,7 +25,8 @@ def simple_consumer(s, group, topic, await_seconds=5):
     return c
 
 
-def message(topic, body, tag=None, keys=(), group=None, deliver_at=None, props=None):
+def message(topic, body, tag=None, keys=(), group=None, deliver_at=None, props=None,
+            priority=None):
     m = Message()
     m.topic = topic
     m.body = body
@@ -37,6 +38,8 @@ def message(topic, body, tag=None, keys=(), group=None, deliver_at=None, props=N
         m.message_group = group
     if deliver_at:
         m.delivery_timestamp = deliver_at
+    if priority is not None:
+        m.priority = priority
     for k, v in (props or {}).items():
         m.add_property(k, v)
     return m
@@ -197,6 +200,44 @@ def test_a_recalled_delay_message_is_never_delivered(proxy_stack):
     finally:
         p.shutdown()
         consumer.shutdown()
+
+
+def test_priority_messages_are_received_highest_first(proxy_stack):
+    topic, group = proxy_stack.topic("PRIORITY", queues=8), proxy_stack.group()
+    consumer = simple_consumer(proxy_stack, group, topic)
+    p = producer(proxy_stack, topic)
+    try:
+        for priority in (2, 0, 7, 5, 12):
+            p.send(message(topic, b"p%d" % priority, priority=priority))
+        time.sleep(1)
+        order = []
+        deadline = time.time() + 40
+        while len(order) < 5 and time.time() < deadline:
+            for m in consumer.receive(1, 30):
+                assert m.priority == int(m.body[1:]), (m.priority, m.body)
+                order.append(m.body)
+                consumer.ack(m)
+        # 12 is above the topic's 8 queues: it counts as the highest, with 7.
+        assert order[:2] in ([b"p7", b"p12"], [b"p12", b"p7"]), order
+        assert order[2:] == [b"p5", b"p2", b"p0"], order
+    finally:
+        p.shutdown()
+        consumer.shutdown()
+
+
+def test_a_priority_message_is_refused_by_a_normal_topic(proxy_stack):
+    topic = proxy_stack.topic()
+    p = producer(proxy_stack, topic)
+    try:
+        try:
+            p.send(message(topic, b"urgent", priority=3))
+            raise AssertionError("a NORMAL topic took a priority message")
+        except AssertionError:
+            raise
+        except Exception as e:
+            assert "PRIORITY" in str(e), e
+    finally:
+        p.shutdown()
 
 
 class Checker(TransactionChecker):

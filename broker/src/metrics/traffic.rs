@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use stellmq_metrics::AtomicHistogram;
-use stellmq_remoting::protocol::message::{property, PropertyLookup};
+use stellmq_remoting::protocol::message::{MessageKind, PropertyLookup};
 
 /// Topics (in) and topic/group pairs (out) counted separately before overflow.
 pub const MAX_SERIES: usize = 10_000;
@@ -26,33 +26,29 @@ pub enum MessageType {
     Fifo,
     Delay,
     Transaction,
+    Priority,
+    Lite,
 }
 
 impl MessageType {
-    pub const ALL: [MessageType; 4] = [Self::Normal, Self::Fifo, Self::Delay, Self::Transaction];
+    pub const ALL: [MessageType; 6] = [
+        Self::Normal,
+        Self::Fifo,
+        Self::Delay,
+        Self::Transaction,
+        Self::Priority,
+        Self::Lite,
+    ];
 
     /// As RocketMQ reads it from a send's properties.
     pub fn of(props: &impl PropertyLookup) -> Self {
-        if props
-            .get(property::TRAN_MSG)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-        {
-            Self::Transaction
-        } else if props.contains(property::SHARDING_KEY) {
-            Self::Fifo
-        } else if [
-            "__STARTDELIVERTIME",
-            property::DELAY,
-            "TIMER_DELIVER_MS",
-            "TIMER_DELAY_SEC",
-            "TIMER_DELAY_MS",
-        ]
-        .iter()
-        .any(|k| props.contains(k))
-        {
-            Self::Delay
-        } else {
-            Self::Normal
+        match MessageKind::of(props) {
+            MessageKind::Normal => Self::Normal,
+            MessageKind::Fifo => Self::Fifo,
+            MessageKind::Delay => Self::Delay,
+            MessageKind::Transaction => Self::Transaction,
+            MessageKind::Priority => Self::Priority,
+            MessageKind::Lite => Self::Lite,
         }
     }
 
@@ -62,6 +58,8 @@ impl MessageType {
             Self::Fifo => "fifo",
             Self::Delay => "delay",
             Self::Transaction => "transaction",
+            Self::Priority => "priority",
+            Self::Lite => "lite",
         }
     }
 }
@@ -86,16 +84,18 @@ impl InCell {
 
 /// A topic's incoming counters, one per message type.
 #[derive(Debug)]
-pub struct TopicIn([InCell; 4]);
+pub struct TopicIn([InCell; 6]);
 
 impl TopicIn {
     pub fn cell(&self, t: MessageType) -> &InCell {
-        let [normal, fifo, delay, transaction] = &self.0;
+        let [normal, fifo, delay, transaction, priority, lite] = &self.0;
         match t {
             MessageType::Normal => normal,
             MessageType::Fifo => fifo,
             MessageType::Delay => delay,
             MessageType::Transaction => transaction,
+            MessageType::Priority => priority,
+            MessageType::Lite => lite,
         }
     }
 }

@@ -137,6 +137,10 @@ pub struct SubscriptionGroupConfig {
     pub notify_consumer_ids_changed_enable: bool,
     #[serde(default)]
     pub consume_message_orderly: bool,
+    /// RocketMQ 5's group attributes (`priority.factor`, ...). A request may carry them as
+    /// changes (`+key` / `-key`, as `mqadmin updateSubGroup --attributes` sends them).
+    #[serde(default)]
+    pub attributes: BTreeMap<String, String>,
 }
 
 impl SubscriptionGroupConfig {
@@ -152,7 +156,18 @@ impl SubscriptionGroupConfig {
             which_broker_when_consume_slowly: 1,
             notify_consumer_ids_changed_enable: true,
             consume_message_orderly: false,
+            attributes: BTreeMap::new(),
         }
+    }
+
+    /// How often in 100 a POP of a PRIORITY topic serves the highest priorities first
+    /// (`priority.factor`, 100 when unset or unreadable, as RocketMQ reads it).
+    pub fn priority_factor(&self) -> i64 {
+        self.attributes
+            .get(super::PRIORITY_FACTOR_ATTRIBUTE)
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .filter(|f| (0..=100).contains(f))
+            .unwrap_or(100)
     }
 }
 

@@ -3,10 +3,12 @@
 
 pub mod batch;
 pub mod id;
+pub mod kind;
 pub mod properties;
 pub mod record;
 pub mod time;
 
+pub use kind::{priority_of, MessageKind};
 pub use properties::{
     delay_level_of, encode_into as encode_properties_into, encoded_len as encoded_properties_len,
     keys as property, split_keys, wait_store_ok, Properties, PropertyLookup, PropertyView,

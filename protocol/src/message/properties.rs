@@ -38,6 +38,14 @@ pub mod keys {
     pub const POP_CK: &str = "POP_CK";
     /// When a POP consumer first received the message (`PROPERTY_FIRST_POP_TIME`).
     pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
+    /// RocketMQ 5.4's priority message (`PROPERTY_PRIORITY`): a number >= 0, higher first.
+    pub const PRIORITY: &str = "_SYS_MSG_PRIORITY_";
+    /// RocketMQ 5.5's lite topic of a message (`PROPERTY_LITE_TOPIC`).
+    pub const LITE_TOPIC: &str = "__LITE_TOPIC";
+    /// A timer message's due time, and its delay in seconds or milliseconds.
+    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
 }
 
 const NAME_VALUE_SEPARATOR: char = '\u{1}';

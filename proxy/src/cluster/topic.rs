@@ -21,6 +21,10 @@ pub enum TopicMessageType {
     Fifo,
     Delay,
     Transaction,
+    /// RocketMQ 5.4's priority messages.
+    Priority,
+    /// RocketMQ 5.5's lite topics: messages carry a lite topic.
+    Lite,
     /// Any kind of message.
     Mixed,
 }
@@ -33,6 +37,8 @@ impl TopicMessageType {
             "FIFO" => Self::Fifo,
             "DELAY" => Self::Delay,
             "TRANSACTION" => Self::Transaction,
+            "PRIORITY" => Self::Priority,
+            "LITE" => Self::Lite,
             "MIXED" => Self::Mixed,
             _ => Self::Unspecified,
         }
@@ -45,6 +51,8 @@ impl TopicMessageType {
             Self::Fifo => "FIFO",
             Self::Delay => "DELAY",
             Self::Transaction => "TRANSACTION",
+            Self::Priority => "PRIORITY",
+            Self::Lite => "LITE",
             Self::Mixed => "MIXED",
         }
     }

@@ -4,7 +4,9 @@
 
 use bytes::Bytes;
 use prost_types::{Duration as PbDuration, Timestamp};
-use stellmq_remoting::protocol::message::{now_ms, property, sys_flag, MessageRecord, Properties};
+use stellmq_remoting::protocol::message::{
+    now_ms, priority_of, property, sys_flag, MessageKind, MessageRecord, Properties,
+};
 
 use super::status::Refusal;
 use crate::cluster::Outgoing;
@@ -68,11 +70,11 @@ const SYSTEM_PROPERTIES: &[&str] = &[
     "DLQ_ORIGIN_TOPIC",
     "DLQ_ORIGIN_MESSAGE_ID",
     "__CRC32#",
+    "_SYS_MSG_PRIORITY_",
+    "__LITE_TOPIC",
 ];
 
-const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
-const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
-const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+use property::{TIMER_DELAY_SEC, TIMER_DELIVER_MS};
 const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
 const BORN_HOST: &str = "__BORNHOST";
 const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
@@ -206,6 +208,15 @@ pub fn prepare(message: &Message, config: &ProxyConfig, peer: &str) -> Result<Pr
         }
         properties.insert(TIMER_DELIVER_MS, at_ms.to_string());
     }
+    if let Some(priority) = system.priority {
+        if priority < 0 {
+            return Err(Refusal::new(
+                Code::BadRequest,
+                format!("the priority must be greater than or equal to 0, not {priority}"),
+            ));
+        }
+        properties.insert(property::PRIORITY, priority.to_string());
+    }
     if let Some(attempt) = system.delivery_attempt {
         properties.insert(property::RECONSUME_TIME, attempt.to_string());
     }
@@ -279,25 +290,13 @@ fn has_control_chars(text: &str) -> bool {
 
 /// The kind of a stored message, from its properties (`TopicMessageType.parseFromMessageProperty`).
 pub fn kind_of(properties: &Properties) -> MessageType {
-    if properties
-        .get(property::TRAN_MSG)
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    {
-        MessageType::Transaction
-    } else if [
-        property::DELAY,
-        TIMER_DELIVER_MS,
-        TIMER_DELAY_SEC,
-        TIMER_DELAY_MS,
-    ]
-    .iter()
-    .any(|k| properties.contains(k))
-    {
-        MessageType::Delay
-    } else if properties.contains(property::SHARDING_KEY) {
-        MessageType::Fifo
-    } else {
-        MessageType::Normal
+    match MessageKind::of(properties) {
+        MessageKind::Normal => MessageType::Normal,
+        MessageKind::Fifo => MessageType::Fifo,
+        MessageKind::Delay => MessageType::Delay,
+        MessageKind::Transaction => MessageType::Transaction,
+        MessageKind::Priority => MessageType::Priority,
+        MessageKind::Lite => MessageType::Lite,
     }
 }
 
@@ -379,8 +378,8 @@ pub fn to_grpc(
         trace_context: props.get(TRACE_CONTEXT).map(str::to_owned),
         orphaned_transaction_recovery_duration: None,
         dead_letter_queue,
-        lite_topic: None,
-        priority: None,
+        lite_topic: props.get(property::LITE_TOPIC).map(str::to_owned),
+        priority: priority_of(props),
     };
     Message {
         topic: Some(topic),
@@ -486,6 +485,27 @@ mod tests {
             Some(at.to_string().as_str())
         );
         assert_eq!(kind_of(&p.outgoing.properties), MessageType::Delay);
+    }
+
+    #[test]
+    fn a_priority_travels_as_its_property() {
+        let config = ProxyConfig::default();
+        let mut s = system();
+        s.message_type = MessageType::Priority as i32;
+        s.priority = Some(4);
+        let p = prepare(&message(s), &config, "").unwrap();
+        assert_eq!(p.outgoing.properties.get("_SYS_MSG_PRIORITY_"), Some("4"));
+        assert_eq!(kind_of(&p.outgoing.properties), MessageType::Priority);
+        let mut s = system();
+        s.priority = Some(-1);
+        let refused = prepare(&message(s), &config, "").unwrap_err();
+        assert_eq!(refused.code, Code::BadRequest);
+        let mut reserved = message(system());
+        reserved
+            .user_properties
+            .insert("_SYS_MSG_PRIORITY_".into(), "9".into());
+        let refused = prepare(&reserved, &config, "").unwrap_err();
+        assert_eq!(refused.code, Code::IllegalMessagePropertyKey);
     }
 
     #[test]

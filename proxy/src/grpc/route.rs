@@ -203,6 +203,8 @@ fn accepted_types(kind: TopicMessageType) -> Vec<i32> {
         TopicMessageType::Fifo => &[MessageType::Fifo],
         TopicMessageType::Delay => &[MessageType::Delay],
         TopicMessageType::Transaction => &[MessageType::Transaction],
+        TopicMessageType::Priority => &[MessageType::Priority],
+        TopicMessageType::Lite => &[MessageType::Lite],
         TopicMessageType::Mixed => &[
             MessageType::Normal,
             MessageType::Fifo,

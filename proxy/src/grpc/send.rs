@@ -116,6 +116,8 @@ pub(super) fn check_kind(
         TopicMessageType::Fifo => kind == MessageType::Fifo,
         TopicMessageType::Delay => kind == MessageType::Delay,
         TopicMessageType::Transaction => kind == MessageType::Transaction,
+        TopicMessageType::Priority => kind == MessageType::Priority,
+        TopicMessageType::Lite => kind == MessageType::Lite,
         TopicMessageType::Unspecified => false,
     };
     if matches {

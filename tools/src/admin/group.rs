@@ -2,7 +2,7 @@
 #![allow(clippy::print_stdout, clippy::print_literal)] // CLI output; header rows are literals
 
 use stellmq_client::{AdminClient, ClientError};
-use stellmq_remoting::protocol::body::SubscriptionGroupConfig;
+use stellmq_remoting::protocol::body::{attribute_changes_as_map, SubscriptionGroupConfig};
 
 use super::Target;
 
@@ -40,6 +40,10 @@ pub struct UpdateSubGroup {
     /// RocketMQ 5: the group consumes orderly (FIFO POP through the proxy).
     #[arg(short = 'o', long = "consumeMessageOrderly", action = clap::ArgAction::Set)]
     consume_message_orderly: Option<bool>,
+    /// RocketMQ 5 group attributes to change: `+priority.factor=50,-key` (long form only,
+    /// as in RocketMQ: `-a` is notifyConsumerIdsChanged).
+    #[arg(long = "attributes", allow_hyphen_values = true)]
+    attributes: Option<String>,
 }
 
 pub async fn update_sub_group(admin: &AdminClient, a: UpdateSubGroup) -> Result<(), ClientError> {
@@ -63,6 +67,9 @@ pub async fn update_sub_group(admin: &AdminClient, a: UpdateSubGroup) -> Result<
     config.consume_message_orderly = a
         .consume_message_orderly
         .unwrap_or(config.consume_message_orderly);
+    if let Some(changes) = &a.attributes {
+        config.attributes = attribute_changes_as_map(changes).map_err(ClientError::Invalid)?;
+    }
     for addr in a.target.addrs(admin).await? {
         admin.create_group(&addr, &config).await?;
         crate::outln!("create subscription group to {addr} success.");

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
-use stellmq_remoting::protocol::body::{fastjson, SubscriptionGroupConfig};
+use stellmq_remoting::protocol::body::{
+    apply_group_attribute_changes, attribute_map_as_changes, fastjson, SubscriptionGroupConfig,
+};
 use stellmq_remoting::protocol::headers::{
     CommandHeader, DeleteSubscriptionGroupRequestHeader, GetAllSubscriptionGroupRequestHeader,
     GetAllSubscriptionGroupResponseHeader, GetSubscriptionGroupConfigRequestHeader,
@@ -34,12 +36,32 @@ fn not_written() -> ProcessorError {
 }
 
 impl GroupAdminProcessor {
+    /// `config` with its attribute changes applied over the group's current attributes
+    /// (RocketMQ's `AttributeUtil.alterCurrentAttributes`); an unknown key or a value out of
+    /// range is refused with the reason.
+    pub(super) fn with_attributes(
+        &self,
+        mut config: SubscriptionGroupConfig,
+    ) -> Result<SubscriptionGroupConfig, String> {
+        let current = self
+            .groups
+            .get(&config.group_name)
+            .map(|c| c.attributes)
+            .unwrap_or_default();
+        config.attributes =
+            apply_group_attribute_changes(&current, &attribute_map_as_changes(&config.attributes))?;
+        Ok(config)
+    }
+
     pub(crate) async fn update(&self, request: &RemotingCommand) -> ProcessResult {
         if self.is_slave {
             return Err(slave_refuses("subscription groups"));
         }
         let config: SubscriptionGroupConfig = fastjson::decode(&request.body)?;
         guard::check_name(NameKind::Group, &config.group_name)?;
+        let config = self
+            .with_attributes(config)
+            .map_err(|reason| ProcessorError::new(ResponseCode::INVALID_PARAMETER, reason))?;
         let generation = self
             .groups
             .update(config)

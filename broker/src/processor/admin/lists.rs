@@ -5,12 +5,10 @@
 //! left alone; the answer waits until the changes are committed. (RocketMQ answers at the
 //! first unchanged topic without applying the rest; StellMQ applies every changed one.)
 
-use std::collections::BTreeMap;
-
 use stellmq_remoting::net::{ProcessResult, ProcessorError};
 use stellmq_remoting::protocol::body::{
-    apply_attribute_changes, fastjson, CreateTopicListRequestBody, SubscriptionGroupList,
-    TopicConfig,
+    apply_attribute_changes, attribute_map_as_changes, fastjson, CreateTopicListRequestBody,
+    SubscriptionGroupList, TopicConfig,
 };
 use stellmq_remoting::protocol::names::NameKind;
 use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -28,20 +26,6 @@ fn not_committed(what: &str) -> ProcessorError {
     ProcessorError::system(format!(
         "the {what} are changed but could not be committed yet; see the broker log"
     ))
-}
-
-/// A list entry's attributes as the change text `apply_attribute_changes` reads: `+key` and
-/// `-key` entries as RocketMQ writes them, and a bare key (a topics.json export) as a set.
-fn attribute_changes(attributes: &BTreeMap<String, String>) -> String {
-    attributes
-        .iter()
-        .map(|(key, value)| match key.chars().next() {
-            Some('-') => key.clone(),
-            Some('+') => format!("{key}={value}"),
-            _ => format!("+{key}={value}"),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 impl TopicAdminProcessor {
@@ -86,8 +70,9 @@ impl TopicAdminProcessor {
             .get(&name)
             .map(|c| c.attributes)
             .unwrap_or_default();
-        let attributes = apply_attribute_changes(&current, &attribute_changes(&wanted.attributes))
-            .map_err(|reason| invalid(&name, reason))?;
+        let attributes =
+            apply_attribute_changes(&current, &attribute_map_as_changes(&wanted.attributes))
+                .map_err(|reason| invalid(&name, reason))?;
         Ok(TopicConfig {
             attributes,
             ..wanted
@@ -101,12 +86,18 @@ impl GroupAdminProcessor {
             return Err(slave_refuses("subscription groups"));
         }
         let body: SubscriptionGroupList = fastjson::decode(&request.body)?;
-        for config in &body.group_config_list {
+        let mut wanted = Vec::with_capacity(body.group_config_list.len());
+        for config in body.group_config_list {
             guard::check_name(NameKind::Group, &config.group_name)
                 .map_err(|e| ProcessorError::new(ResponseCode::INVALID_PARAMETER, e.to_string()))?;
+            let name = config.group_name.clone();
+            wanted.push(
+                self.with_attributes(config)
+                    .map_err(|r| invalid(&name, r))?,
+            );
         }
         let mut last = None;
-        for config in body.group_config_list {
+        for config in wanted {
             if self.groups.get(&config.group_name).as_ref() == Some(&config) {
                 continue;
             }

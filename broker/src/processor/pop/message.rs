@@ -17,11 +17,13 @@ use bytes::Bytes;
 use rand::Rng;
 use stellmq_remoting::net::{ProcessResult, ProcessorError, RequestContext};
 use stellmq_remoting::protocol::body::pop::PopCheckPoint;
-use stellmq_remoting::protocol::body::{fastjson, SubscriptionData};
+use stellmq_remoting::protocol::body::{
+    fastjson, SubscriptionData, SubscriptionGroupConfig, TopicConfig, MESSAGE_TYPE_ATTRIBUTE,
+};
 use stellmq_remoting::protocol::headers::{
     CommandHeader, PopMessageRequestHeader, PopMessageResponseHeader,
 };
-use stellmq_remoting::protocol::message::{property, MessageRecord};
+use stellmq_remoting::protocol::message::{property, MessageKind, MessageRecord};
 use stellmq_remoting::protocol::pop::{
     self as handle, pop_retry_topic, ExtraInfo, TopicType, MAX_POP_MESSAGES, POP_ORDER_REVIVE_QUEUE,
 };
@@ -31,7 +33,7 @@ use stellmq_store::{GetMessageResult, GetMessageStatus};
 use super::checkpoint::{Checkpoint, CkKey, TableFull};
 use super::hold::{Parking, PopHoldService};
 use super::order::OrderKey;
-use super::{PopCore, QueueLocks, CK_TAG};
+use super::{PopCore, PopSettings, QueueLocks, CK_TAG};
 use crate::filter::{self, FilterError, SubscriptionFilter, TagFilter};
 use crate::processor::header;
 use crate::stats::{GROUP_GET_NUMS, GROUP_GET_SIZE};
@@ -137,7 +139,7 @@ pub(super) async fn run(
         )));
     }
     let topic = core.readable_topic(&h.topic, h.queue_id, true)?;
-    core.consumable_group(&h.consumer_group)?;
+    let group = core.consumable_group(&h.consumer_group)?;
     let retry_topic =
         pop_retry_topic(&h.topic, &h.consumer_group).map_err(super::guard::refusal)?;
     let plan = PopPlan {
@@ -163,8 +165,10 @@ pub(super) async fn run(
         rest: 0,
         bytes: 0,
     };
+    let settings = core.settings.get();
     let random = rand::thread_rng().gen_range(0..100);
-    let retry_first = random % 5 == 0 && !h.is_order();
+    let walk = QueueWalk::of(&topic, &group, h.is_order(), random, &settings);
+    let retry_first = !h.is_order() && random < walk.retry_probability;
     let retry_queues = core
         .topics
         .get(&retry_topic)
@@ -178,7 +182,7 @@ pub(super) async fn run(
     if h.queue_id < 0 {
         let n = topic.read_queue_nums.max(0);
         for i in 0..n {
-            pop_queue(core, ctx, &plan, &h.topic, (random + i) % n, &mut got).await?;
+            pop_queue(core, ctx, &plan, &h.topic, walk.queue(i, n), &mut got).await?;
         }
     } else {
         pop_queue(core, ctx, &plan, &h.topic, h.queue_id, &mut got).await?;
@@ -207,6 +211,47 @@ pub(super) async fn run(
         }
     }
     Ok(Popped::Answer(answer(core, request, &plan, got)))
+}
+
+/// The order a POP of every queue reads a topic's queues in. RocketMQ 5.4 walks them from
+/// the highest queue id down (or up, `priorityOrderAsc` false) from a random start; a
+/// PRIORITY topic is walked from its highest priority, `priority.factor` times in 100, and
+/// reads its retry topic first `popFromRetryProbabilityForPriority` times in 100.
+struct QueueWalk {
+    start: i32,
+    descending: bool,
+    retry_probability: i32,
+}
+
+impl QueueWalk {
+    fn of(
+        topic: &TopicConfig,
+        group: &SubscriptionGroupConfig,
+        orderly: bool,
+        random: i32,
+        settings: &PopSettings,
+    ) -> Self {
+        let priority_topic = topic
+            .attributes
+            .get(MESSAGE_TYPE_ATTRIBUTE)
+            .is_some_and(|t| t == MessageKind::Priority.name());
+        let by_priority = priority_topic && !orderly && i64::from(random) < group.priority_factor();
+        Self {
+            start: if by_priority { 0 } else { random },
+            descending: settings.priority_order_asc,
+            retry_probability: if by_priority {
+                settings.retry_probability_for_priority
+            } else {
+                settings.retry_probability
+            },
+        }
+    }
+
+    /// The `i`-th queue of `n` to read.
+    fn queue(&self, i: i32, n: i32) -> i32 {
+        let step = if self.descending { n - 1 - i } else { i };
+        (step + self.start) % n
+    }
 }
 
 fn answer(

@@ -74,6 +74,11 @@ pub struct PopSettings {
     /// Held POPs in all (`maxPopPollingSize`) and per topic and queue (`popPollingSize`).
     pub max_pop_polling_size: usize,
     pub pop_polling_size: usize,
+    /// `popFromRetryProbability` and `popFromRetryProbabilityForPriority`, within 0..=100.
+    pub retry_probability: i32,
+    pub retry_probability_for_priority: i32,
+    /// `priorityOrderAsc`: the highest queue id is the highest priority.
+    pub priority_order_asc: bool,
 }
 
 impl From<&BrokerConfig> for PopSettings {
@@ -84,6 +89,9 @@ impl From<&BrokerConfig> for PopSettings {
             long_polling_max_suspend_millis: c.long_polling_max_suspend_millis,
             max_pop_polling_size: c.max_pop_polling_size,
             pop_polling_size: c.pop_polling_size,
+            retry_probability: c.pop_from_retry_probability.clamp(0, 100),
+            retry_probability_for_priority: c.pop_from_retry_probability_for_priority.clamp(0, 100),
+            priority_order_asc: c.priority_order_asc,
         }
     }
 }
@@ -398,5 +406,7 @@ mod queue_lock_tests {
     }
 }
 
+#[cfg(test)]
+mod priority_tests;
 #[cfg(test)]
 mod tests;

@@ -14,8 +14,8 @@ use stellmq_remoting::protocol::headers::{
     SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
 use stellmq_remoting::protocol::message::{
-    batch, delay_level_of, id, property, sys_flag, wait_store_ok, MessageRecord, Properties,
-    PropertyLookup,
+    batch, delay_level_of, id, priority_of, property, sys_flag, wait_store_ok, MessageKind,
+    MessageRecord, Properties, PropertyLookup,
 };
 use stellmq_remoting::protocol::names;
 use stellmq_remoting::protocol::recall::RecallHandle;
@@ -104,6 +104,25 @@ struct Target {
     topic_config: TopicShape,
     /// The topic was auto-created by this send.
     created: bool,
+}
+
+/// RocketMQ 5.4: a priority message goes to the queue of its priority (the last queue when
+/// the priority is higher than the topic has queues), whatever queue the producer chose. A
+/// message that is also delayed, FIFO or transactional loses its priority, as in RocketMQ.
+fn place_by_priority(target: &mut Target, props: &mut SendProperties<'_>) {
+    let Some(priority) = priority_of(props) else {
+        return;
+    };
+    if MessageKind::of(props) == MessageKind::Priority {
+        let last = target
+            .topic_config
+            .write_queue_nums
+            .saturating_sub(1)
+            .max(0);
+        target.queue_id = priority.min(last);
+    } else {
+        props.to_mut().remove(property::PRIORITY);
+    }
 }
 
 /// What a send needs of its topic's config (read without cloning the config).
@@ -365,6 +384,7 @@ impl SendProcessor {
         if h.topic.starts_with(topic::RETRY_PREFIX) {
             self.redirect_retry(&request, &h, &mut target, &mut props)?;
         }
+        place_by_priority(&mut target, &mut props);
         let mut msg = self.base_message(&ctx, &h, &target, request.body.clone());
         msg.wait_store_ok = wait_store_ok(&props);
         let mut recall = None;
