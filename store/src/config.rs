@@ -46,6 +46,10 @@ properties_config! {
         flush_consume_queue_least_pages: usize = "flushConsumeQueueLeastPages" => 2,
         /// How often (ms) every ConsumeQueue is flushed whatever the page count.
         flush_consume_queue_thorough_interval: u64 = "flushConsumeQueueThoroughInterval" => 60_000,
+        /// How often (ms) a snapshot of every ConsumeQueue is written, so that a start after a
+        /// crash opens no queue's files (it re-dispatches the CommitLog from the snapshot
+        /// instead); 0: never, a crash start reads every queue. (StellMQ key.)
+        consume_queue_snapshot_interval: u64 = "consumeQueueSnapshotInterval" => 60_000,
         /// Hours of the day (`04`, or `04;16`) at which expired files are deleted.
         delete_when: String = "deleteWhen" => "04".to_owned(),
         /// Hours a CommitLog file is kept.

@@ -3,7 +3,7 @@
 //! Only the dispatcher writes them; pulls read them concurrently.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -83,6 +83,9 @@ pub struct ConsumeQueue {
     max_phys: AtomicI64,
     /// When the files were last used ([`monotonic_ms`]).
     last_used: AtomicI64,
+    /// Set for a queue a crash start took from a running store's snapshot: its files may
+    /// hold entries written after the snapshot, cut when they are first opened.
+    cut_on_reopen: AtomicBool,
 }
 
 enum State {
@@ -143,12 +146,14 @@ impl ConsumeQueue {
             max_phys: AtomicI64::new(0),
             state: RwLock::new(State::Open(Arc::new(segments))),
             last_used: AtomicI64::new(monotonic_ms()),
+            cut_on_reopen: AtomicBool::new(false),
         })
     }
 
     /// A queue as a clean stop summarized it: closed, its files untouched until used.
     fn from_summary(
         summary: QueueSummary,
+        from_snapshot: bool,
         dir: &Path,
         file_size: usize,
         dir_syncs: Arc<PendingDirSyncs>,
@@ -165,6 +170,7 @@ impl ConsumeQueue {
             max_phys: AtomicI64::new(summary.max_phys),
             state: RwLock::new(State::Closed(summary.closed)),
             last_used: AtomicI64::new(monotonic_ms()),
+            cut_on_reopen: AtomicBool::new(from_snapshot),
         }
     }
 
@@ -211,7 +217,11 @@ impl ConsumeQueue {
             self.file_size,
             self.dir_syncs.clone(),
         )?);
-        if let Some(last) = segments.last() {
+        if self.cut_on_reopen.swap(false, Ordering::AcqRel) {
+            // Entries written after the snapshot (the crash start re-dispatches them) go,
+            // later files too, so the queue continues exactly where the snapshot left it.
+            segments.truncate(closed.max_bytes)?;
+        } else if let Some(last) = segments.last() {
             last.set_positions((closed.max_bytes - last.base()).max(0) as usize);
         }
         *state = State::Open(segments.clone());
@@ -249,6 +259,11 @@ impl ConsumeQueue {
         unused_for >= idle.as_millis() as i64 && self.is_open()
     }
 
+    /// Whether it has files (open ones).
+    fn has_files(&self) -> bool {
+        self.open_segments().is_some_and(|s| !s.is_empty())
+    }
+
     /// Whether its files are open (mapped).
     pub fn is_open(&self) -> bool {
         matches!(&*self.state.read(), State::Open(_))
@@ -271,8 +286,14 @@ impl ConsumeQueue {
         if Arc::strong_count(segments) > 1 || segments.unflushed() > 0 {
             return false;
         }
+        *state = State::Closed(self.closed_state(segments, segments.max_offset()));
+        self.open_queues.fetch_sub(1, Ordering::AcqRel);
+        true
+    }
+
+    /// What the queue answers without its files, as of write position `max_bytes`.
+    fn closed_state(&self, segments: &SegmentQueue, max_bytes: i64) -> Closed {
         let min_logical = self.min_logical_in(segments);
-        let max_bytes = segments.max_offset();
         let min_entry_phys =
             if min_logical * (ENTRY_SIZE as i64) < max_bytes {
                 entry_in(segments, min_logical).map_or(0, |e| {
@@ -294,14 +315,33 @@ impl ConsumeQueue {
                 first.read(last, ENTRY_SIZE).map(CqEntry::decode)
             })
             .map_or(i64::MAX, |e| e.phys_offset + i64::from(e.size));
-        *state = State::Closed(Closed {
+        Closed {
             min_bytes: segments.min_offset(),
             max_bytes,
             min_entry_phys,
             first_file_end_phys,
-        });
-        self.open_queues.fetch_sub(1, Ordering::AcqRel);
-        true
+        }
+    }
+
+    /// The queue as far as it is flushed, for a running store's snapshot (see
+    /// [`summary`]): a closed queue as it is, an open one up to its flushed position.
+    fn snapshot(&self) -> QueueSummary {
+        let state = self.state.read();
+        let (closed, max_phys) = match &*state {
+            State::Closed(closed) => (*closed, self.max_phys_offset()),
+            State::Open(segments) => {
+                let flushed = segments.flushed_offset().min(segments.max_offset());
+                let closed = self.closed_state(segments, flushed);
+                (closed, last_phys_end(segments, flushed / ENTRY_SIZE as i64))
+            }
+        };
+        QueueSummary {
+            topic: self.topic.clone(),
+            queue_id: self.queue_id,
+            min_logical: self.min_logical.load(Ordering::Acquire),
+            max_phys,
+            closed,
+        }
     }
 
     /// The next logical offset to be written.
@@ -447,15 +487,8 @@ impl ConsumeQueue {
         }
         segments.truncate(end)?;
         let max = segments.max_offset() / ENTRY_SIZE as i64;
-        let last_real = (0..max)
-            .rev()
-            .take(4096)
-            .filter_map(|o| entry_in(&segments, o))
-            .find(|e| !e.is_blank());
-        self.max_phys.store(
-            last_real.map_or(0, |e| e.phys_offset + i64::from(e.size)),
-            Ordering::Release,
-        );
+        self.max_phys
+            .store(last_phys_end(&segments, max), Ordering::Release);
         Ok(())
     }
 
@@ -567,9 +600,20 @@ fn raw_entry_at(segments: &SegmentQueue, pos: i64) -> Option<CqEntry> {
     Some(CqEntry::decode(raw))
 }
 
-mod summary;
+pub(crate) mod summary;
 mod table;
 use summary::QueueSummary;
+
+/// Physical end of the last real (not blank) entry below logical `max`, looking back at
+/// most 4,096 entries (0 if none).
+fn last_phys_end(segments: &SegmentQueue, max: i64) -> i64 {
+    (0..max)
+        .rev()
+        .take(4096)
+        .filter_map(|o| entry_in(segments, o))
+        .find(|e| !e.is_blank())
+        .map_or(0, |e| e.phys_offset + i64::from(e.size))
+}
 pub use table::ConsumeQueueStore;
 
 #[cfg(test)]

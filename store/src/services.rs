@@ -237,9 +237,11 @@ fn consume_queue_flush_loop(inner: &Inner) {
     let thorough = Duration::from_millis(config.flush_consume_queue_thorough_interval);
     let least = config.flush_consume_queue_least_pages * PAGE_SIZE;
     let mut last_thorough = Instant::now();
+    let mut snapshots = Snapshots::new(config.consume_queue_snapshot_interval);
     while !stopping(inner) {
         inner.sleep(interval);
         inner.queues.tick();
+        snapshots.take_if_due(inner);
         let due = last_thorough.elapsed() >= thorough;
         let flushed = flush_queues_and_checkpoint(inner, if due { 1 } else { least });
         if due {
@@ -249,6 +251,52 @@ fn consume_queue_flush_loop(inner: &Inner) {
             }
         } else if flushed && inner.queues.open_queues() > max_open_queues() {
             close_idle_queues(inner, BUSY_IDLE);
+        }
+    }
+}
+
+/// The running store's ConsumeQueue snapshots (see `consume_queue::summary`).
+struct Snapshots {
+    every: Option<Duration>,
+    last: Instant,
+    /// Where the last one re-dispatches from: nothing new, no new snapshot.
+    last_from: Option<i64>,
+}
+
+impl Snapshots {
+    fn new(interval_ms: u64) -> Self {
+        Self {
+            every: (interval_ms > 0).then(|| Duration::from_millis(interval_ms)),
+            last: Instant::now(),
+            last_from: None,
+        }
+    }
+
+    fn take_if_due(&mut self, inner: &Inner) {
+        let Some(every) = self.every else { return };
+        if self.last.elapsed() < every {
+            return;
+        }
+        self.last = Instant::now();
+        // Noted first: every message below it is in the queues before they are flushed.
+        let from = inner.dispatcher.reput_from();
+        if self.last_from == Some(from) {
+            return;
+        }
+        let started = Instant::now();
+        match inner.queues.write_snapshot(from) {
+            Ok(queues) => {
+                self.last_from = Some(from);
+                tracing::debug!(
+                    queues,
+                    redispatch_from = from,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "consume queue snapshot written"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot write the consume queue snapshot; a crash start would read every queue's files")
+            }
         }
     }
 }

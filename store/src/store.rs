@@ -128,26 +128,25 @@ impl MessageStore {
             config.check_crc_on_recover,
         )?;
         let cq_range = commit_log.min_offset()..outcome.valid_end;
-        let summarized = (!crashed)
-            .then(|| {
-                ConsumeQueueStore::load_summary(
+        let summarized = ConsumeQueueStore::load_summary(
+            &config.consume_queue_dir(),
+            config.mapped_file_size_consume_queue,
+            cq_range.clone(),
+            crashed,
+        );
+        // Never leave a summary a later start could trust.
+        ConsumeQueueStore::discard_summary(&config.consume_queue_dir());
+        let queues_from_summary = summarized.is_some();
+        let (queues, snapshot_from) = match summarized {
+            Some(loaded) => loaded,
+            None => (
+                ConsumeQueueStore::load(
                     &config.consume_queue_dir(),
                     config.mapped_file_size_consume_queue,
-                    cq_range.clone(),
-                )
-            })
-            .flatten();
-        if crashed {
-            ConsumeQueueStore::discard_summary(&config.consume_queue_dir());
-        }
-        let queues_from_summary = summarized.is_some();
-        let queues = match summarized {
-            Some(queues) => queues,
-            None => ConsumeQueueStore::load(
-                &config.consume_queue_dir(),
-                config.mapped_file_size_consume_queue,
-                cq_range,
-            )?,
+                    cq_range,
+                )?,
+                None,
+            ),
         };
         let mut reput_from = commit_log.min_offset();
         for cq in queues.all() {
@@ -155,8 +154,15 @@ impl MessageStore {
         }
         index.truncate(outcome.valid_end)?;
         index.set_resume_point(outcome.valid_end);
-        if crashed {
+        if let Some(from) = snapshot_from {
+            // Every entry below `from` is in the snapshot (flushed); every later one is
+            // written again from the CommitLog.
+            reput_from = from;
+        } else if crashed {
+            // Queues flushed at different times: any may lack entries the scan covers.
             reput_from = reput_from.min(outcome.scan_start);
+        }
+        if crashed {
             // The index thread may have been behind the ConsumeQueues when the broker died.
             if let Some(indexed_to) = index.resume_point() {
                 reput_from = reput_from.min(indexed_to);
@@ -554,6 +560,15 @@ impl MessageStore {
     }
 
     /// ConsumeQueues whose files are open (mapped), and all ConsumeQueues.
+    /// Writes a snapshot of every ConsumeQueue now (the flush service writes one every
+    /// `consumeQueueSnapshotInterval`): a start after a crash then opens no queue's files
+    /// and re-dispatches the CommitLog from it. How many queues it holds. Blocking.
+    pub fn snapshot_consume_queues(&self) -> Result<usize, StoreError> {
+        self.inner
+            .queues
+            .write_snapshot(self.inner.dispatcher.reput_from())
+    }
+
     pub fn consume_queues_open(&self) -> (usize, usize) {
         self.inner.queues.open_count()
     }

@@ -48,6 +48,7 @@ impl MessageStore {
             )));
         }
         let resume_ts = store_time_before(self, offset);
+        let _no_snapshot = inner.queues.hold_snapshots();
         log.truncate_running(offset, resume_ts)?;
         let next_base = log.segments().last().map_or(offset, |f| f.end());
         inner.allocator.discard_after(next_base);

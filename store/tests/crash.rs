@@ -38,6 +38,8 @@ fn body(seq: u64) -> String {
 fn sync_config(dir: &std::path::Path) -> stellmq_store::MessageStoreConfig {
     let mut config = small_config(dir);
     config.flush_disk_type = stellmq_store::FlushDiskType::Sync;
+    // Kills land before and after ConsumeQueue snapshots: both recoveries are exercised.
+    config.consume_queue_snapshot_interval = 50;
     config
 }
 
@@ -167,6 +169,7 @@ fn sigkill_during_sync_writes_loses_no_acknowledged_message() {
     let mut rng = rand::thread_rng();
     let mut all: Vec<Ack> = Vec::new();
     let mut next_seq = 0;
+    let mut from_snapshot = 0;
     for cycle in 0..CYCLES {
         let acks = run_child_and_kill(
             dir.path(),
@@ -180,6 +183,9 @@ fn sigkill_during_sync_writes_loses_no_acknowledged_message() {
         next_seq = acks.iter().map(|a| a.seq + 1).max().unwrap_or(next_seq);
         all.extend(acks);
 
+        if dir.path().join("consumequeue.summary").exists() {
+            from_snapshot += 1;
+        }
         let store = MessageStore::open(sync_config(dir.path())).expect("recovers after SIGKILL");
         assert!(store.wait_dispatched(Duration::from_secs(10)));
         verify(&store, &all);
@@ -222,8 +228,12 @@ fn sigkill_during_sync_writes_loses_no_acknowledged_message() {
         "the writer made progress ({} messages)",
         all.len()
     );
+    assert!(
+        from_snapshot > 0,
+        "no kill came after a ConsumeQueue snapshot: that recovery was not exercised"
+    );
     eprintln!(
-        "crash test: {} acknowledged messages over {CYCLES} SIGKILL cycles, all recovered",
+        "crash test: {from_snapshot} of {CYCLES} recoveries from a snapshot; {} acknowledged messages over {CYCLES} SIGKILL cycles, all recovered",
         all.len()
     );
 }

@@ -274,3 +274,85 @@ async fn a_clean_restart_opens_no_consume_queue_file_and_a_crash_ignores_the_sum
     assert_eq!(first_body(&store, 5, 3), "q5-m0");
     store.shutdown();
 }
+
+/// `per_queue` messages in each of `queues` queues of `topic`, bodies `q<i>-m<j>` with `j`
+/// from `first`.
+async fn fill(store: &MessageStore, topic: &str, queues: i32, first: usize, per_queue: usize) {
+    for q in 0..queues {
+        for j in first..first + per_queue {
+            let body = format!("q{q}-m{j}");
+            let r = store
+                .put_message(message(topic, q, body.as_bytes(), "", "TagA"))
+                .await;
+            assert_eq!(r.status, PutMessageStatus::PutOk);
+        }
+    }
+    assert!(store.wait_dispatched(T));
+}
+
+fn body_at(store: &MessageStore, topic: &str, queue: i32, offset: i64) -> String {
+    let r = store.get_messages(topic, queue, offset, 1, &AcceptAll);
+    assert_eq!(
+        r.status,
+        GetMessageStatus::Found,
+        "{topic} queue {queue} at {offset}"
+    );
+    String::from_utf8(decode(&r.messages[0]).body.to_vec()).expect("utf8")
+}
+
+/// A running store's snapshot lets a start after a crash skip every queue's files: queues
+/// untouched since the snapshot stay closed, and everything written after it (more entries,
+/// files rolled over, a queue created) is dispatched again from the CommitLog.
+#[tokio::test]
+async fn a_crash_start_uses_the_running_snapshot_and_redispatches_what_came_after() {
+    let dir = tempfile::tempdir().expect("dir");
+    let summary = dir.path().join("consumequeue.summary");
+    let kept = dir.path().join("snapshot.kept");
+    {
+        let mut config = small_config(dir.path());
+        config.consume_queue_snapshot_interval = 0;
+        let store = MessageStore::open(config).expect("open");
+        fill(&store, "Quiet", 30, 0, 2).await;
+        fill(&store, "Busy", 4, 0, 30).await;
+        assert_eq!(store.snapshot_consume_queues().expect("snapshot"), 34);
+        std::fs::copy(&summary, &kept).expect("keep the snapshot");
+        // After the snapshot: each Busy queue rolls into new files (50 entries a file), and
+        // a topic appears.
+        fill(&store, "Busy", 4, 30, 45).await;
+        fill(&store, "Late", 2, 0, 3).await;
+        store.shutdown();
+    }
+    // As if the broker had died after the snapshot: its page cache kept what was written.
+    std::fs::rename(&kept, &summary).expect("the snapshot back");
+    crash_marker(dir.path());
+    let store = MessageStore::open(small_config(dir.path())).expect("recover");
+    assert!(!summary.exists(), "taken as it is read");
+    let (open, all) = store.consume_queues_open();
+    assert_eq!(all, 36, "every queue known");
+    assert!(
+        open <= 6,
+        "only queues written after the snapshot were opened ({open} open)"
+    );
+    for q in [0, 13, 29] {
+        assert_eq!(store.max_offset_in_queue("Quiet", q), 2);
+        assert_eq!(body_at(&store, "Quiet", q, 1), format!("q{q}-m1"));
+    }
+    for q in 0..4 {
+        assert_eq!(store.max_offset_in_queue("Busy", q), 75);
+        for offset in [0, 29, 30, 49, 50, 74] {
+            assert_eq!(
+                body_at(&store, "Busy", q, offset),
+                format!("q{q}-m{offset}")
+            );
+        }
+    }
+    for q in 0..2 {
+        assert_eq!(store.max_offset_in_queue("Late", q), 3);
+        assert_eq!(body_at(&store, "Late", q, 2), format!("q{q}-m2"));
+    }
+    // And the queues go on where they were.
+    fill(&store, "Busy", 1, 75, 1).await;
+    assert_eq!(store.max_offset_in_queue("Busy", 0), 76);
+    assert_eq!(body_at(&store, "Busy", 0, 75), "q0-m75");
+    store.shutdown();
+}

@@ -1,13 +1,23 @@
-//! What a clean stop writes of every ConsumeQueue (`consumequeue.summary` beside the
-//! `consumequeue` directory), so that the next start opens none of their files: with a
-//! million queues, reading one file instead of a million directories. A start after a crash
-//! (the `abort` file is there) never uses it and recovers every queue from its files; the
-//! summary is removed as it is read, so a crash later cannot find a stale one.
+//! Every ConsumeQueue in one file (`consumequeue.summary` beside the `consumequeue`
+//! directory), so that a start opens none of their files: with a million queues, reading
+//! one file instead of a million directories. Two kinds:
 //!
-//! Layout (StellMQ's own, little-endian): `SMQCQS01`, the queue count (u64), then per
-//! queue the topic's length (u16) and bytes, the queue id (i32) and six i64 (min logical
-//! offset, max physical end, first and write byte positions, the min entry's physical
-//! offset, the first file's physical end), and last a CRC-32C of everything before it.
+//! - A clean stop's summary: the queues exactly as they were left. Used only by a start
+//!   after a clean stop.
+//! - A running store's snapshot (every `consumeQueueSnapshotInterval`): each queue as far
+//!   as it was flushed, taken after every message below `redispatch_from` was dispatched.
+//!   A start after a crash uses it: the queues start from the snapshot (a queue's files are
+//!   cut back to the snapshot's end when it is next opened) and the CommitLog is
+//!   re-dispatched from `redispatch_from`, which rewrites every later entry.
+//!
+//! The summary is removed as it is read, so a later crash cannot find a stale one.
+//!
+//! Layout (StellMQ's own, little-endian): `SMQCQS02`, `redispatch_from` (i64, -1 for a
+//! clean stop's summary), the queue count (u64), then per queue the topic's length (u16)
+//! and bytes, the queue id (i32) and six i64 (min logical offset, max physical end, first
+//! and write byte positions, the min entry's physical offset, the first file's physical
+//! end), and last a CRC-32C of everything before it. `SMQCQS01` (the same without
+//! `redispatch_from`) is a clean stop's summary of StellMQ before snapshots.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +26,16 @@ use stellmq_protocol::names;
 use super::Closed;
 use crate::error::{IoContext, StoreError};
 
-const MAGIC: &[u8; 8] = b"SMQCQS01";
+const MAGIC: &[u8; 8] = b"SMQCQS02";
+const MAGIC_V1: &[u8; 8] = b"SMQCQS01";
+
+/// The queues of a summary, and where a start after a crash re-dispatches from (`None`:
+/// a clean stop's summary, never used after a crash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub redispatch_from: Option<i64>,
+    pub queues: Vec<QueueSummary>,
+}
 
 /// One queue as a clean stop left it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,9 +52,10 @@ pub fn path_of(dir: &Path) -> PathBuf {
     dir.with_extension("summary")
 }
 
-pub fn encode(queues: &[QueueSummary]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + queues.len() * 72);
+pub fn encode(redispatch_from: Option<i64>, queues: &[QueueSummary]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + queues.len() * 72);
     out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&redispatch_from.unwrap_or(-1).to_le_bytes());
     out.extend_from_slice(&(queues.len() as u64).to_le_bytes());
     for q in queues {
         let topic = q.topic.as_bytes();
@@ -77,16 +97,18 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The queues of a summary; `None` for anything damaged (the caller then reads the files).
-pub fn decode(bytes: &[u8]) -> Option<Vec<QueueSummary>> {
+/// A summary; `None` for anything damaged (the caller then reads the files).
+pub fn decode(bytes: &[u8]) -> Option<Summary> {
     let (body, crc) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
     if crc32c::crc32c(body).to_le_bytes() != crc {
         return None;
     }
     let mut c = Cursor(body);
-    if c.take(MAGIC.len())? != MAGIC {
-        return None;
-    }
+    let redispatch_from = match c.take(MAGIC.len())? {
+        magic if magic == MAGIC => Some(c.i64()?).filter(|from| *from >= 0),
+        magic if magic == MAGIC_V1 => None,
+        _ => return None,
+    };
     let count = u64::from_le_bytes(c.array()?);
     let mut queues = Vec::with_capacity(count.min(1 << 24) as usize);
     for _ in 0..count {
@@ -110,16 +132,23 @@ pub fn decode(bytes: &[u8]) -> Option<Vec<QueueSummary>> {
             },
         });
     }
-    c.0.is_empty().then_some(queues)
+    c.0.is_empty().then_some(Summary {
+        redispatch_from,
+        queues,
+    })
 }
 
 /// Writes the summary durably (a temporary file, synced, then renamed over).
-pub fn write(path: &Path, queues: &[QueueSummary]) -> Result<(), StoreError> {
-    stellmq_config::write_atomically(path, &encode(queues)).at(path)
+pub fn write(
+    path: &Path,
+    redispatch_from: Option<i64>,
+    queues: &[QueueSummary],
+) -> Result<(), StoreError> {
+    stellmq_config::write_atomically(path, &encode(redispatch_from, queues)).at(path)
 }
 
 /// Reads and removes the summary; `None` when there is none or it is damaged.
-pub fn take(path: &Path) -> Option<Vec<QueueSummary>> {
+pub fn take(path: &Path) -> Option<Summary> {
     let bytes = std::fs::read(path).ok()?;
     if let Err(e) = std::fs::remove_file(path) {
         tracing::warn!(file = %path.display(), error = %e, "cannot remove the ConsumeQueue summary; reading the queues' files instead");
@@ -153,10 +182,25 @@ mod tests {
             .collect()
     }
 
+    fn clean(queues: Vec<QueueSummary>) -> Option<Summary> {
+        Some(Summary {
+            redispatch_from: None,
+            queues,
+        })
+    }
+
+    #[test]
+    fn a_snapshot_keeps_where_to_redispatch_from() {
+        let bytes = encode(Some(4096), &sample());
+        let summary = decode(&bytes).expect("a summary");
+        assert_eq!(summary.redispatch_from, Some(4096));
+        assert_eq!(summary.queues, sample());
+    }
+
     #[test]
     fn a_summary_round_trips_and_any_damage_is_refused() {
-        let bytes = encode(&sample());
-        assert_eq!(decode(&bytes), Some(sample()));
+        let bytes = encode(None, &sample());
+        assert_eq!(decode(&bytes), clean(sample()));
         for at in [0, 9, 20, bytes.len() - 1] {
             let mut bad = bytes.clone();
             bad[at] ^= 1;
@@ -166,7 +210,7 @@ mod tests {
         let mut escaping = sample();
         escaping[1].topic = "../outside".into();
         assert_eq!(
-            decode(&encode(&escaping)),
+            decode(&encode(None, &escaping)),
             None,
             "a name that leaves the store"
         );

@@ -23,6 +23,11 @@ pub struct ConsumeQueueStore {
     pub(super) dir_syncs: Arc<PendingDirSyncs>,
     /// Queues with open files.
     open_queues: Arc<AtomicUsize>,
+    /// The CommitLog's valid end when the store opened: a queue created later over files
+    /// already there (a crash start from a snapshot) is recovered against it.
+    log_end_at_start: i64,
+    /// Held while a snapshot is written, and while the CommitLog is cut back.
+    snapshot_lock: parking_lot::Mutex<()>,
 }
 
 impl ConsumeQueueStore {
@@ -79,29 +84,50 @@ impl ConsumeQueueStore {
             queues: RwLock::new(queues),
             dir_syncs,
             open_queues,
+            log_end_at_start: commit_log.end,
+            snapshot_lock: parking_lot::Mutex::new(()),
         })
     }
 
-    /// The queues a clean stop summarized (see [`super::summary`]), their files untouched;
-    /// `None` when there is no usable summary or it does not fit the CommitLog's valid
-    /// range (then [`Self::load`] reads the files). The summary is gone once read.
+    /// The queues of the summary (see [`super::summary`]), their files untouched, and where
+    /// to re-dispatch from when it is a running store's snapshot. `None` when there is no
+    /// usable summary: none, damaged, a clean stop's after a crash (`crashed`), or one that
+    /// does not fit the CommitLog's valid range (then [`Self::load`] reads the files). The
+    /// summary is gone once read.
     pub fn load_summary(
         dir: &Path,
         file_size: usize,
         commit_log: std::ops::Range<i64>,
-    ) -> Option<Self> {
-        let summaries = super::summary::take(&super::summary::path_of(dir))?;
-        if summaries.iter().any(|s| s.max_phys > commit_log.end) {
+        crashed: bool,
+    ) -> Option<(Self, Option<i64>)> {
+        let summary = super::summary::take(&super::summary::path_of(dir))?;
+        let from = summary.redispatch_from;
+        if crashed && from.is_none() {
+            return None;
+        }
+        if from.is_some_and(|f| f > commit_log.end)
+            || summary.queues.iter().any(|s| s.max_phys > commit_log.end)
+        {
             tracing::warn!("the ConsumeQueue summary is ahead of the CommitLog; reading the queues' files instead");
             return None;
         }
         let dir_syncs = Arc::new(PendingDirSyncs::default());
         let open_queues = Arc::new(AtomicUsize::new(0));
         let mut queues: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
-        for summary in summaries {
+        // A topic deleted after a snapshot has no directory left: its queues are gone.
+        let mut topic_exists: HashMap<String, bool> = HashMap::new();
+        for summary in summary.queues {
             let (topic, queue_id) = (summary.topic.clone(), summary.queue_id);
+            if from.is_some()
+                && !*topic_exists
+                    .entry(topic.clone())
+                    .or_insert_with(|| dir.join(&topic).is_dir())
+            {
+                continue;
+            }
             let cq = ConsumeQueue::from_summary(
                 summary,
+                from.is_some(),
                 dir,
                 file_size,
                 dir_syncs.clone(),
@@ -113,13 +139,16 @@ impl ConsumeQueueStore {
                 .or_default()
                 .insert(queue_id, Arc::new(cq));
         }
-        Some(Self {
+        let store = Self {
             dir: dir.to_owned(),
             file_size,
             queues: RwLock::new(queues),
             dir_syncs,
             open_queues,
-        })
+            log_end_at_start: commit_log.end,
+            snapshot_lock: parking_lot::Mutex::new(()),
+        };
+        Some((store, from))
     }
 
     /// Summarizes every queue for the next start (at a clean stop, after the final flush);
@@ -131,11 +160,44 @@ impl ConsumeQueueStore {
             let _ = std::fs::remove_file(&path);
             return Ok(false);
         };
-        super::summary::write(&path, &summaries).inspect_err(|_| {
+        super::summary::write(&path, None, &summaries).inspect_err(|_| {
             // Never leave an older summary for a start that would trust it.
             let _ = std::fs::remove_file(&path);
         })?;
         Ok(true)
+    }
+
+    /// Writes a running store's snapshot (see [`super::summary`]): every message below
+    /// `redispatch_from` is dispatched. Each queue is flushed, its flushed state noted, and
+    /// the directories of every file the snapshot names synced, before the snapshot
+    /// replaces the previous one; a failure leaves the previous one (still valid: it only
+    /// re-dispatches more).
+    pub fn write_snapshot(&self, redispatch_from: i64) -> Result<usize, StoreError> {
+        let _writing = self.snapshot_lock.lock();
+        let all = self.all();
+        let mut queues = Vec::with_capacity(all.len());
+        for cq in &all {
+            cq.flush().map_err(|e| StoreError::Io {
+                path: self.dir.join(cq.topic()),
+                source: e,
+            })?;
+            queues.push(cq.snapshot());
+        }
+        self.sync_new_dirs()?;
+        super::summary::write(
+            &super::summary::path_of(&self.dir),
+            Some(redispatch_from),
+            &queues,
+        )?;
+        Ok(queues.len())
+    }
+
+    /// Removes the snapshot and holds off new ones while the guard lives: the CommitLog is
+    /// being cut back, which no snapshot taken before may survive.
+    pub fn hold_snapshots(&self) -> parking_lot::MutexGuard<'_, ()> {
+        let guard = self.snapshot_lock.lock();
+        Self::discard_summary(&self.dir);
+        guard
     }
 
     /// Removes a summary a start does not use (after a crash), so no later start can.
@@ -165,14 +227,20 @@ impl ConsumeQueueStore {
         // Its directories are made outside the lock every lookup takes (only the
         // dispatcher creates queues; a racing creator's copy, unwritten, is dropped).
         let dir = self.dir.join(topic).join(queue_id.to_string());
-        let cq = Arc::new(ConsumeQueue::open(
+        let cq = ConsumeQueue::open(
             &dir,
             topic,
             queue_id,
             self.file_size,
             self.dir_syncs.clone(),
             self.open_queues.clone(),
-        )?);
+        )?;
+        if cq.has_files() {
+            // Files of a queue no snapshot knew (created after it, before a crash): find
+            // their written end as a crash start does.
+            cq.recover(self.log_end_at_start)?;
+        }
+        let cq = Arc::new(cq);
         let mut queues = self.queues.write();
         let by_id = queues.entry(topic.to_owned()).or_default();
         Ok(by_id.entry(queue_id).or_insert(cq).clone())
