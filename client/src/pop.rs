@@ -290,6 +290,7 @@ impl PopClient {
             queue_id: extra.queue_id,
             extra_info: extra_info.to_owned(),
             offset: queue_offset(&extra)?,
+            lite_topic: None,
         };
         let response = self
             .call(addr, request(RequestCode::ACK_MESSAGE, &header), timeout)
@@ -374,6 +375,7 @@ impl PopClient {
             extra_info: extra_info.to_owned(),
             offset,
             invisible_time: invisible_time_ms,
+            lite_topic: None,
         };
         let response = self
             .call(

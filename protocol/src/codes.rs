@@ -220,6 +220,17 @@ code_table! {
         NOTIFICATION = 200054,
         POLLING_INFO = 200055,
         POP_ROLLBACK = 200056,
+        /// RocketMQ 5.5 lite topics.
+        POP_LITE_MESSAGE = 200070,
+        LITE_SUBSCRIPTION_CTL = 200071,
+        ACK_LITE_MESSAGE = 200072,
+        NOTIFY_UNSUBSCRIBE_LITE = 200073,
+        GET_BROKER_LITE_INFO = 200074,
+        GET_PARENT_TOPIC_INFO = 200075,
+        GET_LITE_TOPIC_INFO = 200076,
+        GET_LITE_CLIENT_INFO = 200077,
+        GET_LITE_GROUP_INFO = 200078,
+        TRIGGER_LITE_DISPATCH = 200079,
         BATCH_ACK_MESSAGE = 200151,
         /// StellMQ private (no RocketMQ code uses 42xxx): Raft AppendEntries between controllers.
         STELLMQ_CONTROLLER_RAFT_APPEND = 42001,
@@ -300,6 +311,9 @@ code_table! {
         CONTROLLER_BROKER_ID_INVALID = 2014,
         CONTROLLER_JRAFT_INTERNAL_ERROR = 2015,
         CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS = 2016,
+        /// 5.5 lite topics: too many light message queues, too many lite subscriptions.
+        LMQ_QUOTA_EXCEEDED = 2017,
+        LITE_SUBSCRIPTION_QUOTA_EXCEEDED = 2018,
     }
 }
 

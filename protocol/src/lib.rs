@@ -10,6 +10,7 @@ pub mod header_binary;
 pub mod header_json;
 pub mod headers;
 pub mod language;
+pub mod lite;
 pub mod message;
 pub mod names;
 pub mod pop;

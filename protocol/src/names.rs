@@ -105,7 +105,10 @@ pub fn check_group(name: &str) -> Result<(), NameError> {
 /// Whether `name` is usable as one directory name inside the store (the last defence of the
 /// store itself: the pattern excludes `/`, `.` and NUL, and the length fits a file name).
 pub fn is_safe_file_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= DERIVED_TOPIC_MAX_LEN && name.bytes().all(is_name_byte)
+    // `$` is no topic's, but lite topics' LMQs are named with it (`%LMQ%$parent$lite`).
+    !name.is_empty()
+        && name.len() <= DERIVED_TOPIC_MAX_LEN
+        && name.bytes().all(|b| is_name_byte(b) || b == b'$')
 }
 
 pub fn is_retry_or_dlq(topic: &str) -> bool {

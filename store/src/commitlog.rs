@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use stellmq_protocol::lite::{LMQ_DISPATCH_SEPARATOR, LMQ_QUEUE_ID};
 use stellmq_protocol::message::record::{self, encode_record, RecordHead, BLANK_MAGIC};
-use stellmq_protocol::message::{body_crc, sys_flag, MessageVersion};
+use stellmq_protocol::message::{body_crc, property, sys_flag, MessageVersion, Properties};
 use stellmq_protocol::names;
 
 use crate::consume_queue::ConsumeQueueStore;
@@ -71,6 +72,52 @@ struct Prepared {
     body_crc: u32,
     /// Gets a ConsumeQueue entry (not a prepared or rolled-back transaction message).
     dispatched: bool,
+    /// The light message queues (`INNER_MULTI_DISPATCH`) it also goes to: its offset in
+    /// each is assigned under the lock and stored as `INNER_MULTI_QUEUE_OFFSET`.
+    lmqs: Vec<String>,
+}
+
+/// The light message queues a message's properties name, checked as queue names.
+fn multi_dispatch_of(properties: &str) -> Result<Vec<String>, AppendError> {
+    // Most messages name none: skip the parse.
+    if !properties.contains(property::INNER_MULTI_DISPATCH) {
+        return Ok(Vec::new());
+    }
+    let props = Properties::decode(properties);
+    let Some(value) = props.get(property::INNER_MULTI_DISPATCH) else {
+        return Ok(Vec::new());
+    };
+    let lmqs: Vec<String> = value
+        .split(LMQ_DISPATCH_SEPARATOR)
+        .filter(|q| !q.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if let Some(bad) = lmqs.iter().find(|q| !names::is_safe_file_name(q)) {
+        return Err(AppendError::MessageIllegal(format!(
+            "light message queue {bad:?} is not a valid queue name"
+        )));
+    }
+    Ok(lmqs)
+}
+
+/// `properties` with the offsets of a message in its light message queues.
+fn with_lmq_offsets(properties: &str, offsets: &[i64]) -> String {
+    let value = offsets
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    // Appended, not re-encoded: the rest stays byte for byte, and as the last entry of its
+    // name it is the one readers take.
+    let separator = if properties.is_empty() || properties.ends_with('\u{2}') {
+        ""
+    } else {
+        "\u{2}"
+    };
+    format!(
+        "{properties}{separator}{}\u{1}{value}\u{2}",
+        property::INNER_MULTI_QUEUE_OFFSET
+    )
 }
 
 /// Why replicated bytes were refused.
@@ -253,6 +300,12 @@ impl CommitLog {
                 )));
             }
             let kind = sys_flag::transaction_type(m.sys_flag);
+            let lmqs = multi_dispatch_of(&m.properties)?;
+            if !lmqs.is_empty() && msgs.len() > 1 {
+                return Err(AppendError::MessageIllegal(
+                    "a batch cannot be dispatched to light message queues".into(),
+                ));
+            }
             prepared.push(Prepared {
                 len: record::record_len(
                     &m.born_host,
@@ -265,6 +318,7 @@ impl CommitLog {
                 body_crc: body_crc(&m.body),
                 dispatched: kind == sys_flag::TRANSACTION_NOT_TYPE
                     || kind == sys_flag::TRANSACTION_COMMIT_TYPE,
+                lmqs,
             });
         }
         let total: usize = prepared.iter().map(|p| p.len).sum();
@@ -289,6 +343,29 @@ impl CommitLog {
         let Some(first) = msgs.first() else {
             return Err(AppendError::MessageIllegal("nothing to append".into()));
         };
+        // A message to light message queues (one message, never a batch) learns its
+        // offset in each now, under the lock, and carries them: its record grows.
+        let lmq_offsets: Vec<i64> = match prepared.first() {
+            Some(p) if p.dispatched && !p.lmqs.is_empty() => p
+                .lmqs
+                .iter()
+                .map(|q| state.next_queue_offset(q, LMQ_QUEUE_ID, queues))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let lmq_properties =
+            (!lmq_offsets.is_empty()).then(|| with_lmq_offsets(&first.properties, &lmq_offsets));
+        let mut lengths: Vec<usize> = prepared.iter().map(|p| p.len).collect();
+        let mut total = total;
+        if let (Some(props), Some(len)) = (&lmq_properties, lengths.first_mut()) {
+            if props.len() > record::MAX_PROPERTIES_LEN {
+                return Err(AppendError::PropertiesTooLong);
+            }
+            // The record holds the properties: it grows by what was appended to them.
+            let grown = *len + (props.len() - first.properties.len());
+            total = total - *len + grown;
+            *len = grown;
+        }
         let file = self.writable_file(total)?;
         let next_queue_offset = state.next_queue_offset(&first.topic, first.queue_id, queues);
         let store_timestamp = now.max(self.last_store_timestamp());
@@ -298,7 +375,11 @@ impl CommitLog {
         let mut encode_error = None;
         file.append(total, |mut region| {
             let mut phys = base;
-            for (m, p) in msgs.iter().zip(prepared) {
+            for ((m, p), len) in msgs.iter().zip(prepared).zip(&lengths) {
+                let properties = match &lmq_properties {
+                    Some(props) if std::ptr::eq(m, first) => props.as_str(),
+                    _ => m.properties.as_str(),
+                };
                 let head = RecordHead {
                     body_crc: p.body_crc,
                     queue_id: m.queue_id,
@@ -313,13 +394,12 @@ impl CommitLog {
                     reconsume_times: m.reconsume_times,
                     prepared_transaction_offset: m.prepared_transaction_offset,
                 };
-                if let Err(e) = encode_record(&head, &m.body, &m.topic, &m.properties, &mut region)
-                {
+                if let Err(e) = encode_record(&head, &m.body, &m.topic, properties, &mut region) {
                     encode_error = Some(e.to_string());
                     return;
                 }
                 phys_offsets.push(phys);
-                phys += p.len as i64;
+                phys += *len as i64;
                 if p.dispatched {
                     queue_offset += 1;
                 }
@@ -331,6 +411,11 @@ impl CommitLog {
             return Err(AppendError::MessageIllegal(e));
         }
         state.set_next_queue_offset(&first.topic, first.queue_id, queue_offset);
+        if let Some(p) = prepared.first() {
+            for (q, offset) in p.lmqs.iter().zip(&lmq_offsets) {
+                state.set_next_queue_offset(q, LMQ_QUEUE_ID, offset + 1);
+            }
+        }
         file.set_last_store_timestamp(store_timestamp);
         self.last_store_timestamp
             .store(store_timestamp, Ordering::Release);

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
+use stellmq_protocol::lite::{LMQ_DISPATCH_SEPARATOR, LMQ_QUEUE_ID};
 use stellmq_protocol::message::{
     delay_level_of, property, split_keys, sys_flag, tags_code, RecordView,
 };
@@ -45,6 +46,9 @@ pub struct DispatchRequest<'a> {
     pub uniq_key: Option<&'a str>,
     pub to_consume_queue: bool,
     pub to_index: bool,
+    /// `INNER_MULTI_DISPATCH` and `INNER_MULTI_QUEUE_OFFSET`: the light message queues
+    /// (lite topics) the message also goes to, and its offset in each.
+    pub multi_dispatch: Option<(&'a str, &'a str)>,
 }
 
 impl<'a> DispatchRequest<'a> {
@@ -71,7 +75,19 @@ impl<'a> DispatchRequest<'a> {
             to_consume_queue: kind == sys_flag::TRANSACTION_NOT_TYPE
                 || kind == sys_flag::TRANSACTION_COMMIT_TYPE,
             to_index: kind != sys_flag::TRANSACTION_ROLLBACK_TYPE,
+            multi_dispatch: props.multi_dispatch.zip(props.multi_offsets),
         }
+    }
+
+    /// The light message queues the message also goes to, with its offset in each;
+    /// entries whose offset does not parse are left out.
+    pub fn lmq_entries(&self) -> impl Iterator<Item = (&'a str, i64)> {
+        let (queues, offsets) = self.multi_dispatch.unwrap_or(("", ""));
+        queues
+            .split(LMQ_DISPATCH_SEPARATOR)
+            .zip(offsets.split(LMQ_DISPATCH_SEPARATOR))
+            .filter(|(q, _)| !q.is_empty())
+            .filter_map(|(q, o)| Some((q, o.trim().parse::<i64>().ok()?)))
     }
 
     /// Appends the message's index entries (`topic#key` for each key of `KEYS`, then for
@@ -97,6 +113,8 @@ struct DispatchProperties<'a> {
     keys: Option<&'a str>,
     uniq_key: Option<&'a str>,
     delay: Option<&'a str>,
+    multi_dispatch: Option<&'a str>,
+    multi_offsets: Option<&'a str>,
 }
 
 impl<'a> DispatchProperties<'a> {
@@ -108,6 +126,8 @@ impl<'a> DispatchProperties<'a> {
                 property::KEYS => &mut found.keys,
                 property::UNIQ_KEY => &mut found.uniq_key,
                 property::DELAY => &mut found.delay,
+                property::INNER_MULTI_DISPATCH => &mut found.multi_dispatch,
+                property::INNER_MULTI_QUEUE_OFFSET => &mut found.multi_offsets,
                 _ => continue,
             };
             // The last entry of a name counts, as in `Properties::decode`.
@@ -249,7 +269,32 @@ impl Dispatcher {
         jobs: &mut Vec<IndexEntry>,
     ) -> Result<(), StoreError> {
         if req.to_consume_queue {
-            match put_entry(queues, &req) {
+            for (lmq, offset) in req.lmq_entries() {
+                let entry = QueueEntry {
+                    topic: lmq,
+                    queue_id: LMQ_QUEUE_ID,
+                    offset,
+                    ..QueueEntry::of(&req)
+                };
+                match put_entry(queues, &entry) {
+                    Ok(()) => {
+                        if let Some(listener) = listener {
+                            listener.arriving(
+                                lmq,
+                                LMQ_QUEUE_ID,
+                                offset + 1,
+                                req.tags_code,
+                                req.store_timestamp,
+                            );
+                        }
+                    }
+                    Err(StoreError::UnsafeName(name)) => {
+                        tracing::error!(offset = req.phys_offset, queue = %name, "record names no valid light message queue; not dispatched there");
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            match put_entry(queues, &QueueEntry::of(&req)) {
                 Ok(()) => {}
                 // A record no queue can hold (only a foreign or corrupt log has one): skip
                 // it rather than stop dispatching for everyone.
@@ -299,10 +344,34 @@ fn hand_over(index: IndexSink<'_>, jobs: Vec<IndexEntry>) {
     }
 }
 
-/// Writes `req`'s ConsumeQueue entry. Out of file descriptors, the idle queues' files are
+/// One ConsumeQueue entry to write.
+struct QueueEntry<'a> {
+    topic: &'a str,
+    queue_id: i32,
+    offset: i64,
+    phys_offset: i64,
+    size: i32,
+    tags_code: i64,
+}
+
+impl<'a> QueueEntry<'a> {
+    /// The entry of the message's own queue.
+    fn of(req: &DispatchRequest<'a>) -> Self {
+        Self {
+            topic: req.topic,
+            queue_id: req.queue_id,
+            offset: req.queue_offset,
+            phys_offset: req.phys_offset,
+            size: req.size,
+            tags_code: req.tags_code,
+        }
+    }
+}
+
+/// Writes one ConsumeQueue entry. Out of file descriptors, the idle queues' files are
 /// closed (they reopen at their next use) and the entry tried once more, rather than
 /// dispatching stop for everyone.
-fn put_entry(queues: &ConsumeQueueStore, req: &DispatchRequest<'_>) -> Result<(), StoreError> {
+fn put_entry(queues: &ConsumeQueueStore, req: &QueueEntry<'_>) -> Result<(), StoreError> {
     // A burst of new queues opens them faster than the flush service's passes close idle
     // ones: past twice the bound, close every idle one now (each then waits for another
     // bound's worth of opens, so the walks stay linear in the queues opened).
@@ -312,7 +381,7 @@ fn put_entry(queues: &ConsumeQueueStore, req: &DispatchRequest<'_>) -> Result<()
     let put = || {
         queues
             .find_or_create(req.topic, req.queue_id)
-            .and_then(|cq| cq.put(req.queue_offset, req.phys_offset, req.size, req.tags_code))
+            .and_then(|cq| cq.put(req.offset, req.phys_offset, req.size, req.tags_code))
     };
     match put() {
         Err(e) if e.is_out_of_file_resources() => {

@@ -66,6 +66,9 @@ command_header! {
         required extra_info: String = "extraInfo",
         /// The message's queue offset.
         required offset: i64 = "offset",
+        /// RocketMQ 5.5: the lite topic of a lite consumer's message (its queue offset is then
+        /// the light message queue's).
+        optional lite_topic: String = "liteTopic",
     }
 }
 
@@ -79,6 +82,46 @@ command_header! {
         required offset: i64 = "offset",
         /// The new invisible time (ms), counted from now.
         required invisible_time: i64 = "invisibleTime",
+        /// RocketMQ 5.5: as [`AckMessageRequestHeader::lite_topic`].
+        optional lite_topic: String = "liteTopic",
+    }
+}
+
+command_header! {
+    /// POP_LITE_MESSAGE (200070): a lite consumer's POP of the lite topics it subscribed to
+    /// under `topic` (the parent).
+    pub struct PopLiteMessageRequestHeader {
+        required client_id: String = "clientId",
+        required consumer_group: String = "consumerGroup",
+        required topic: String = "topic",
+        required max_msg_num: i32 = "maxMsgNum",
+        required invisible_time: i64 = "invisibleTime",
+        required poll_time: i64 = "pollTime",
+        required born_time: i64 = "bornTime",
+        optional attempt_id: String = "attemptId",
+    }
+}
+
+command_header! {
+    /// POP_LITE_MESSAGE's answer. `orderCountInfo`: each message's earlier deliveries, in
+    /// body order, `;` separated.
+    pub struct PopLiteMessageResponseHeader {
+        required pop_time: i64 = "popTime",
+        required invisible_time: i64 = "invisibleTime",
+        required revive_qid: i32 = "reviveQid",
+        optional start_offset_info: String = "startOffsetInfo",
+        optional msg_offset_info: String = "msgOffsetInfo",
+        optional order_count_info: String = "orderCountInfo",
+    }
+}
+
+command_header! {
+    /// NOTIFY_UNSUBSCRIBE_LITE (200073), broker to client: the client no longer receives
+    /// `liteTopic` (another client of its group took it over).
+    pub struct NotifyUnsubscribeLiteRequestHeader {
+        required lite_topic: String = "liteTopic",
+        required consumer_group: String = "consumerGroup",
+        required client_id: String = "clientId",
     }
 }
 

@@ -42,6 +42,10 @@ pub mod keys {
     pub const PRIORITY: &str = "_SYS_MSG_PRIORITY_";
     /// RocketMQ 5.5's lite topic of a message (`PROPERTY_LITE_TOPIC`).
     pub const LITE_TOPIC: &str = "__LITE_TOPIC";
+    /// The light message queues (LMQ) a message is also dispatched to, comma separated, and
+    /// its offset in each (the store fills the offsets in as it appends).
+    pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
+    pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
     /// A timer message's due time, and its delay in seconds or milliseconds.
     pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
     pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";

@@ -139,6 +139,7 @@ impl Cluster {
             queue_id: handle.queue_id,
             extra_info: handle.to_string(),
             offset: handle.queue_offset.unwrap_or(handle.ck_queue_offset),
+            lite_topic: None,
         };
         let command = RemotingCommand::request(RequestCode::ACK_MESSAGE, header.to_ext_fields());
         self.call_broker(topic, &addr, command).await?;
@@ -163,6 +164,7 @@ impl Cluster {
             extra_info: handle.to_string(),
             offset,
             invisible_time: invisible_time_ms,
+            lite_topic: None,
         };
         let command = RemotingCommand::request(
             RequestCode::CHANGE_MESSAGE_INVISIBLETIME,

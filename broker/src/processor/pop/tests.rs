@@ -96,6 +96,7 @@ fn ack_request(group: &str, m: &Popped) -> RemotingCommand {
         queue_id: extra.queue_id,
         extra_info: m.handle.clone(),
         offset: extra.queue_offset.expect("an eight-field handle"),
+        lite_topic: None,
     };
     RemotingCommand::request(RequestCode::ACK_MESSAGE, header.to_ext_fields())
 }
@@ -118,6 +119,7 @@ async fn change(
         extra_info: m.handle.clone(),
         offset: extra.queue_offset.expect("an eight-field handle"),
         invisible_time: invisible_ms,
+        lite_topic: None,
     };
     let response = broker
         .call(RemotingCommand::request(

@@ -13,6 +13,7 @@ use stellmq_remoting::protocol::headers::{
     CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader,
     SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
+use stellmq_remoting::protocol::lite::{check_lite_topic, lmq_name, MAX_LITE_TOPIC_SIZE};
 use stellmq_remoting::protocol::message::{
     batch, delay_level_of, id, priority_of, property, sys_flag, wait_store_ok, MessageKind,
     MessageRecord, Properties, PropertyLookup,
@@ -123,6 +124,18 @@ fn place_by_priority(target: &mut Target, props: &mut SendProperties<'_>) {
     } else {
         props.to_mut().remove(property::PRIORITY);
     }
+}
+
+/// RocketMQ 5.5: a message naming a lite topic (`__LITE_TOPIC`) also goes to that lite
+/// topic's light message queue, `%LMQ%$<topic>$<lite>`. The name becomes a directory: it
+/// is checked with RocketMQ's rule first.
+fn lite_queue(topic: &str, props: &SendProperties<'_>) -> Result<Option<String>, ProcessorError> {
+    let Some(lite) = props.get(property::LITE_TOPIC) else {
+        return Ok(None);
+    };
+    check_lite_topic(lite, MAX_LITE_TOPIC_SIZE)
+        .map_err(|reason| ProcessorError::new(ResponseCode::MESSAGE_ILLEGAL, reason))?;
+    Ok(Some(lmq_name(topic, lite)))
 }
 
 /// What a send needs of its topic's config (read without cloning the config).
@@ -385,6 +398,7 @@ impl SendProcessor {
             self.redirect_retry(&request, &h, &mut target, &mut props)?;
         }
         place_by_priority(&mut target, &mut props);
+        let lmq = lite_queue(&target.topic, &props)?;
         let mut msg = self.base_message(&ctx, &h, &target, request.body.clone());
         msg.wait_store_ok = wait_store_ok(&props);
         let mut recall = None;
@@ -400,7 +414,7 @@ impl SendProcessor {
         } else if let Some(level) = self.delay_level(&msg, &props) {
             Self::park_delayed(&mut msg, props.to_mut(), level);
         }
-        msg.properties = props.encode_stored(&self.identity.cluster_name);
+        msg.properties = props.encode_stored(&self.identity.cluster_name, lmq.as_deref());
         let result = self.writer.put_for(&ctx, vec![msg]).await;
         let mut response = self.respond(&request, &target, result, message_type)?;
         if let (Some(handle), Some(answer)) = (recall, response.as_mut()) {

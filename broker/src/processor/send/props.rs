@@ -41,29 +41,50 @@ impl<'a> SendProperties<'a> {
             .chain(self.owned.iter())
     }
 
-    /// What the broker stores: the sender's properties without `WAIT`, with its `CLUSTER`.
-    pub fn encode_stored(mut self, cluster: &str) -> String {
+    /// What the broker stores: the sender's properties without `WAIT` and without the
+    /// light message queues a sender may not name itself, with its `CLUSTER`, and with
+    /// `lmq` (a lite topic's light message queue) as the one to dispatch to.
+    pub fn encode_stored(mut self, cluster: &str, lmq: Option<&str>) -> String {
+        let mut added = vec![(property::CLUSTER, cluster)];
+        if let Some(lmq) = lmq {
+            added.push((property::INNER_MULTI_DISPATCH, lmq));
+        }
         match &self.view {
-            Some(view) => view.encode_with(&[property::WAIT], &[(property::CLUSTER, cluster)]),
+            Some(view) => view.encode_with(STRIPPED, &added),
             None => {
-                self.owned.remove(property::WAIT);
-                self.owned.insert(property::CLUSTER, cluster);
+                for name in STRIPPED {
+                    self.owned.remove(name);
+                }
+                for (name, value) in added {
+                    self.owned.insert(name, value);
+                }
                 self.owned.encode()
             }
         }
     }
 }
 
+/// Properties a sender's message never keeps: `WAIT` (for this broker only) and the
+/// light message queues with their offsets (the broker names them, for lite topics).
+const STRIPPED: &[&str] = &[
+    property::WAIT,
+    property::INNER_MULTI_DISPATCH,
+    property::INNER_MULTI_QUEUE_OFFSET,
+];
+
 /// A batch item's properties as stored: its own, with the batch's `shared` ones replacing
 /// any of the same name. None for an item with a delay level (batches cannot be delayed).
 pub(super) fn batch_item_properties(text: &str, shared: &[(&str, &str)]) -> Option<String> {
     match PropertyView::parse(text) {
         Some(view) if delay_level_of(view.get(property::DELAY)) > 0 => None,
-        Some(view) => Some(view.encode_with(&[], shared)),
+        Some(view) => Some(view.encode_with(STRIPPED, shared)),
         None => {
             let mut props = Properties::decode(text);
             if props.delay_level() > 0 {
                 return None;
+            }
+            for name in STRIPPED {
+                props.remove(name);
             }
             for (name, value) in shared {
                 props.insert(*name, *value);
@@ -87,7 +108,7 @@ mod tests {
     use super::*;
 
     fn stored(text: &str) -> Properties {
-        Properties::decode(&SendProperties::read(text).encode_stored("c1"))
+        Properties::decode(&SendProperties::read(text).encode_stored("c1", None))
     }
 
     #[test]
@@ -132,7 +153,7 @@ mod tests {
         assert_eq!(props.get("DELAY"), None);
         assert_eq!(props.iter().count(), 1);
         assert_eq!(
-            Properties::decode(&props.encode_stored("c")).get("CLUSTER"),
+            Properties::decode(&props.encode_stored("c", None)).get("CLUSTER"),
             Some("c")
         );
     }

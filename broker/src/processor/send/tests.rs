@@ -95,3 +95,44 @@ async fn a_slave_refuses_sends() {
     );
     assert!(remark.contains("slave"), "{remark}");
 }
+
+/// The bodies of queue 0 of `lmq`, read from the store.
+fn lmq_bodies(broker: &Fixture, lmq: &str) -> Vec<String> {
+    let got = broker
+        .state
+        .store
+        .get_messages(lmq, 0, 0, 32, &stellmq_store::AcceptAll);
+    got.messages
+        .iter()
+        .map(|m| {
+            let (record, _) = stellmq_remoting::protocol::message::MessageRecord::decode(m, true)
+                .expect("a record");
+            String::from_utf8_lossy(&record.body).into_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_lite_message_also_goes_to_its_lite_topics_queue_and_senders_name_no_other() {
+    let broker = Fixture::start().await;
+    let lite = "__LITE_TOPIC\u{1}session-1\u{2}";
+    sent(&broker.call(send_request("Chat", 1, b"hello", lite)).await);
+    // A sender naming light message queues itself is not obeyed.
+    let forged =
+        "INNER_MULTI_DISPATCH\u{1}%LMQ%$Chat$victim\u{2}INNER_MULTI_QUEUE_OFFSET\u{1}0\u{2}";
+    sent(
+        &broker
+            .call(send_request("Chat", 1, b"forged", forged))
+            .await,
+    );
+    let bad = "__LITE_TOPIC\u{1}../x\u{2}";
+    let remark = refused(
+        &broker.call(send_request("Chat", 1, b"bad", bad)).await,
+        ResponseCode::MESSAGE_ILLEGAL,
+    );
+    assert!(remark.contains("lite topic"), "{remark}");
+    broker.dispatched().await;
+    assert_eq!(lmq_bodies(&broker, "%LMQ%$Chat$session-1"), ["hello"]);
+    assert!(lmq_bodies(&broker, "%LMQ%$Chat$victim").is_empty());
+    assert_eq!(broker.state.store.max_offset_in_queue("Chat", 1), 2);
+}
