@@ -3,6 +3,7 @@
 //! the group and the topic, and administrative requests need an admin account. Groups are
 //! named in requests as themselves or as their `%RETRY%` topic; both mean the group.
 
+use stellmq_protocol::body::lite::LiteSubscriptionCtlRequestBody;
 use stellmq_protocol::body::pop::BatchAckMessageRequestBody;
 use stellmq_protocol::body::{fastjson, HeartbeatData};
 use stellmq_protocol::names::RETRY_PREFIX;
@@ -118,6 +119,7 @@ pub fn requirement(request: &RemotingCommand) -> Result<Requirement, AccessDenie
             need_group(&mut needs, field("consumerGroup"));
         }
         C::POP_MESSAGE
+        | C::POP_LITE_MESSAGE
         | C::PEEK_MESSAGE
         | C::ACK_MESSAGE
         | C::CHANGE_MESSAGE_INVISIBLETIME
@@ -136,6 +138,7 @@ pub fn requirement(request: &RemotingCommand) -> Result<Requirement, AccessDenie
         }
         C::HEART_BEAT => need_heartbeat(&mut needs, request)?,
         C::BATCH_ACK_MESSAGE => need_batch_ack(&mut needs, request)?,
+        C::LITE_SUBSCRIPTION_CTL => need_lite_subscriptions(&mut needs, request)?,
         _ => {}
     }
     Ok(needs)
@@ -172,6 +175,19 @@ fn need_batch_ack(needs: &mut Requirement, request: &RemotingCommand) -> Result<
     for ack in &body.acks {
         need_topic(needs, Some(&ack.topic), Perm::SUB);
         need_group(needs, Some(&ack.consumer_group));
+    }
+    Ok(())
+}
+
+fn need_lite_subscriptions(
+    needs: &mut Requirement,
+    request: &RemotingCommand,
+) -> Result<(), AccessDenied> {
+    let body: LiteSubscriptionCtlRequestBody = fastjson::decode(&request.body)
+        .map_err(|e| AccessDenied(format!("lite subscription body does not decode: {e}")))?;
+    for entry in &body.subscription_set {
+        need_topic(needs, Some(&entry.topic), Perm::SUB);
+        need_group(needs, Some(&entry.group));
     }
     Ok(())
 }

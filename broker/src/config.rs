@@ -196,6 +196,9 @@ properties_config! {
         /// Priority messages: true (RocketMQ's default) serves the highest queue id, the
         /// highest priority, first; false serves queue 0 first.
         priority_order_asc: bool = "priorityOrderAsc" => true,
+        /// Lite topics: (client, lite topic) subscriptions the broker keeps at most; beyond,
+        /// a subscription is refused LITE_SUBSCRIPTION_QUOTA_EXCEEDED.
+        max_lite_subscription_count: usize = "maxLiteSubscriptionCount" => 100_000,
         /// POP batches (checkpoints) in flight at once, unacked and not yet revived; beyond
         /// it a POP is refused with SYSTEM_BUSY until acks or revives make room. (StellMQ key.)
         pop_max_inflight_checkpoints: usize = "popMaxInflightCheckpoints" => 200_000,

@@ -25,6 +25,8 @@ use crate::processor::guard::{
 };
 use crate::processor::pop::ack::AckProcessor;
 use crate::processor::pop::change::ChangeInvisibleProcessor;
+use crate::processor::pop::lite::ctl::LiteCtlProcessor;
+use crate::processor::pop::lite::LitePopProcessor;
 use crate::processor::pop::peek::PeekProcessor;
 use crate::processor::pop::PopProcessor;
 use crate::processor::pull::PullProcessor;
@@ -45,6 +47,8 @@ struct Processors {
     pop: Arc<PopProcessor>,
     peek: Arc<PeekProcessor>,
     ack: Arc<AckProcessor>,
+    lite_pop: Arc<LitePopProcessor>,
+    lite_ctl: Arc<LiteCtlProcessor>,
     change_invisible: Arc<ChangeInvisibleProcessor>,
     query: Arc<QueryProcessor>,
     client: Arc<ClientManageProcessor>,
@@ -105,6 +109,14 @@ impl Processors {
                 hold: s.consumption.pop_hold.clone(),
             }),
             ack: Arc::new(AckProcessor {
+                core: s.consumption.pop.clone(),
+                hold: s.consumption.pop_hold.clone(),
+            }),
+            lite_pop: Arc::new(LitePopProcessor {
+                core: s.consumption.pop.clone(),
+                hold: s.consumption.pop_hold.clone(),
+            }),
+            lite_ctl: Arc::new(LiteCtlProcessor {
                 core: s.consumption.pop.clone(),
                 hold: s.consumption.pop_hold.clone(),
             }),
@@ -313,6 +325,19 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             C::POLLING_INFO,
             GROUP_AND_TOPIC,
             answer(&p.peek, PeekProcessor::polling_info),
+        ),
+        // Lite topics (RocketMQ 5.5).
+        pop(
+            C::POP_LITE_MESSAGE,
+            GROUP_AND_TOPIC,
+            handler(&p.lite_pop, |p, ctx, r| {
+                Box::pin(LitePopProcessor::pop(p, ctx, r))
+            }),
+        ),
+        ack(
+            C::LITE_SUBSCRIPTION_CTL,
+            NO_NAMES,
+            answer(&p.lite_ctl, LiteCtlProcessor::ctl),
         ),
         ack(
             C::ACK_MESSAGE,

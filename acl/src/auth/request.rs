@@ -9,6 +9,7 @@
 //! Update on the cluster. Reads RocketMQ does not check are not checked.
 
 use serde::Deserialize;
+use stellmq_protocol::body::lite::LiteSubscriptionCtlRequestBody;
 use stellmq_protocol::body::{fastjson, HeartbeatData};
 use stellmq_protocol::RemotingCommand;
 
@@ -173,6 +174,13 @@ const BY_HEADER: &[(i32, &[Action], bool, &[Field])] = &[
         false,
         &[("consumerGroup", Group, None), ("topic", Topic, None)],
     ),
+    // POP_LITE_MESSAGE.
+    (
+        200070,
+        &[Sub],
+        false,
+        &[("consumerGroup", Group, None), ("topic", Topic, None)],
+    ),
     (
         200051,
         &[Sub],
@@ -251,6 +259,7 @@ pub fn needs(request: &RemotingCommand, cluster: &str) -> Result<Vec<Need>, Stri
         }
         41 | 42 => lock_batch(&mut needs, request)?,
         200151 => batch_ack(&mut needs, request)?,
+        200071 => lite_subscriptions(&mut needs, request)?,
         code => {
             if let Some((_, actions, cluster_wide, fields)) =
                 BY_HEADER.iter().find(|(c, ..)| *c == code)
@@ -394,6 +403,26 @@ struct AckedQueue {
     consumer_group: String,
     #[serde(default)]
     topic: String,
+}
+
+/// LITE_SUBSCRIPTION_CTL names its groups and parent topics in its body: Sub on each, as
+/// RocketMQ's `LiteSubscriptionCtlRequestBody` is checked.
+fn lite_subscriptions(needs: &mut Vec<Need>, request: &RemotingCommand) -> Result<(), String> {
+    let body: LiteSubscriptionCtlRequestBody = fastjson::decode(&request.body)
+        .map_err(|e| format!("parse authorization context error: lite subscription body: {e}"))?;
+    for entry in &body.subscription_set {
+        push_group(
+            needs,
+            Some(entry.group.as_str()).filter(|g| !g.is_empty()),
+            &[Sub],
+        );
+        push_plain_topic(
+            needs,
+            Some(entry.topic.as_str()).filter(|t| !t.is_empty()),
+            &[Sub],
+        );
+    }
+    Ok(())
 }
 
 /// BATCH_ACK_MESSAGE names its groups and topics in its body (RocketMQ has no header to

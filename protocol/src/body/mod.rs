@@ -11,6 +11,7 @@ pub mod consumer_running;
 pub mod controller;
 pub mod fastjson;
 pub mod heartbeat;
+pub mod lite;
 pub mod pop;
 pub mod producer_table;
 pub mod register;

@@ -133,6 +133,8 @@ enum AttributeRule {
     OneOf(&'static [&'static str]),
     /// A whole number in this range, both ends included (RocketMQ's `LongRangeAttribute`).
     Range(i64, i64),
+    /// A topic's name.
+    Topic,
 }
 
 impl AttributeRule {
@@ -143,6 +145,8 @@ impl AttributeRule {
                 "value {value} of attribute {key} is not one of {}",
                 allowed.join(", ")
             )),
+            Self::Topic => crate::names::check_topic(value)
+                .map_err(|e| format!("value {value} of attribute {key}: {e}")),
             Self::Range(min, max) => match value.trim().parse::<i64>() {
                 Ok(n) if (*min..=*max).contains(&n) => Ok(()),
                 _ => Err(format!(
@@ -173,6 +177,8 @@ const TOPIC_ATTRIBUTES: &[(&str, AttributeRule)] = &[
         "cleanup.policy",
         AttributeRule::OneOf(&["DELETE", "COMPACTION"]),
     ),
+    // Lite topics: minutes an idle lite topic lives (-1: for ever).
+    ("lite.topic.expiration", AttributeRule::Range(-1, 43_200)),
 ];
 
 /// The group attribute of RocketMQ 5.4's priority messages: how often in 100 a POP of a
@@ -180,8 +186,28 @@ const TOPIC_ATTRIBUTES: &[(&str, AttributeRule)] = &[
 pub const PRIORITY_FACTOR_ATTRIBUTE: &str = "priority.factor";
 
 /// The subscription group attributes RocketMQ 5 knows.
-const GROUP_ATTRIBUTES: &[(&str, AttributeRule)] =
-    &[(PRIORITY_FACTOR_ATTRIBUTE, AttributeRule::Range(0, 100))];
+const GROUP_ATTRIBUTES: &[(&str, AttributeRule)] = &[
+    (PRIORITY_FACTOR_ATTRIBUTE, AttributeRule::Range(0, 100)),
+    // RocketMQ 5.5 lite groups: the parent topic they consume, and their options.
+    ("lite.bind.topic", AttributeRule::Topic),
+    (
+        "lite.sub.model",
+        AttributeRule::OneOf(&["Shared", "Exclusive"]),
+    ),
+    (
+        "lite.sub.reset.offset.exclusive",
+        AttributeRule::OneOf(&["true", "false"]),
+    ),
+    (
+        "lite.sub.reset.offset.unsubscribe",
+        AttributeRule::OneOf(&["true", "false"]),
+    ),
+    ("lite.sub.client.quota", AttributeRule::Range(-1, i64::MAX)),
+    (
+        "lite.sub.client.max.event.cnt",
+        AttributeRule::Range(10, i64::MAX),
+    ),
+];
 
 /// Applies RocketMQ's attribute changes (`+key=value` sets, `-key` removes, comma separated,
 /// as `mqadmin updateTopic -a` writes them) to a topic's `current` attributes; unknown keys,

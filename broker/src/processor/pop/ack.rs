@@ -68,6 +68,7 @@ impl AckProcessor {
             queue_id: h.queue_id,
             offset: h.offset,
             extra_info: &h.extra_info,
+            lite_topic: h.lite_topic.as_deref(),
         };
         let (extra, real_topic) = resolve_handle(core, &request_of, ctx.channel.peer())?;
         let target = AckTarget {
@@ -324,6 +325,13 @@ impl AckProcessor {
                 }
                 let normal = stellmq_remoting::protocol::pop::parse_normal_topic(&t.topic, t.group);
                 self.hold.wake(normal, t.queue_id);
+                if t.topic
+                    .starts_with(stellmq_remoting::protocol::lite::LITE_TOPIC_PREFIX)
+                {
+                    for key in super::lite::after_ack(core, t.group, &t.topic) {
+                        self.hold.wake(&key, -1);
+                    }
+                }
                 Ok(())
             }
             OrderAck::Expired => Err(expired(&t.handle)),

@@ -48,6 +48,7 @@ impl ChangeInvisibleProcessor {
             queue_id: h.queue_id,
             offset: h.offset,
             extra_info: &h.extra_info,
+            lite_topic: h.lite_topic.as_deref(),
         };
         let (extra, real_topic) = resolve_handle(core, &request_of, ctx.channel.peer())?;
         let now = core.clock.now_ms();

@@ -5,8 +5,11 @@
 use std::fmt::Display;
 
 use stellmq_remoting::net::ProcessorError;
+use stellmq_remoting::protocol::lite::{
+    check_lite_topic, lmq_name, LMQ_QUEUE_ID, MAX_LITE_TOPIC_SIZE,
+};
 use stellmq_remoting::protocol::names::RETRY_PREFIX;
-use stellmq_remoting::protocol::pop::ExtraInfo;
+use stellmq_remoting::protocol::pop::{ExtraInfo, POP_ORDER_REVIVE_QUEUE};
 use stellmq_remoting::protocol::ResponseCode;
 
 use super::{bad_handle, PopCore};
@@ -18,6 +21,8 @@ pub(super) struct HandleRequest<'a> {
     pub queue_id: i32,
     pub offset: i64,
     pub extra_info: &'a str,
+    /// A lite consumer's message: its lite topic (the offset is its queue's).
+    pub lite_topic: Option<&'a str>,
 }
 
 /// The handle's extra info and the topic the message was read from (the POP retry topic for
@@ -47,6 +52,11 @@ pub(super) fn resolve_handle(
         ));
     }
     let extra = ExtraInfo::parse(r.extra_info).map_err(bad_handle)?;
+    if let Some(lite) = r.lite_topic {
+        let lmq = lite_queue(core, r, lite, &extra)?;
+        check_offset(core, &lmq, LMQ_QUEUE_ID, r.offset)?;
+        return Ok((extra, lmq));
+    }
     let real_topic = if r.topic.starts_with(RETRY_PREFIX) {
         r.topic.to_owned()
     } else {
@@ -54,6 +64,30 @@ pub(super) fn resolve_handle(
     };
     check_offset(core, &real_topic, r.queue_id, r.offset)?;
     Ok((extra, real_topic))
+}
+
+/// The lite topic's queue a lite consumer's handle names, after RocketMQ's checks: the
+/// group is bound to the topic, the queue is 0 and the handle is an orderly one.
+fn lite_queue(
+    core: &PopCore,
+    r: &HandleRequest<'_>,
+    lite: &str,
+    extra: &ExtraInfo,
+) -> Result<String, ProcessorError> {
+    let invalid = |remark: &str| ProcessorError::new(ResponseCode::INVALID_PARAMETER, remark);
+    check_lite_topic(lite, MAX_LITE_TOPIC_SIZE).map_err(|reason| invalid(&reason))?;
+    let bound = core.groups.get(r.group).and_then(|g| {
+        g.attributes
+            .get(super::lite::LITE_BIND_TOPIC_ATTRIBUTE)
+            .cloned()
+    });
+    if bound.as_deref() != Some(r.topic) {
+        return Err(invalid("group type or bind topic not match."));
+    }
+    if r.queue_id != LMQ_QUEUE_ID || extra.revive_qid != POP_ORDER_REVIVE_QUEUE {
+        return Err(invalid("ack queue illegal."));
+    }
+    Ok(lmq_name(r.topic, lite))
 }
 
 /// RocketMQ's check that the acked offset is in the queue.

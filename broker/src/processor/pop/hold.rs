@@ -16,13 +16,19 @@ use stellmq_remoting::net::RequestContext;
 use stellmq_remoting::protocol::headers::{
     CommandHeader, NotificationResponseHeader, PopMessageResponseHeader,
 };
-use stellmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use stellmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use stellmq_store::MessageArrivingListener;
 use tokio_util::sync::CancellationToken;
 
 use super::message::Popped;
 use super::PopCore;
 use crate::context::now_ms;
+
+/// Passes of the 100 ms check between lite subscription expiries (2 minutes).
+const LITE_EXPIRY_PASSES: u64 = 1_200;
+/// A lite client whose subscription did not change for this long is forgotten (its
+/// consumer renews it every 30 s).
+const LITE_SUBSCRIPTION_TIMEOUT_MS: i64 = 180_000;
 
 /// How long after parking a POP that may have missed a message is run again.
 const RECHECK_DELAY: Duration = Duration::from_millis(20);
@@ -65,8 +71,10 @@ impl Table {
     fn insert(&mut self, parked: Parked) {
         let id = self.next_id;
         self.next_id += 1;
-        for topic in [&parked.parking.topic, &parked.parking.retry_topic] {
-            self.by_topic.entry(topic.clone()).or_default().push(id);
+        let (topic, retry) = (&parked.parking.topic, &parked.parking.retry_topic);
+        self.by_topic.entry(topic.clone()).or_default().push(id);
+        if retry != topic {
+            self.by_topic.entry(retry.clone()).or_default().push(id);
         }
         self.entries.insert(id, parked);
     }
@@ -199,6 +207,8 @@ impl PopHoldService {
         self.runtime.spawn(async move {
             let outcome = if parked.parking.notification {
                 super::peek::run_notification(&core, &parked.request)
+            } else if parked.request.code == RequestCode::POP_LITE_MESSAGE.as_i32() {
+                super::lite::run(&core, &parked.request)
             } else {
                 super::message::run(&core, None, &parked.request).await
             };
@@ -238,13 +248,40 @@ impl PopHoldService {
         }
     }
 
-    /// Runs the periodic check every 100 ms until `stop`.
+    /// Runs the periodic check every 100 ms until `stop`; every 2 minutes it forgets lite
+    /// clients whose subscription did not change for 3 (RocketMQ's
+    /// `liteSubscriptionCheckInterval` and `liteSubscriptionCheckTimeoutMills`).
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let mut passes: u64 = 0;
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(Duration::from_millis(100)) => self.check_all(),
             }
+            passes += 1;
+            if passes.is_multiple_of(LITE_EXPIRY_PASSES) {
+                if let Some(core) = self.core.upgrade() {
+                    let before = core.clock.now_ms() - LITE_SUBSCRIPTION_TIMEOUT_MS;
+                    let gone = core.lite.expire(before);
+                    if gone > 0 {
+                        tracing::info!(
+                            clients = gone,
+                            "lite subscriptions of silent clients dropped"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A message arrived in `topic`: the lite clients chosen for it, when it is a lite
+    /// topic's queue, run their held POPs again.
+    fn arriving_lite(self: &Arc<Self>, topic: &str) {
+        let Some(core) = self.core.upgrade() else {
+            return;
+        };
+        for key in super::lite::arrivals(&core, topic) {
+            self.wake(&key, -1);
         }
     }
 
@@ -314,5 +351,8 @@ impl MessageArrivingListener for Arrivals {
         self.pulls
             .arriving(topic, queue_id, offset, tags_code, store_ts);
         self.pops.wake(topic, queue_id);
+        if topic.starts_with(stellmq_remoting::protocol::lite::LITE_TOPIC_PREFIX) {
+            self.pops.arriving_lite(topic);
+        }
     }
 }

@@ -44,6 +44,8 @@ const TIMEOUT_TOO_MUCH_MS: i64 = 500;
 
 /// `ConsumeInitMode.MIN`.
 const INIT_MODE_MIN: i32 = 0;
+/// `ConsumeInitMode.MAX`.
+pub(super) const INIT_MODE_MAX: i32 = 1;
 
 pub struct PopProcessor {
     pub core: Arc<PopCore>,

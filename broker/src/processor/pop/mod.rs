@@ -19,6 +19,7 @@ pub mod change;
 pub mod checkpoint;
 mod handle;
 pub mod hold;
+pub mod lite;
 mod message;
 pub mod order;
 pub mod peek;
@@ -134,6 +135,8 @@ pub struct PopCore {
     revive_pass: tokio::sync::Mutex<()>,
     /// `config/consumerOrderInfo.json`: the orderly batches, saved.
     order_file: std::path::PathBuf,
+    /// Who receives which lite topics.
+    lite: lite::LiteRegistry,
 }
 
 impl PopCore {
@@ -172,6 +175,7 @@ impl PopCore {
             revive_pass: tokio::sync::Mutex::new(()),
             clock,
             order_file,
+            lite: lite::LiteRegistry::new(config.max_lite_subscription_count),
         }
     }
 
@@ -254,6 +258,23 @@ impl PopCore {
     }
 
     /// The group, allowed to consume.
+    /// A group that must exist already (lite consumption creates none), and may consume.
+    fn existing_group(&self, group: &str) -> Result<SubscriptionGroupConfig, ProcessorError> {
+        let config = self.groups.get(group).ok_or_else(|| {
+            ProcessorError::new(
+                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group [{group}] does not exist, apply first please!{FAQ}"),
+            )
+        })?;
+        if !config.consume_enable {
+            return Err(ProcessorError::new(
+                ResponseCode::NO_PERMISSION,
+                format!("subscription group no permission, {group}"),
+            ));
+        }
+        Ok(config)
+    }
+
     fn consumable_group(&self, group: &str) -> Result<SubscriptionGroupConfig, ProcessorError> {
         if crate::group::is_internal_group(group) {
             return Err(ProcessorError::new(
