@@ -47,6 +47,8 @@ pub struct Popped {
     pub extra_info: ExtraInfo,
     /// Earlier deliveries (orderly POP: the broker's attempt count).
     pub reconsume_times: i32,
+    /// A lite consumer's message: its lite topic (acks name it).
+    pub lite_topic: Option<String>,
 }
 
 /// A broker's answer to a POP.
@@ -117,6 +119,7 @@ impl Cluster {
                 reconsume_times: record.head.reconsume_times,
                 record,
                 extra_info,
+                lite_topic: None,
             });
         }
         if popped.is_empty() {
@@ -131,6 +134,7 @@ impl Cluster {
         group: &str,
         topic: &str,
         handle: &ExtraInfo,
+        lite_topic: Option<&str>,
     ) -> Result<(), ClusterError> {
         let addr = self.broker_addr(topic, &handle.broker_name).await?;
         let header = AckMessageRequestHeader {
@@ -139,7 +143,7 @@ impl Cluster {
             queue_id: handle.queue_id,
             extra_info: handle.to_string(),
             offset: handle.queue_offset.unwrap_or(handle.ck_queue_offset),
-            lite_topic: None,
+            lite_topic: lite_topic.map(str::to_owned),
         };
         let command = RemotingCommand::request(RequestCode::ACK_MESSAGE, header.to_ext_fields());
         self.call_broker(topic, &addr, command).await?;
@@ -154,6 +158,7 @@ impl Cluster {
         topic: &str,
         handle: &ExtraInfo,
         invisible_time_ms: i64,
+        lite_topic: Option<&str>,
     ) -> Result<ExtraInfo, ClusterError> {
         let addr = self.broker_addr(topic, &handle.broker_name).await?;
         let offset = handle.queue_offset.unwrap_or(handle.ck_queue_offset);
@@ -164,7 +169,7 @@ impl Cluster {
             extra_info: handle.to_string(),
             offset,
             invisible_time: invisible_time_ms,
-            lite_topic: None,
+            lite_topic: lite_topic.map(str::to_owned),
         };
         let command = RemotingCommand::request(
             RequestCode::CHANGE_MESSAGE_INVISIBLETIME,
@@ -247,7 +252,7 @@ impl Cluster {
 }
 
 /// The named broker when it has readable queues of the topic, else one in turn.
-fn pick_readable_broker(
+pub(super) fn pick_readable_broker(
     route: &TopicRouteData,
     wanted: Option<&str>,
     turn: usize,
@@ -279,7 +284,7 @@ fn pick_readable_broker(
     Some(readable.swap_remove(index))
 }
 
-fn remote(addr: &str, response: &RemotingCommand) -> ClusterError {
+pub(super) fn remote(addr: &str, response: &RemotingCommand) -> ClusterError {
     ClusterError::Remoting(RemotingError::Remote {
         addr: addr.to_owned(),
         code: response.code,

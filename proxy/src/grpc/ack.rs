@@ -67,7 +67,7 @@ pub async fn ack_message(
         let outcome = match parse_handle(&current) {
             Ok((handle, _)) => proxy
                 .cluster
-                .ack(&group, &topic, &handle)
+                .ack(&group, &topic, &handle, entry.lite_topic.as_deref())
                 .await
                 .map_err(Refusal::from),
             Err(refusal) => Err(refusal),
@@ -127,7 +127,13 @@ pub async fn change_invisible_duration(
     };
     match proxy
         .cluster
-        .change_invisible_time(&group, &topic, &handle, invisible)
+        .change_invisible_time(
+            &group,
+            &topic,
+            &handle,
+            invisible,
+            request.lite_topic.as_deref(),
+        )
         .await
     {
         Ok(renewed) => {
@@ -174,7 +180,11 @@ pub async fn forward_to_dead_letter_queue(
             &request.message_id,
         )
         .await?;
-    if let Err(e) = proxy.cluster.ack(&group, &topic, &handle).await {
+    if let Err(e) = proxy
+        .cluster
+        .ack(&group, &topic, &handle, request.lite_topic.as_deref())
+        .await
+    {
         tracing::warn!(%group, %topic, error = %e, "ack after moving a message to the DLQ failed");
     }
     Ok(ForwardMessageToDeadLetterQueueResponse {

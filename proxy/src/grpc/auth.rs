@@ -138,7 +138,14 @@ rpc!(
 rpc!(RecallMessageRequest, "RecallMessageRequest", |r| Ok(vec![
     topic(r.topic.as_ref(), &[Action::Pub])?
 ]));
-rpc!(SyncLiteSubscriptionRequest, "SyncLiteSubscriptionRequest");
+rpc!(
+    SyncLiteSubscriptionRequest,
+    "SyncLiteSubscriptionRequest",
+    |r| Ok(vec![
+        group(r.group.as_ref())?,
+        topic(r.topic.as_ref(), &[Action::Sub])?
+    ])
+);
 rpc!(TelemetryCommand, "TelemetryCommand");
 
 /// What a Settings command of the telemetry stream needs: Pub on each published topic, or

@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use prost_types::{Duration as PbDuration, Timestamp};
+use stellmq_remoting::protocol::lite::{check_lite_topic, MAX_LITE_TOPIC_SIZE};
 use stellmq_remoting::protocol::message::{
     now_ms, priority_of, property, sys_flag, MessageKind, MessageRecord, Properties,
 };
@@ -207,6 +208,11 @@ pub fn prepare(message: &Message, config: &ProxyConfig, peer: &str) -> Result<Pr
             ));
         }
         properties.insert(TIMER_DELIVER_MS, at_ms.to_string());
+    }
+    if let Some(lite) = system.lite_topic.as_deref().filter(|l| !l.is_empty()) {
+        check_lite_topic(lite, MAX_LITE_TOPIC_SIZE)
+            .map_err(|reason| Refusal::new(Code::IllegalLiteTopic, reason))?;
+        properties.insert(property::LITE_TOPIC, lite);
     }
     if let Some(priority) = system.priority {
         if priority < 0 {

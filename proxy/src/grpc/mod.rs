@@ -6,6 +6,7 @@ mod ack;
 mod auth;
 mod clients;
 mod context;
+mod lite;
 pub mod message;
 mod recall;
 mod receive;
@@ -392,10 +393,13 @@ impl MessagingService for Service {
 
     async fn sync_lite_subscription(
         &self,
-        _request: Request<SyncLiteSubscriptionRequest>,
+        request: Request<SyncLiteSubscriptionRequest>,
     ) -> Result<Response<SyncLiteSubscriptionResponse>, tonic::Status> {
-        Ok(Response::new(SyncLiteSubscriptionResponse::refused(
-            &not_implemented("SyncLiteSubscription (lite topics)"),
-        )))
+        unary!(
+            self,
+            request,
+            SyncLiteSubscriptionResponse,
+            lite::sync_lite_subscription
+        )
     }
 }

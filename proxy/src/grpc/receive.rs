@@ -16,8 +16,8 @@ use super::status::{ok, status, Refusal};
 use super::{group_name, topic_name, AnswerStream, Caller, Proxy};
 use crate::cluster::{PopOutcome, PopRequest, Popped};
 use crate::pb::{
-    receive_message_response::Content, settings::PubSub, Code, FilterType, ReceiveMessageRequest,
-    ReceiveMessageResponse, Resource,
+    receive_message_response::Content, settings::PubSub, ClientType, Code, FilterType,
+    ReceiveMessageRequest, ReceiveMessageResponse, Resource,
 };
 
 /// What a receive waits for beyond its polling time (the broker's answer on its way back).
@@ -59,7 +59,9 @@ pub fn receive_message(
         match receive(&proxy, &caller, &request).await {
             Ok(Received::Messages(topic, group, popped)) => {
                 observe(Code::Ok as i32);
-                let renew = request.auto_renew && proxy.config.enable_proxy_auto_renew;
+                let renew = request.auto_renew
+                    && proxy.config.enable_proxy_auto_renew
+                    && popped.iter().all(|p| p.lite_topic.is_none());
                 let qualified_topic = super::qualified(&topic);
                 let messages = popped
                     .iter()
@@ -134,7 +136,13 @@ async fn receive(
         attempt_id: request.attempt_id.clone(),
         timeout: poll_time + ANSWER_MARGIN,
     };
-    let popped = match proxy.cluster.pop(&pop).await? {
+    let outcome = if is_lite_consumer(&settings) {
+        // Each lite topic is served in order; the broker counts the deliveries.
+        proxy.cluster.pop_lite(&pop, &caller.client_id).await?
+    } else {
+        proxy.cluster.pop(&pop).await?
+    };
+    let popped = match outcome {
         PopOutcome::Found(popped) => popped,
         PopOutcome::NoNewMessage => {
             return Ok(Received::Nothing(status(
@@ -166,6 +174,12 @@ async fn receive(
     }
     let resource = queue.topic.clone().unwrap_or_default();
     Ok(Received::Messages(resource, group, kept))
+}
+
+/// A LiteSimpleConsumer or LitePushConsumer (RocketMQ 5.5): it receives its lite topics.
+pub(super) fn is_lite_consumer(settings: &crate::pb::Settings) -> bool {
+    settings.client_type == Some(ClientType::LiteSimpleConsumer as i32)
+        || settings.client_type == Some(ClientType::LitePushConsumer as i32)
 }
 
 /// RocketMQ's rule: the client's long-polling timeout, else what its deadline leaves after
@@ -272,7 +286,11 @@ async fn dead_letter(proxy: &Proxy, group: &str, topic: &str, p: &Popped) {
         .await;
     match sent {
         Ok(()) => {
-            if let Err(e) = proxy.cluster.ack(group, topic, &p.extra_info).await {
+            if let Err(e) = proxy
+                .cluster
+                .ack(group, topic, &p.extra_info, p.lite_topic.as_deref())
+                .await
+            {
                 tracing::warn!(%group, %topic, error = %e, "ack after moving a message to the DLQ failed");
             }
         }
@@ -302,7 +320,13 @@ async fn deliver(
             let topic = super::qualified(topic);
             if let Err(e) = proxy
                 .cluster
-                .change_invisible_time(group, &topic, &p.extra_info, NACK_INVISIBLE_MS)
+                .change_invisible_time(
+                    group,
+                    &topic,
+                    &p.extra_info,
+                    NACK_INVISIBLE_MS,
+                    p.lite_topic.as_deref(),
+                )
                 .await
             {
                 tracing::debug!(error = %e, "a message the client left could not be released");

@@ -135,7 +135,7 @@ impl Renewals {
         for due in self.due() {
             let renewed = match parse_handle(&due.current) {
                 Ok((handle, commit_log_offset)) => cluster
-                    .change_invisible_time(&due.key.group, &due.topic, &handle, due.step_ms)
+                    .change_invisible_time(&due.key.group, &due.topic, &handle, due.step_ms, None)
                     .await
                     .map(|h| match commit_log_offset {
                         Some(offset) => format!("{h} {offset}"),
@@ -177,7 +177,7 @@ impl Renewals {
         for (key, held) in held {
             if let Ok((handle, _)) = parse_handle(&held.current) {
                 let _ = cluster
-                    .change_invisible_time(&key.group, &held.topic, &handle, RELEASE_MS)
+                    .change_invisible_time(&key.group, &held.topic, &handle, RELEASE_MS, None)
                     .await;
             }
         }

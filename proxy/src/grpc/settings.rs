@@ -3,6 +3,7 @@
 //! limit, or the consumer group's batch size, long-polling time, FIFO flag and retry policy.
 
 use stellmq_remoting::protocol::body::SubscriptionGroupConfig;
+use stellmq_remoting::protocol::lite::MAX_LITE_TOPIC_SIZE;
 
 use super::message::ms_duration;
 use crate::config::ProxyConfig;
@@ -53,6 +54,10 @@ pub fn answer(
                 config.grpc_client_consumer_long_polling_timeout_millis as i64,
             ));
             subscription.fifo = Some(group.is_some_and(|g| g.consume_message_orderly));
+            // Lite consumers check these themselves before they subscribe.
+            subscription.lite_subscription_quota =
+                Some(i32::try_from(super::lite::lite_quota(group)).unwrap_or(i32::MAX));
+            subscription.max_lite_topic_size = Some(MAX_LITE_TOPIC_SIZE as i32);
             let retries = group.map_or(DEFAULT_RETRY_MAX_TIMES, |g| g.retry_max_times);
             settings.backoff_policy = Some(RetryPolicy {
                 max_attempts: retries.saturating_add(1),

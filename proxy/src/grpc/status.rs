@@ -88,6 +88,10 @@ fn remoting_code(e: &RemotingError) -> Code {
             // A recall the broker refuses: a handle for another topic or broker, past its
             // time, or of a message no longer waiting (the remark says which).
             Some(ResponseCode::ILLEGAL_OPERATION) => Code::BadRequest,
+            Some(ResponseCode::LITE_SUBSCRIPTION_QUOTA_EXCEEDED) => {
+                Code::LiteSubscriptionQuotaExceeded
+            }
+            Some(ResponseCode::LMQ_QUOTA_EXCEEDED) => Code::LiteTopicQuotaExceeded,
             _ => Code::InternalServerError,
         },
         _ => Code::InternalServerError,

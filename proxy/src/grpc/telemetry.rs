@@ -133,7 +133,12 @@ pub async fn heartbeat(
     let settings = known_settings(proxy, &caller)?;
     match ClientType::try_from(settings.client_type.unwrap_or_default()) {
         Ok(ClientType::Producer) => {}
-        Ok(ClientType::PushConsumer | ClientType::SimpleConsumer) => {
+        Ok(
+            ClientType::PushConsumer
+            | ClientType::SimpleConsumer
+            | ClientType::LitePushConsumer
+            | ClientType::LiteSimpleConsumer,
+        ) => {
             group_name(request.group.as_ref())?;
         }
         _ => {
@@ -151,7 +156,8 @@ pub async fn notify_client_termination(
     caller: Caller,
     _request: NotifyClientTerminationRequest,
 ) -> Result<NotifyClientTerminationResponse, Refusal> {
-    known_settings(proxy, &caller)?;
+    let settings = known_settings(proxy, &caller)?;
+    super::lite::forget_client(proxy, &caller, &settings).await;
     proxy.clients.remove(&caller.client_id);
     proxy
         .renewals

@@ -151,6 +151,7 @@ pub(super) fn run(core: &PopCore, request: &RemotingCommand) -> Result<Popped, P
         .subscription(&h.client_id)
         .filter(|s| s.group == h.consumer_group && s.parent == h.topic)
     else {
+        tracing::debug!(client = %h.client_id, group = %h.consumer_group, "POP_LITE_MESSAGE of a client with no lite subscription here");
         return Ok(nothing_found(core, request, &h, now));
     };
     let mut got = Gathered::default();
@@ -176,6 +177,7 @@ pub(super) fn run(core: &PopCore, request: &RemotingCommand) -> Result<Popped, P
             }
         }
     }
+    tracing::debug!(client = %h.client_id, group = %h.consumer_group, subscribed = sub.lmqs.len(), found = got.records.len(), "POP_LITE_MESSAGE");
     if got.records.is_empty() {
         return Ok(nothing_found(core, request, &h, now));
     }

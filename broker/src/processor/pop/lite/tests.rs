@@ -259,3 +259,25 @@ async fn the_broker_bounds_lite_subscriptions() {
     assert_success(&broker.call(ctl("COMPLETE_REMOVE", "c1", &[])).await);
     assert_success(&broker.call(ctl("PARTIAL_ADD", "c2", &["s1"])).await);
 }
+
+#[tokio::test]
+async fn a_held_lite_pop_is_answered_when_its_lite_topic_gets_a_message() {
+    let broker = std::sync::Arc::new(lite_stack().await);
+    assert_success(&broker.call(ctl("PARTIAL_ADD", CLIENT, &["s1"])).await);
+    let mut request = pop_request(TOPIC, GROUP);
+    request.ext_fields.insert("pollTime", "10000");
+    let held = {
+        let broker = broker.clone();
+        tokio::spawn(async move { broker.call(request).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!held.is_finished(), "nothing yet: held");
+    send_lite(&broker, "news", "s1").await;
+    let answer = tokio::time::timeout(Duration::from_secs(3), held)
+        .await
+        .expect("answered on arrival")
+        .expect("joined");
+    assert_success(&answer);
+    let records = MessageRecord::decode_all(answer.body.clone(), true).expect("records");
+    assert_eq!(records.len(), 1);
+}
