@@ -139,6 +139,11 @@ pub fn requirement(request: &RemotingCommand) -> Result<Requirement, AccessDenie
         C::HEART_BEAT => need_heartbeat(&mut needs, request)?,
         C::BATCH_ACK_MESSAGE => need_batch_ack(&mut needs, request)?,
         C::LITE_SUBSCRIPTION_CTL => need_lite_subscriptions(&mut needs, request)?,
+        C::GET_LITE_GROUP_INFO | C::TRIGGER_LITE_DISPATCH => need_group(&mut needs, field("group")),
+        C::GET_PARENT_TOPIC_INFO => need_topic(&mut needs, field("topic"), Perm::SUB),
+        C::GET_LITE_TOPIC_INFO | C::GET_LITE_CLIENT_INFO => {
+            need_topic(&mut needs, field("parentTopic"), Perm::SUB)
+        }
         _ => {}
     }
     Ok(needs)

@@ -25,6 +25,7 @@ use crate::processor::guard::{
 };
 use crate::processor::pop::ack::AckProcessor;
 use crate::processor::pop::change::ChangeInvisibleProcessor;
+use crate::processor::pop::lite::admin::LiteAdminProcessor;
 use crate::processor::pop::lite::ctl::LiteCtlProcessor;
 use crate::processor::pop::lite::LitePopProcessor;
 use crate::processor::pop::peek::PeekProcessor;
@@ -49,6 +50,7 @@ struct Processors {
     ack: Arc<AckProcessor>,
     lite_pop: Arc<LitePopProcessor>,
     lite_ctl: Arc<LiteCtlProcessor>,
+    lite_admin: Arc<LiteAdminProcessor>,
     change_invisible: Arc<ChangeInvisibleProcessor>,
     query: Arc<QueryProcessor>,
     client: Arc<ClientManageProcessor>,
@@ -117,6 +119,10 @@ impl Processors {
                 hold: s.consumption.pop_hold.clone(),
             }),
             lite_ctl: Arc::new(LiteCtlProcessor {
+                core: s.consumption.pop.clone(),
+                hold: s.consumption.pop_hold.clone(),
+            }),
+            lite_admin: Arc::new(LiteAdminProcessor {
                 core: s.consumption.pop.clone(),
                 hold: s.consumption.pop_hold.clone(),
             }),
@@ -338,6 +344,36 @@ fn table(p: &Processors, l: &Lanes) -> Vec<Route> {
             C::LITE_SUBSCRIPTION_CTL,
             NO_NAMES,
             answer(&p.lite_ctl, LiteCtlProcessor::ctl),
+        ),
+        admin(
+            C::GET_BROKER_LITE_INFO,
+            NO_NAMES,
+            answer(&p.lite_admin, LiteAdminProcessor::broker_info),
+        ),
+        admin(
+            C::GET_PARENT_TOPIC_INFO,
+            TOPIC,
+            answer(&p.lite_admin, LiteAdminProcessor::parent_topic_info),
+        ),
+        admin(
+            C::GET_LITE_TOPIC_INFO,
+            NO_NAMES,
+            answer(&p.lite_admin, LiteAdminProcessor::lite_topic_info),
+        ),
+        admin(
+            C::GET_LITE_CLIENT_INFO,
+            NO_NAMES,
+            answer(&p.lite_admin, LiteAdminProcessor::lite_client_info),
+        ),
+        admin(
+            C::GET_LITE_GROUP_INFO,
+            NO_NAMES,
+            answer(&p.lite_admin, LiteAdminProcessor::lite_group_info),
+        ),
+        admin(
+            C::TRIGGER_LITE_DISPATCH,
+            NO_NAMES,
+            answer(&p.lite_admin, LiteAdminProcessor::trigger_dispatch),
         ),
         ack(
             C::ACK_MESSAGE,

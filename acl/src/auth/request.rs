@@ -174,6 +174,18 @@ const BY_HEADER: &[(i32, &[Action], bool, &[Field])] = &[
         false,
         &[("consumerGroup", Group, None), ("topic", Topic, None)],
     ),
+    // The lite topic admin requests (RocketMQ 5.5's annotations).
+    (200074, &[Get], true, &[]),
+    (200075, &[Get], false, &[("topic", Topic, None)]),
+    (200076, &[Get], false, &[("parentTopic", Topic, None)]),
+    (
+        200077,
+        &[Get],
+        false,
+        &[("parentTopic", Topic, None), ("group", Group, None)],
+    ),
+    (200078, &[Get], false, &[("group", Group, None)]),
+    (200079, &[Update], false, &[("group", Group, None)]),
     // POP_LITE_MESSAGE.
     (
         200070,

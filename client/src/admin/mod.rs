@@ -11,6 +11,7 @@ mod auth;
 mod broker;
 mod consumer;
 mod group;
+mod lite;
 mod maintenance;
 mod message;
 mod namesrv;

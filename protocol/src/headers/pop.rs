@@ -231,3 +231,47 @@ mod tests {
         assert_eq!(n.to_ext_fields().get("hasMsg"), Some("true"));
     }
 }
+
+command_header! {
+    /// GET_PARENT_TOPIC_INFO (200075).
+    pub struct GetParentTopicInfoRequestHeader {
+        required topic: String = "topic",
+    }
+}
+
+command_header! {
+    /// GET_LITE_TOPIC_INFO (200076).
+    pub struct GetLiteTopicInfoRequestHeader {
+        required parent_topic: String = "parentTopic",
+        required lite_topic: String = "liteTopic",
+    }
+}
+
+command_header! {
+    /// GET_LITE_CLIENT_INFO (200077); `maxCount` (default 1000, at most 10,000) bounds the
+    /// lite topics answered.
+    pub struct GetLiteClientInfoRequestHeader {
+        required parent_topic: String = "parentTopic",
+        required group: String = "group",
+        required client_id: String = "clientId",
+        optional max_count: i32 = "maxCount",
+    }
+}
+
+command_header! {
+    /// GET_LITE_GROUP_INFO (200078): one lite topic's lag, or the `topK` largest.
+    pub struct GetLiteGroupInfoRequestHeader {
+        required group: String = "group",
+        optional lite_topic: String = "liteTopic",
+        optional top_k: i32 = "topK",
+    }
+}
+
+command_header! {
+    /// TRIGGER_LITE_DISPATCH (200079): a client's (or a group's) lite topics with messages
+    /// become news again.
+    pub struct TriggerLiteDispatchRequestHeader {
+        required group: String = "group",
+        optional client_id: String = "clientId",
+    }
+}

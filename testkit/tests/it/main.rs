@@ -63,5 +63,6 @@ mod tools_mqadmin_export;
 mod tools_mqadmin_extras;
 mod tools_mqadmin_help;
 mod tools_mqadmin_letters;
+mod tools_mqadmin_lite;
 mod tools_mqadmin_monitor;
 mod tools_mqadmin_print;

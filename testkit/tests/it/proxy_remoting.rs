@@ -8,7 +8,7 @@ use stellmq_proxy::server;
 use stellmq_remoting::net::tls::TlsConfig;
 use stellmq_remoting::protocol::body::{fastjson, ClusterInfo, TopicRouteData};
 use stellmq_remoting::protocol::{RequestCode, ResponseCode};
-use stellmq_testkit::{request, RawClient, Stack};
+use stellmq_testkit::{eventually, request, RawClient, Stack};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_name_the_proxy_and_its_broker_ports_reach_the_broker() {
@@ -72,13 +72,17 @@ async fn routes_name_the_proxy_and_its_broker_ports_reach_the_broker() {
     let through = RawClient::new(&relay);
     let sent = through.send("GatewayTopic", 1, "via the proxy", &[]).await;
     assert_eq!(sent.code, 0, "{}", sent.remark_str());
-    let max = on_broker
-        .call(request(
-            RequestCode::GET_MAX_OFFSET,
-            &[("topic", "GatewayTopic"), ("queueId", "1")],
-        ))
-        .await;
-    assert_eq!(max.ext_fields.get("offset"), Some("1"));
+    // Stored, then dispatched to its queue: the max offset follows a moment later.
+    eventually("the relayed send is in its queue", async || {
+        let max = on_broker
+            .call(request(
+                RequestCode::GET_MAX_OFFSET,
+                &[("topic", "GatewayTopic"), ("queueId", "1")],
+            ))
+            .await;
+        max.ext_fields.get("offset") == Some("1")
+    })
+    .await;
 
     // The cluster's brokers are named by their relay ports too (admin tools work through
     // the proxy); other name-server requests are relayed as they came, errors too.

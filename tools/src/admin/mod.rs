@@ -14,6 +14,7 @@ mod group;
 pub mod help;
 mod housekeeping;
 mod lists;
+mod lite;
 mod message;
 mod metadata_store;
 mod monitor;
@@ -339,6 +340,18 @@ pub enum Command {
     ListAcl(auth::ListAcl),
     #[command(name = "copyAcl", about = "Copy acl to cluster.")]
     CopyAcl(auth::CopyAcl),
+    #[command(name = "getBrokerLiteInfo", about = "Get broker lite info.")]
+    GetBrokerLiteInfo(lite::BrokerLiteInfo),
+    #[command(name = "getParentTopicInfo", about = "Get parent topic info.")]
+    GetParentTopicInfo(lite::ParentTopicInfo),
+    #[command(name = "getLiteTopicInfo", about = "Get lite topic info.")]
+    GetLiteTopicInfo(lite::LiteTopicInfo),
+    #[command(name = "getLiteClientInfo", about = "Get lite client info.")]
+    GetLiteClientInfo(lite::LiteClientInfo),
+    #[command(name = "getLiteGroupInfo", about = "Get lite group info.")]
+    GetLiteGroupInfo(lite::LiteGroupInfo),
+    #[command(name = "triggerLiteDispatch", about = "Trigger Lite Dispatch.")]
+    TriggerLiteDispatch(lite::TriggerLiteDispatch),
     #[command(
         name = "getControllerMetaData",
         about = "Get controller cluster's metadata."
@@ -498,6 +511,12 @@ async fn dispatch(
         GetUser(a) => auth::get_user(admin, a).await,
         ListUser(a) => auth::list_user(admin, a).await,
         CopyUser(a) => auth::copy_user(admin, a).await,
+        GetBrokerLiteInfo(a) => lite::broker_lite_info(admin, a).await,
+        GetParentTopicInfo(a) => lite::parent_topic_info(admin, a).await,
+        GetLiteTopicInfo(a) => lite::lite_topic_info(admin, a).await,
+        GetLiteClientInfo(a) => lite::lite_client_info(admin, a).await,
+        GetLiteGroupInfo(a) => lite::lite_group_info(admin, a).await,
+        TriggerLiteDispatch(a) => lite::trigger_lite_dispatch(admin, a).await,
         CreateAcl(a) => auth::create_acl(admin, a).await,
         UpdateAcl(a) => auth::update_acl(admin, a).await,
         DeleteAcl(a) => auth::delete_acl(admin, a).await,

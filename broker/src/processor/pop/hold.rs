@@ -253,6 +253,7 @@ impl PopHoldService {
     /// `liteSubscriptionCheckInterval` and `liteSubscriptionCheckTimeoutMills`).
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         let mut passes: u64 = 0;
+        let started = std::time::Instant::now();
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
@@ -268,6 +269,14 @@ impl PopHoldService {
                             clients = gone,
                             "lite subscriptions of silent clients dropped"
                         );
+                    }
+                    let uptime = started.elapsed().as_millis() as i64;
+                    // Deleting files blocks: off the runtime's workers.
+                    let expiry = tokio::task::spawn_blocking(move || {
+                        super::lite::lifecycle::expire_idle(&core, uptime)
+                    });
+                    if let Err(e) = expiry.await {
+                        tracing::warn!(error = %e, "the lite topic expiry pass failed");
                     }
                 }
             }

@@ -152,6 +152,11 @@ impl OrderTable {
         !same_attempt && batch.blocks(now)
     }
 
+    /// Forgets every batch of `topic` (a deleted lite topic's).
+    pub fn remove_topic(&self, topic: &str) {
+        self.inner.lock().retain(|k, _| k.topic != topic);
+    }
+
     /// Whether a new batch fits (the table is bounded).
     pub fn has_room(&self, key: &OrderKey) -> bool {
         let inner = self.inner.lock();

@@ -8,7 +8,9 @@
 //! its events first and, finding none, every lite topic the client subscribed to, so a
 //! message whose invisible time ran out is served again at the client's next POP.
 
+pub mod admin;
 pub mod ctl;
+pub mod lifecycle;
 pub mod registry;
 
 use std::sync::Arc;
@@ -154,6 +156,7 @@ pub(super) fn run(core: &PopCore, request: &RemotingCommand) -> Result<Popped, P
         tracing::debug!(client = %h.client_id, group = %h.consumer_group, "POP_LITE_MESSAGE of a client with no lite subscription here");
         return Ok(nothing_found(core, request, &h, now));
     };
+    core.lite.touch(&h.client_id, now);
     let mut got = Gathered::default();
     let wanted = h.max_msg_num as usize;
     let mut seen = std::collections::HashSet::new();

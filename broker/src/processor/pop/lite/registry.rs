@@ -65,6 +65,8 @@ struct Inner {
     events: HashMap<String, ClientEvents>,
     /// Rotates which client of a group gets an event.
     turn: usize,
+    /// When each client last popped (ms).
+    accessed: HashMap<String, i64>,
 }
 
 impl Inner {
@@ -189,6 +191,7 @@ impl LiteRegistry {
             inner.pairs -= sub.lmqs.len();
         }
         inner.events.remove(client);
+        inner.accessed.remove(client);
     }
 
     /// Forgets clients whose subscription did not change since `before_ms`; how many.
@@ -239,6 +242,21 @@ impl LiteRegistry {
         woken
     }
 
+    /// A deleted lite topic: no client receives it any more.
+    pub fn forget_lmq(&self, lmq: &str) {
+        let mut inner = self.inner.lock();
+        let Some(clients) = inner.by_lmq.remove(lmq) else {
+            return;
+        };
+        for client in clients {
+            if let Some(sub) = inner.clients.get_mut(&client) {
+                if sub.lmqs.remove(lmq) {
+                    inner.pairs -= 1;
+                }
+            }
+        }
+    }
+
     /// `lmq` has news for `client` itself (what a lite topic held when it subscribed).
     pub fn notify(&self, client: &str, lmq: &str) {
         self.inner
@@ -260,6 +278,71 @@ impl LiteRegistry {
             .events
             .get(client)
             .is_some_and(|e| !e.queue.is_empty())
+    }
+
+    /// `client` popped at `now_ms`.
+    pub fn touch(&self, client: &str, now_ms: i64) {
+        let mut inner = self.inner.lock();
+        if inner.clients.contains_key(client) {
+            inner.accessed.insert(client.to_owned(), now_ms);
+        }
+    }
+
+    /// When `client` last popped (-1: never, or unknown).
+    pub fn last_access(&self, client: &str) -> i64 {
+        self.inner
+            .lock()
+            .accessed
+            .get(client)
+            .copied()
+            .unwrap_or(-1)
+    }
+
+    /// The (client, group) pairs subscribed to `lmq`.
+    pub fn subscribers(&self, lmq: &str) -> Vec<(String, String)> {
+        let inner = self.inner.lock();
+        inner
+            .by_lmq
+            .get(lmq)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| inner.clients.get(c).map(|s| (c.clone(), s.group.clone())))
+            .collect()
+    }
+
+    /// Clients with events waiting.
+    pub fn event_clients(&self) -> usize {
+        self.inner
+            .lock()
+            .events
+            .values()
+            .filter(|e| !e.queue.is_empty())
+            .count()
+    }
+
+    /// Every lite topic `client` (of `group`) subscribed to is news again (RocketMQ's full
+    /// dispatch): what `has_backlog` says has messages left.
+    pub fn renotify(&self, client: &str, has_backlog: impl Fn(&str) -> bool) -> bool {
+        let Some(sub) = self.subscription(client) else {
+            return false;
+        };
+        let mut any = false;
+        for lmq in sub.lmqs.iter().filter(|l| has_backlog(l)) {
+            self.notify(client, lmq);
+            any = true;
+        }
+        any
+    }
+
+    /// The clients of `group`.
+    pub fn clients_of_group(&self, group: &str) -> Vec<String> {
+        self.inner
+            .lock()
+            .clients
+            .iter()
+            .filter(|(_, s)| s.group == group)
+            .map(|(c, _)| c.clone())
+            .collect()
     }
 
     /// (client, lite topic) pairs on the broker.

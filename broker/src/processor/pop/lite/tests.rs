@@ -281,3 +281,214 @@ async fn a_held_lite_pop_is_answered_when_its_lite_topic_gets_a_message() {
     let records = MessageRecord::decode_all(answer.body.clone(), true).expect("records");
     assert_eq!(records.len(), 1);
 }
+
+#[tokio::test]
+async fn an_idle_lite_topic_goes_after_its_parents_expiration() {
+    use super::lifecycle::{expire_idle, MIN_LITE_TTL_MS};
+    let broker = Fixture::start().await;
+    let header = CreateTopicRequestHeader {
+        topic: TOPIC.into(),
+        default_topic: "TBW102".into(),
+        read_queue_nums: 4,
+        write_queue_nums: 4,
+        perm: 6,
+        topic_filter_type: "SINGLE_TAG".into(),
+        attributes: Some("+message.type=LITE,+lite.topic.expiration=20".into()),
+        ..Default::default()
+    };
+    assert_success(
+        &broker
+            .call(RemotingCommand::request(
+                RequestCode::UPDATE_AND_CREATE_TOPIC,
+                header.to_ext_fields(),
+            ))
+            .await,
+    );
+    assert_success(&broker.call(create_group(GROUP, Some(TOPIC))).await);
+    assert_success(
+        &broker
+            .call(ctl("PARTIAL_ADD", CLIENT, &["idle", "busy"]))
+            .await,
+    );
+    send_lite(&broker, "a", "idle").await;
+    send_lite(&broker, "b", "busy").await;
+    broker.dispatched().await;
+    assert_eq!(pop(&broker).await.len(), 2);
+    let core = broker.state.consumption.pop.clone();
+    let idle = "%LMQ%$Chat$idle";
+    assert_eq!(
+        expire_idle(&core, MIN_LITE_TTL_MS - 1),
+        0,
+        "too early after start"
+    );
+    broker.advance(Duration::from_secs(16 * 60));
+    assert_eq!(
+        expire_idle(&core, MIN_LITE_TTL_MS),
+        0,
+        "within its 20 minutes"
+    );
+    broker.advance(Duration::from_secs(5 * 60));
+    // Both lite topics of Chat are 21 minutes idle; Keep's parent has no expiration.
+    assert_success(&broker.call(create_topic("Keep", "LITE")).await);
+    let mut props = Properties::new();
+    props.insert(property::LITE_TOPIC, "forever");
+    assert_success(
+        &broker
+            .call(send_request("Keep", 0, b"k", &props.encode()))
+            .await,
+    );
+    broker.dispatched().await;
+    broker.advance(Duration::from_secs(24 * 3600));
+    assert_eq!(expire_idle(&core, MIN_LITE_TTL_MS), 2);
+    assert_eq!(broker.state.store.max_offset_in_queue(idle, 0), 0);
+    assert!(!broker.state.store.topics().iter().any(|t| t == idle));
+    assert_eq!(
+        broker
+            .state
+            .store
+            .max_offset_in_queue("%LMQ%$Keep$forever", 0),
+        1,
+        "a parent without expiration keeps its lite topics"
+    );
+    assert!(!core
+        .lite
+        .subscription(CLIENT)
+        .expect("the client stays")
+        .lmqs
+        .contains(idle));
+}
+
+fn admin(code: RequestCode, fields: &[(&str, &str)]) -> RemotingCommand {
+    RemotingCommand::request(code, fields.iter().copied().collect::<ExtFields>())
+}
+
+#[tokio::test]
+async fn the_lite_admin_requests_describe_topics_clients_and_lag() {
+    use stellmq_remoting::protocol::body::lite::{
+        GetBrokerLiteInfoResponseBody, GetLiteClientInfoResponseBody, GetLiteGroupInfoResponseBody,
+        GetLiteTopicInfoResponseBody, GetParentTopicInfoResponseBody,
+    };
+    let broker = lite_stack().await;
+    assert_success(&broker.call(ctl("PARTIAL_ADD", CLIENT, &["s1", "s2"])).await);
+    for body in ["a", "b", "c"] {
+        send_lite(&broker, body, "s1").await;
+    }
+    send_lite(&broker, "d", "s2").await;
+    broker.dispatched().await;
+    let got = pop(&broker).await;
+    let d = got.iter().find(|m| m.body == "d").expect("d");
+    assert_success(&ack(&broker, d).await);
+
+    let r = broker
+        .call(admin(
+            RequestCode::GET_PARENT_TOPIC_INFO,
+            &[("topic", TOPIC)],
+        ))
+        .await;
+    assert_success(&r);
+    let parent: GetParentTopicInfoResponseBody = fastjson::decode(&r.body).expect("body");
+    assert_eq!((parent.lite_topic_count, parent.ttl), (2, -1));
+    assert!(parent.groups.expect("groups").contains(GROUP));
+
+    let fields = [("parentTopic", TOPIC), ("liteTopic", "s1")];
+    let r = broker
+        .call(admin(RequestCode::GET_LITE_TOPIC_INFO, &fields))
+        .await;
+    let info: GetLiteTopicInfoResponseBody = fastjson::decode(&r.body).expect("body");
+    assert_eq!(info.topic_offset.max_offset, 3);
+    assert_eq!(info.subscriber.len(), 1);
+    assert_eq!(info.subscriber[0].client_id, CLIENT);
+
+    let fields = [
+        ("parentTopic", TOPIC),
+        ("group", GROUP),
+        ("clientId", CLIENT),
+    ];
+    let r = broker
+        .call(admin(RequestCode::GET_LITE_CLIENT_INFO, &fields))
+        .await;
+    let client: GetLiteClientInfoResponseBody = fastjson::decode(&r.body).expect("body");
+    assert_eq!(client.lite_topic_count, 2);
+    assert!(client.last_access_time > 0);
+
+    // s1's batch is in flight (not acked): its whole backlog counts; s2 is consumed.
+    let fields = [("group", GROUP), ("topK", "10")];
+    let r = broker
+        .call(admin(RequestCode::GET_LITE_GROUP_INFO, &fields))
+        .await;
+    assert_success(&r);
+    let lag: GetLiteGroupInfoResponseBody = fastjson::decode(&r.body).expect("body");
+    assert_eq!(lag.total_lag_count, 3);
+    assert_eq!(lag.lag_count_top_k.len(), 1);
+    assert_eq!(lag.lag_count_top_k[0].lite_topic, "s1");
+    let fields = [("group", GROUP), ("liteTopic", "s2")];
+    let r = broker
+        .call(admin(RequestCode::GET_LITE_GROUP_INFO, &fields))
+        .await;
+    let one: GetLiteGroupInfoResponseBody = fastjson::decode(&r.body).expect("body");
+    assert_eq!(one.total_lag_count, 0);
+
+    let r = broker
+        .call(admin(RequestCode::GET_BROKER_LITE_INFO, &[]))
+        .await;
+    let info: GetBrokerLiteInfoResponseBody = fastjson::decode(&r.body).expect("body");
+    assert_eq!((info.current_lmq_num, info.lite_subscription_count), (2, 2));
+    assert_eq!(info.topic_meta.get(TOPIC), Some(&-1));
+
+    assert_success(
+        &broker
+            .call(admin(
+                RequestCode::TRIGGER_LITE_DISPATCH,
+                &[("group", GROUP)],
+            ))
+            .await,
+    );
+    // Refusals as RocketMQ's.
+    assert_success(&broker.call(create_topic("Plain", "NORMAL")).await);
+    assert_success(&broker.call(create_group("unbound", None)).await);
+    let code = |r: RemotingCommand| r.code;
+    assert_eq!(
+        code(
+            broker
+                .call(admin(
+                    RequestCode::GET_PARENT_TOPIC_INFO,
+                    &[("topic", "Plain")]
+                ))
+                .await
+        ),
+        ResponseCode::INVALID_PARAMETER.as_i32()
+    );
+    assert_eq!(
+        code(
+            broker
+                .call(admin(
+                    RequestCode::GET_PARENT_TOPIC_INFO,
+                    &[("topic", "Nope")]
+                ))
+                .await
+        ),
+        ResponseCode::TOPIC_NOT_EXIST.as_i32()
+    );
+    assert_eq!(
+        code(
+            broker
+                .call(admin(
+                    RequestCode::GET_LITE_GROUP_INFO,
+                    &[("group", "unbound")]
+                ))
+                .await
+        ),
+        ResponseCode::INVALID_PARAMETER.as_i32()
+    );
+    assert_eq!(
+        code(
+            broker
+                .call(admin(
+                    RequestCode::TRIGGER_LITE_DISPATCH,
+                    &[("group", "nobody")]
+                ))
+                .await
+        ),
+        ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.as_i32()
+    );
+}
