@@ -121,6 +121,7 @@ const NAV: &[(&str, &str)] = &[
     ("/topics", "Topics"),
     ("/groups", "Consumer groups"),
     ("/messages", "Messages"),
+    ("/lite", "Lite topics"),
     ("/dlq", "DLQ"),
     ("/explain", "Explain a message"),
     ("/users", "Users"),

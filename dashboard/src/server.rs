@@ -83,6 +83,7 @@ pub fn router(console: Console) -> Router {
         .route("/group/skip", post(pages::group_actions::skip))
         .route("/messages", get(pages::messages::page))
         .route("/message", get(pages::messages::one))
+        .route("/lite", get(pages::lite::page))
         .route("/dlq", get(pages::dlq::page))
         .route("/dlq/resend", post(pages::dlq::resend))
         .route("/explain", get(pages::explain::page))

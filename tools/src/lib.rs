@@ -6,6 +6,7 @@ pub mod admin;
 pub mod bench_acl;
 pub mod bench_consumer;
 pub mod bench_grpc;
+pub mod bench_lite;
 pub mod bench_metadata;
 pub mod send_stats;
 pub mod stats;

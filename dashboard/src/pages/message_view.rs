@@ -2,7 +2,7 @@
 //! properties and body) and its trace records.
 
 use stellmq_client::trace::{TraceRecord, TraceType};
-use stellmq_remoting::protocol::message::property;
+use stellmq_remoting::protocol::message::{priority_of, property, MessageKind, Properties};
 
 use crate::html::{cell, esc, format_time, link, Page, Table};
 use crate::lookup::{Found, MAX_BODY};
@@ -44,6 +44,25 @@ pub fn list_table(found: &[Found]) -> String {
     table.finish()
 }
 
+/// What RocketMQ 5's message model says of a message: its type, and its priority, lite
+/// topic or delivery time (until which a timer message can be recalled).
+fn kind_rows(props: &Properties) -> Vec<(&'static str, String)> {
+    let mut rows = vec![("Message type", MessageKind::of(props).name().to_owned())];
+    if let Some(p) = priority_of(props) {
+        rows.push(("Priority", p.to_string()));
+    }
+    if let Some(lite) = props.get(property::LITE_TOPIC) {
+        rows.push(("Lite topic", lite.to_owned()));
+    }
+    if let Some(at) = props
+        .get(property::TIMER_DELIVER_MS)
+        .and_then(|v| v.parse::<i64>().ok())
+    {
+        rows.push(("Delivery time (recallable until then)", format_time(at)));
+    }
+    rows
+}
+
 /// The message in full: where it is stored, its properties and its body.
 pub fn detail(page: &mut Page, f: &Found) {
     let m = &f.record;
@@ -70,6 +89,9 @@ pub fn detail(page: &mut Page, f: &Found) {
     ];
     for (name, value) in &rows {
         table.row(&[name, value]);
+    }
+    for (name, value) in kind_rows(&m.properties) {
+        table.row(&[name, &value]);
     }
     page.raw(&table.finish());
     page.heading("Body");

@@ -6,6 +6,7 @@ pub mod explain;
 pub mod group;
 pub mod group_actions;
 pub mod groups;
+pub mod lite;
 pub mod message_view;
 pub mod messages;
 pub mod topic;

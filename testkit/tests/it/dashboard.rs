@@ -506,3 +506,89 @@ async fn explain_tells_where_a_message_is_who_consumed_it_its_retries_and_dead_l
     assert_eq!(missing.status, 404, "{}", missing.body);
     c.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lite_page_shows_parents_lags_and_a_lite_topics_subscribers() {
+    use stellmq_remoting::protocol::body::fastjson;
+    use stellmq_remoting::protocol::body::lite::{
+        LiteSubscriptionCtlRequestBody, LiteSubscriptionDto,
+    };
+    let c = ConsoleStack::start().await;
+    let s = &c.stack;
+    let topic = request(
+        RequestCode::UPDATE_AND_CREATE_TOPIC,
+        &[
+            ("topic", "Chat"),
+            ("defaultTopic", "TBW102"),
+            ("readQueueNums", "4"),
+            ("writeQueueNums", "4"),
+            ("perm", "6"),
+            ("topicFilterType", "SINGLE_TAG"),
+            ("attributes", "+message.type=LITE,+lite.topic.expiration=30"),
+        ],
+    );
+    assert_eq!(s.call(topic).await.code, 0);
+    let mut group = SubscriptionGroupConfig::new("readers");
+    group
+        .attributes
+        .insert("+lite.bind.topic".into(), "Chat".into());
+    let r = s
+        .call(
+            request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, &[])
+                .with_body(fastjson::encode(&group)),
+        )
+        .await;
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    s.broker().register_now().await;
+    let ctl = LiteSubscriptionCtlRequestBody {
+        subscription_set: vec![LiteSubscriptionDto {
+            action: "PARTIAL_ADD".into(),
+            client_id: "client-7".into(),
+            group: "readers".into(),
+            topic: "Chat".into(),
+            lite_topic_set: vec!["room-1".into()],
+            version: None,
+        }],
+    };
+    let r = s
+        .call(request(RequestCode::LITE_SUBSCRIPTION_CTL, &[]).with_body(fastjson::encode(&ctl)))
+        .await;
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    for body in ["hello", "again"] {
+        assert_eq!(
+            s.send("Chat", 0, body, &[("__LITE_TOPIC", "room-1")])
+                .await
+                .code,
+            0
+        );
+    }
+    // The group has an offset once it popped: a POP of the lite topic starts it.
+    let pop = request(
+        RequestCode::POP_LITE_MESSAGE,
+        &[
+            ("clientId", "client-7"),
+            ("consumerGroup", "readers"),
+            ("topic", "Chat"),
+            ("maxMsgNum", "1"),
+            ("invisibleTime", "60000"),
+            ("pollTime", "3000"),
+            ("bornTime", "0"),
+        ],
+    );
+    assert_eq!(s.call(pop).await.code, 0);
+
+    let list = c.page("/lite").await;
+    assert!(
+        list.contains("Chat") && list.contains("readers") && list.contains(">30<"),
+        "{list}"
+    );
+    let parent = c.page("/lite?parent=Chat").await;
+    assert!(
+        parent.contains("Group readers: 2 messages not consumed"),
+        "{parent}"
+    );
+    assert!(parent.contains("room-1"), "{parent}");
+    let one = c.page("/lite?parent=Chat&lite=room-1").await;
+    assert!(one.contains("client-7@readers"), "{one}");
+    c.stop().await;
+}

@@ -21,6 +21,7 @@ use stellmq_remoting::protocol::SerializeType;
 use stellmq_tools::bench_acl::{expand_two_letter_options, BenchAclArgs};
 use stellmq_tools::bench_consumer::{run as run_consumer, ConsumerArgs};
 use stellmq_tools::bench_grpc::{self, GrpcConsumerArgs, GrpcProducerArgs};
+use stellmq_tools::bench_lite::{self, LiteArgs};
 use stellmq_tools::bench_metadata::{self, MetadataArgs};
 use stellmq_tools::send_stats::SendStats;
 use stellmq_tools::tls_args::TlsArgs;
@@ -49,6 +50,8 @@ enum Bench {
     GrpcConsumer(GrpcConsumerArgs),
     /// Time topic and group creations, updates and deletions as the broker's tables grow.
     Metadata(MetadataArgs),
+    /// Lite topics at scale: creation, a large subscription, send-to-receipt latency.
+    Lite(LiteArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -216,6 +219,7 @@ fn main() {
             Bench::GrpcProducer(a) => bench_grpc::run_producer(a).await.map_err(|e| e.to_string()),
             Bench::GrpcConsumer(a) => bench_grpc::run_consumer(a).await.map_err(|e| e.to_string()),
             Bench::Metadata(a) => bench_metadata::run(a).await.map_err(|e| e.to_string()),
+            Bench::Lite(a) => bench_lite::run(a).await.map_err(|e| e.to_string()),
         }
     });
     if let Err(e) = result {
