@@ -271,6 +271,11 @@ fn pop_lmq(
         return;
     }
     let mut offset = pop_offset(core, group, lmq, LMQ_QUEUE_ID, Some(INIT_MODE_MAX));
+    // Nothing new: answered from the queue's bounds, without opening an idle queue's file
+    // (a POP looking at thousands of lite topics must not map them all).
+    if offset >= core.store.max_offset_in_queue(lmq, LMQ_QUEUE_ID) {
+        return;
+    }
     let wanted = (h.max_msg_num as usize).saturating_sub(got.records.len());
     let mut result = core
         .store
