@@ -130,6 +130,10 @@ impl LiteRegistry {
             .map(|c| c.lmqs.clone())
             .unwrap_or_default();
         let wanted: HashSet<String> = lmqs.iter().cloned().collect();
+        if wanted.is_empty() && !inner.clients.contains_key(client) {
+            // Nothing to keep: an unknown client naming no lite topic costs no entry.
+            return Ok(());
+        }
         let added: Vec<&String> = wanted.difference(&current).collect();
         let removed: Vec<String> = if replace {
             current.difference(&wanted).cloned().collect()
@@ -379,6 +383,9 @@ mod tests {
         ));
         r.remove_client("c2");
         assert_eq!(r.pairs(), 0);
+        // Client ids naming nothing leave nothing behind.
+        r.add("ghost", "g", "P", &[], true, 5).unwrap();
+        assert!(r.subscription("ghost").is_none());
     }
 
     #[test]

@@ -270,7 +270,10 @@ async fn a_held_lite_pop_is_answered_when_its_lite_topic_gets_a_message() {
         let broker = broker.clone();
         tokio::spawn(async move { broker.call(request).await })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    crate::testing::eventually("the lite POP is held", || {
+        broker.state.consumption.pop_hold.parked_count() == 1
+    })
+    .await;
     assert!(!held.is_finished(), "nothing yet: held");
     send_lite(&broker, "news", "s1").await;
     let answer = tokio::time::timeout(Duration::from_secs(3), held)
